@@ -1,0 +1,34 @@
+import * as effectEslint from "@effect/eslint-plugin"
+import tseslint from "typescript-eslint"
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", "coverage/**", ".ci/**"] },
+  ...tseslint.configs.recommended,
+  ...effectEslint.configs.dprint,
+  {
+    languageOptions: { parser: tseslint.parser },
+    rules: {
+      "@effect/dprint": ["error", {
+        config: {
+          indentWidth: 2,
+          lineWidth: 120,
+          semiColons: "asi",
+          quoteStyle: "alwaysDouble",
+          trailingCommas: "never",
+          operatorPosition: "maintain",
+          "arrowFunction.useParentheses": "force"
+        }
+      }],
+      "@typescript-eslint/no-explicit-any": "off",
+      "@typescript-eslint/no-namespace": "off",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/array-type": ["error", { default: "generic", readonly: "generic" }],
+      // A skipped test left in is a defect.
+      "no-restricted-properties": ["error", { object: "it", property: "skip", message: "Do not land skipped tests." }, {
+        object: "describe",
+        property: "skip",
+        message: "Do not land skipped tests."
+      }, { object: "it", property: "todo", message: "Do not land placeholder tests." }]
+    }
+  }
+)
