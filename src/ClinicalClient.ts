@@ -1,0 +1,48 @@
+/**
+ * The whole client in one layer: settings, token cache and medication operation.
+ *
+ * `layer` / `layerConfig` leave the `HttpTransport` to the application (that is what lets tests
+ * swap in the in-memory one); `layerUndici` / `layerUndiciConfig` include the default undici
+ * transport, so a backend needs a single `Effect.provide`.
+ */
+import type * as ConfigError from "effect/ConfigError"
+import * as Layer from "effect/Layer"
+import type { Agent } from "undici"
+import * as ClinicalConfig from "./ClinicalConfig.js"
+import type { InvalidConfig } from "./ClinicalError.js"
+import * as HttpTransport from "./HttpTransport.js"
+import * as MedicationService from "./MedicationService.js"
+import * as TokenService from "./TokenService.js"
+
+/** Everything the client layers provide. */
+export type Services = ClinicalConfig.ClinicalConfig | TokenService.TokenService | MedicationService.MedicationService
+
+const services = MedicationService.layer.pipe(Layer.provideMerge(TokenService.layer))
+
+const withConfig = <E>(
+  config: Layer.Layer<ClinicalConfig.ClinicalConfig, E>
+): Layer.Layer<Services, E, HttpTransport.HttpTransport> => services.pipe(Layer.provideMerge(config))
+
+/** The client from an options object, over the transport the application provides. */
+export const layer = (
+  options: ClinicalConfig.Options
+): Layer.Layer<Services, InvalidConfig, HttpTransport.HttpTransport> => withConfig(ClinicalConfig.layer(options))
+
+/** The client from the environment (`CLINICAL_BASE_URL`, ...), over the transport the application provides. */
+export const layerConfig: Layer.Layer<
+  Services,
+  ConfigError.ConfigError | InvalidConfig,
+  HttpTransport.HttpTransport
+> = withConfig(ClinicalConfig.layerConfig)
+
+/** The client from an options object, ready to use: with the default undici transport. */
+export const layerUndici = (
+  options: ClinicalConfig.Options,
+  agentOptions?: Agent.Options
+): Layer.Layer<Services, InvalidConfig> => layer(options).pipe(Layer.provide(HttpTransport.layerUndici(agentOptions)))
+
+/** The client from the environment, ready to use: with the default undici transport. */
+export const layerUndiciConfig = (
+  agentOptions?: Agent.Options
+): Layer.Layer<Services, ConfigError.ConfigError | InvalidConfig> =>
+  layerConfig.pipe(Layer.provide(HttpTransport.layerUndici(agentOptions)))

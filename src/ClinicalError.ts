@@ -1,0 +1,171 @@
+/**
+ * Every failure the client can produce, as `Schema.TaggedError` classes.
+ *
+ * Privacy rule for this module: an error holds only what is safe to log (the operation, the HTTP
+ * status, the name of a field, a reason written by us, and server text scrubbed of known secrets).
+ * It never holds a token, an ApplicationId, a PersonUid, a request or a raw body, and every class
+ * has an explicit `message`, because the default one prints every field.
+ */
+import * as Schema from "effect/Schema"
+
+/** The operation a failure belongs to. */
+export const Operation = Schema.Literal("token", "medications")
+
+/** The operation a failure belongs to. */
+export type Operation = typeof Operation.Type
+
+const withStatus = (operation: Operation, status: number | undefined): string =>
+  status === undefined ? `${operation} request` : `${operation} request (HTTP ${status})`
+
+/** A setting given to `ClinicalConfig` was refused; `setting` names it. Fails the layer. */
+export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
+  setting: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `invalid setting ${this.setting}: ${this.reason}`
+  }
+}
+
+/** An input was refused before anything was sent; `field` names it, the value is never kept. */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  operation: Operation,
+  field: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation} request refused before sending: ${this.field} ${this.reason}`
+  }
+}
+
+/** Why a request never got an HTTP response. */
+export const TransportFailure = Schema.Literal("Network", "Timeout")
+
+/** The network failed or an attempt timed out: no HTTP response was received. */
+export class TransportError extends Schema.TaggedError<TransportError>()("TransportError", {
+  operation: Schema.optional(Operation),
+  reason: TransportFailure,
+  method: Schema.String,
+  url: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    const what = this.operation === undefined ? "request" : `${this.operation} request`
+    return `${what} ${this.method} ${this.url} failed (${this.reason}): ${this.detail}`
+  }
+}
+
+/** HTTP 401: authentication failed or was not given (after one token refresh and one retry). */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  operation: Operation,
+  status: Schema.Number
+}) {
+  override get message(): string {
+    return `${withStatus(this.operation, this.status)} was refused as unauthorized`
+  }
+}
+
+/** HTTP 419: the token exceeded its lifetime (after one token refresh and one retry). */
+export class TokenExpired extends Schema.TaggedError<TokenExpired>()("TokenExpired", {
+  operation: Operation,
+  status: Schema.Number
+}) {
+  override get message(): string {
+    return `${withStatus(this.operation, this.status)} was refused: the token exceeded its lifetime`
+  }
+}
+
+/** HTTP 400: the service found data or a prerequisite missing. */
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
+  operation: Operation,
+  status: Schema.Number
+}) {
+  override get message(): string {
+    return `${withStatus(this.operation, this.status)} was refused as a bad request`
+  }
+}
+
+/** HTTP 429: throttled; `retryAfterMillis` is the parsed `Retry-After`, when the server sent one. */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  operation: Operation,
+  status: Schema.Number,
+  retryAfterMillis: Schema.optional(Schema.Number)
+}) {
+  override get message(): string {
+    const after = this.retryAfterMillis === undefined ? "" : `; retry after ${this.retryAfterMillis} ms`
+    return `${withStatus(this.operation, this.status)} was rate limited${after}`
+  }
+}
+
+/** HTTP 5xx: the service failed; `retryAfterMillis` is the parsed `Retry-After` (503), when sent. */
+export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", {
+  operation: Operation,
+  status: Schema.Number,
+  retryAfterMillis: Schema.optional(Schema.Number)
+}) {
+  override get message(): string {
+    const after = this.retryAfterMillis === undefined ? "" : `; retry after ${this.retryAfterMillis} ms`
+    return `${withStatus(this.operation, this.status)} failed with a server error${after}`
+  }
+}
+
+/** Any other non-2xx status (405 included). */
+export class UnexpectedStatus extends Schema.TaggedError<UnexpectedStatus>()("UnexpectedStatus", {
+  operation: Operation,
+  status: Schema.Number
+}) {
+  override get message(): string {
+    return `${withStatus(this.operation, this.status)} got an unexpected status`
+  }
+}
+
+/** The response could not be understood: not JSON, the wrong shape, or bad token headers. */
+export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>()("ResponseDecodeError", {
+  operation: Operation,
+  status: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `${withStatus(this.operation, this.status)} returned a response that could not be decoded: ${this.reason}`
+  }
+}
+
+/**
+ * The service answered with its envelope and `Success: false`, whatever the HTTP status.
+ * `errorType` and `errorMessage` are the server's, with any known secret replaced by `<redacted>`.
+ */
+export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
+  operation: Operation,
+  status: Schema.Number,
+  errorType: Schema.NullOr(Schema.String),
+  errorMessage: Schema.NullOr(Schema.String)
+}) {
+  override get message(): string {
+    const type = this.errorType === null ? "" : ` ${this.errorType}`
+    const text = this.errorMessage === null ? "" : `: ${this.errorMessage}`
+    return `${withStatus(this.operation, this.status)} reported failure${type}${text}`
+  }
+}
+
+/** Every failure of a request, as a Schema (for serialising errors across a boundary). */
+export const ClinicalError = Schema.Union(
+  InvalidRequest,
+  TransportError,
+  Unauthorized,
+  TokenExpired,
+  BadRequest,
+  RateLimited,
+  ServerError,
+  UnexpectedStatus,
+  ResponseDecodeError,
+  ApiError
+)
+
+/** Every failure of a request. */
+export type ClinicalError = typeof ClinicalError.Type
+
+/** What a failed HTTP exchange can end in (everything but `InvalidRequest`). */
+export type HttpError = Exclude<ClinicalError, InvalidRequest>
+
+/** True for any error of this family. */
+export const isClinicalError: (u: unknown) => u is ClinicalError = Schema.is(ClinicalError)

@@ -1,0 +1,205 @@
+/**
+ * The one thing the client needs from a network: send one request, get one response.
+ *
+ * Requests carry their secrets (`Authorization`, `ApplicationId`, a body holding a PersonUid) as
+ * `Redacted` values; a transport reveals them only when it writes the bytes (`wireHeaders`,
+ * `wireBody`). Interrupting `send` aborts the request on the socket.
+ */
+import * as Headers from "@effect/platform/Headers"
+import * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type { HttpMethod } from "@effect/platform/HttpMethod"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { Agent } from "undici"
+import { TransportError } from "./ClinicalError.js"
+import { scrub } from "./internal/redaction.js"
+
+/** A header value or body, kept `Redacted` when it holds a secret. */
+export type WireValue = string | Redacted.Redacted<string>
+
+/** One HTTP request. `url` is absolute. */
+export interface TransportRequest {
+  readonly method: HttpMethod
+  readonly url: string
+  readonly headers: Readonly<Record<string, WireValue>>
+  readonly body?: WireValue | undefined
+}
+
+/** One HTTP response. Header names are lower-cased; repeated headers are joined with `, `. */
+export interface TransportResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+/** Sends one request. Fails only when no HTTP response was received. */
+export interface Service {
+  readonly send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+}
+
+/** The tag of the transport the client sends through. The application chooses the layer. */
+export class HttpTransport extends Context.Tag("effect-clinical/HttpTransport")<HttpTransport, Service>() {}
+
+const reveal = (value: WireValue): string => (typeof value === "string" ? value : Redacted.value(value))
+
+/** The request's headers as they go on the wire: secrets revealed. Only for code that writes bytes. */
+export const wireHeaders = (request: TransportRequest): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const name in request.headers) out[name] = reveal(request.headers[name]!)
+  return out
+}
+
+/** The request's body as it goes on the wire: secrets revealed. Only for code that writes bytes. */
+export const wireBody = (request: TransportRequest): string | undefined =>
+  request.body === undefined ? undefined : reveal(request.body)
+
+/** A header of the request by case-insensitive name, revealed; for in-memory handlers in tests. */
+export const wireHeader = (request: TransportRequest, name: string): string | undefined => {
+  const wanted = name.toLowerCase()
+  for (const key in request.headers) {
+    if (key.toLowerCase() === wanted) return reveal(request.headers[key]!)
+  }
+  return undefined
+}
+
+const secretsOf = function*(request: TransportRequest): Generator<Redacted.Redacted<string>> {
+  for (const name in request.headers) {
+    const value = request.headers[name]!
+    if (typeof value !== "string") yield value
+  }
+  if (request.body !== undefined && typeof request.body !== "string") yield request.body
+}
+
+/**
+ * A `TransportError` for a request, with a detail that cannot carry the request's secrets (any
+ * `Redacted` header or body value found in the detail is scrubbed out).
+ */
+export const transportError = (
+  request: TransportRequest,
+  reason: TransportError["reason"],
+  detail: string
+): TransportError =>
+  new TransportError({ reason, method: request.method, url: request.url, detail: scrub(detail, secretsOf(request)) })
+
+const describe = (cause: unknown): string => {
+  if (cause instanceof Error) {
+    const code = (cause as { readonly code?: unknown }).code
+    return typeof code === "string" ? `${code}: ${cause.message}` : `${cause.name}: ${cause.message}`
+  }
+  return String(cause)
+}
+
+/** A JSON response, for in-memory handlers in tests. */
+export const jsonResponse = (
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {}
+): TransportResponse => {
+  const lower: Record<string, string> = { "content-type": "application/json; charset=utf-8" }
+  for (const name in headers) lower[name.toLowerCase()] = headers[name]!
+  return { status, headers: lower, body: typeof body === "string" ? body : JSON.stringify(body) }
+}
+
+const flattenHeaders = (headers: Record<string, string | Array<string> | undefined>): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const name in headers) {
+    const value = headers[name]
+    if (value !== undefined) out[name] = typeof value === "string" ? value : value.join(", ")
+  }
+  return out
+}
+
+const splitUrl = (url: string): { readonly origin: string; readonly path: string } => {
+  const slash = url.indexOf("/", url.indexOf("//") + 2)
+  return slash < 0 ? { origin: url, path: "/" } : { origin: url.slice(0, slash), path: url.slice(slash) }
+}
+
+/** A transport that calls undici's `Agent.request` directly, on the given agent. */
+export const fromUndiciAgent = (agent: Agent): Service => ({
+  send: (request) =>
+    Effect.async<TransportResponse, TransportError>((resume, signal) => {
+      const { origin, path } = splitUrl(request.url)
+      const fail = (cause: unknown) => resume(Effect.fail(transportError(request, "Network", describe(cause))))
+      agent.request({
+        origin,
+        path,
+        method: request.method,
+        headers: wireHeaders(request),
+        body: wireBody(request) ?? null,
+        signal
+      }).then(
+        (response) =>
+          response.body.text().then(
+            (body) =>
+              resume(Effect.succeed({ status: response.statusCode, headers: flattenHeaders(response.headers), body })),
+            fail
+          ),
+        fail
+      )
+    })
+})
+
+/**
+ * The default transport: undici called directly, on an `Agent` (keep-alive connection pool) that
+ * this layer owns and closes with its scope. Skips `@effect/platform`'s HttpClient, which measured
+ * about 3.7 times the client CPU per request of undici alone.
+ */
+export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport> =>
+  Layer.scoped(
+    HttpTransport,
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.sync(() => new Agent(options)),
+        (agent) => Effect.promise(() => agent.close())
+      ),
+      fromUndiciAgent
+    )
+  )
+
+/** Header names `@effect/platform` must redact in its spans, beyond its own list. */
+const REDACTED_HEADER_NAMES = ["authorization", "applicationid"]
+
+/** A transport over any `@effect/platform` HttpClient. */
+export const fromHttpClient = (client: HttpClient.HttpClient): Service => ({
+  send: (request) => {
+    const body = wireBody(request)
+    const headers = wireHeaders(request)
+    const contentType = Object.entries(headers).find(([name]) => name.toLowerCase() === "content-type")?.[1]
+    const httpRequest = HttpClientRequest.make(request.method)(request.url, {
+      headers,
+      ...(body === undefined ? {} : { body: HttpBody.text(body, contentType) })
+    })
+    return client.execute(httpRequest).pipe(
+      Effect.flatMap((response) =>
+        Effect.map(response.text, (text): TransportResponse => ({
+          status: response.status,
+          headers: { ...response.headers },
+          body: text
+        }))
+      ),
+      Effect.mapError((error) =>
+        transportError(request, "Network", `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`)
+      ),
+      // The platform client records request headers as span attributes: keep ours redacted there.
+      Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...REDACTED_HEADER_NAMES])
+    )
+  }
+})
+
+/** A transport over the `@effect/platform` HttpClient the application provides (fetch, node, ...). */
+export const layerHttpClient: Layer.Layer<HttpTransport, never, HttpClient.HttpClient> = Layer.effect(
+  HttpTransport,
+  Effect.map(HttpClient.HttpClient, fromHttpClient)
+)
+
+/**
+ * The in-memory transport for tests: every request goes to `handler`, nothing touches a network.
+ * Use `wireHeaders` / `wireBody` in the handler to read what would have been sent.
+ */
+export const layerMemory = (
+  handler: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+): Layer.Layer<HttpTransport> => Layer.succeed(HttpTransport, { send: handler })

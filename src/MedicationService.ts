@@ -1,0 +1,131 @@
+/**
+ * A person's medications: `POST {baseUrl}/api/clinical/medication/get`.
+ *
+ * The service does not publish the medication fields, so `get` keeps every item whole, exactly as
+ * the server sent it; `getAs` decodes the items with a Schema of the caller's own.
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { ClinicalConfig } from "./ClinicalConfig.js"
+import { type ClinicalError, ResponseDecodeError } from "./ClinicalError.js"
+import { HttpTransport } from "./HttpTransport.js"
+import * as AuthorizedPost from "./internal/authorizedPost.js"
+import { type DateRange, personRequest, type PersonUidInput } from "./internal/personRequest.js"
+import { describeParseError, field, isRecord } from "./internal/response.js"
+import { TokenService } from "./TokenService.js"
+
+/** Path of the operation under `baseUrl`. */
+export const path = "/api/clinical/medication/get"
+
+/** One medication with every field the server sent (the fields are not published). */
+export type Medication = { readonly [field: string]: unknown }
+
+/** Schema of {@link Medication}: any JSON object, kept whole. */
+export const Medication: Schema.Schema<Medication> = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** Options of a request: the optional date range (the service filters by it; time parts are ignored). */
+export type GetOptions = DateRange
+
+/** A PersonUid, plain or `Redacted`. It identifies a patient: it is redacted from the moment it enters. */
+export type PersonUid = PersonUidInput
+
+/** What a request returns. */
+export interface MedicationResult<A> {
+  /** The items of the response's medication collection, decoded. */
+  readonly medications: ReadonlyArray<A>
+  /** The whole response body as parsed JSON, with every field the server sent (the envelope included). */
+  readonly raw: unknown
+}
+
+/** The medication operation. */
+export interface Service {
+  /** The person's medications, each kept whole. */
+  readonly get: (
+    personUid: PersonUid,
+    options?: GetOptions
+  ) => Effect.Effect<MedicationResult<Medication>, ClinicalError>
+  /** The person's medications, each decoded with `schema` (a failure is a `ResponseDecodeError`). */
+  readonly getAs: <A, I>(
+    schema: Schema.Schema<A, I, never>,
+    personUid: PersonUid,
+    options?: GetOptions
+  ) => Effect.Effect<MedicationResult<A>, ClinicalError>
+}
+
+/** The tag of the medication operation. */
+export class MedicationService extends Context.Tag("effect-clinical/MedicationService")<MedicationService, Service>() {}
+
+const COLLECTION = "Medications"
+
+/**
+ * Finds the medication collection: the body itself when it is an array; else the `Medications`
+ * field (any letter case; `null` means none); else the envelope's only array-valued field. A body
+ * with no collection at all is an error rather than an empty list: reporting "no medications" for
+ * a response we could not read would be a clinical error.
+ */
+const collection = (json: unknown): Either.Either<ReadonlyArray<unknown>, string> => {
+  if (Array.isArray(json)) return Either.right(json)
+  if (!isRecord(json)) return Either.left("the body is neither a JSON object nor an array")
+  const named = field(json, COLLECTION)
+  if (Array.isArray(named)) return Either.right(named)
+  if (named === null) return Either.right([])
+  if (named !== undefined) return Either.left(`${COLLECTION} is not an array`)
+  const arrays = Object.values(json).filter(Array.isArray)
+  return arrays.length === 1
+    ? Either.right(arrays[0]!)
+    : Either.left(`the body has no ${COLLECTION} collection`)
+}
+
+/** Builds the medication operation over the services it needs. */
+export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | TokenService> = Effect.gen(
+  function*() {
+    const config = yield* ClinicalConfig
+    const post = AuthorizedPost.make(config, yield* HttpTransport, yield* TokenService)
+    const url = `${config.baseUrl}${path}`
+
+    const getAs = <A, I>(schema: Schema.Schema<A, I, never>, personUid: PersonUid, options?: GetOptions) => {
+      const decodeItems = Schema.decodeUnknownEither(Schema.Array(schema))
+      return Effect.flatMap(
+        personRequest("medications", personUid, options),
+        (request) =>
+          Effect.flatMap(post("medications", url, request.body, [request.personUid]), ({ json, status }) => {
+            const decoded = Either.flatMap(
+              collection(json),
+              (items) => Either.mapLeft(decodeItems(items), (error) => describeParseError(error, COLLECTION))
+            )
+            return Either.match(decoded, {
+              onLeft: (reason) => Effect.fail(new ResponseDecodeError({ operation: "medications", status, reason })),
+              onRight: (medications): Effect.Effect<MedicationResult<A>> => Effect.succeed({ medications, raw: json })
+            })
+          })
+      )
+    }
+
+    return MedicationService.of({
+      get: (personUid, options) => getAs(Medication, personUid, options),
+      getAs
+    })
+  }
+)
+
+/** The medication operation, over the services the application provides. */
+export const layer: Layer.Layer<MedicationService, never, ClinicalConfig | HttpTransport | TokenService> = Layer
+  .effect(MedicationService, make)
+
+/** The person's medications, from the `MedicationService` in context. */
+export const get = (
+  personUid: PersonUid,
+  options?: GetOptions
+): Effect.Effect<MedicationResult<Medication>, ClinicalError, MedicationService> =>
+  Effect.flatMap(MedicationService, (service) => service.get(personUid, options))
+
+/** The person's medications decoded with `schema`, from the `MedicationService` in context. */
+export const getAs = <A, I>(
+  schema: Schema.Schema<A, I, never>,
+  personUid: PersonUid,
+  options?: GetOptions
+): Effect.Effect<MedicationResult<A>, ClinicalError, MedicationService> =>
+  Effect.flatMap(MedicationService, (service) => service.getAs(schema, personUid, options))

@@ -1,0 +1,24 @@
+/**
+ * effect-clinical: an Effect v3 client for a clinical patient-data HTTP API.
+ */
+
+/** The whole client as layers. */
+export * as ClinicalClient from "./ClinicalClient.js"
+
+/** The resolved settings, from options or the environment. */
+export * as ClinicalConfig from "./ClinicalConfig.js"
+
+/** Every failure, as `Schema.TaggedError` classes. */
+export * as ClinicalError from "./ClinicalError.js"
+
+/** HTTP dates (RFC 9110): parse all three forms, format IMF-fixdate. */
+export * as HttpDate from "./HttpDate.js"
+
+/** The pluggable transport: undici (default), any `@effect/platform` HttpClient, or in memory. */
+export * as HttpTransport from "./HttpTransport.js"
+
+/** A person's medications. */
+export * as MedicationService from "./MedicationService.js"
+
+/** The bearer token, cached and kept fresh. */
+export * as TokenService from "./TokenService.js"

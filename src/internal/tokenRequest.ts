@@ -1,0 +1,102 @@
+/**
+ * One token request: `POST {authUrl}{tokenPath}` with the ApplicationId, and the reading of its
+ * answer (the body's `Token` / `TokenType`, the `TOKEN_EXPIRES` and `Date` headers).
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type * as ClinicalConfig from "../ClinicalConfig.js"
+import { type HttpError, ResponseDecodeError } from "../ClinicalError.js"
+import * as HttpDate from "../HttpDate.js"
+import type * as HttpTransport from "../HttpTransport.js"
+import { withTimeout } from "./attempt.js"
+import { describeParseError, field, isRecord, readJson } from "./response.js"
+import { MAX_TOKEN_LENGTH, visibleAscii } from "./validate.js"
+
+/** The token body, as the service documents it. The token must be safe to put in a header. */
+const TokenBody = Schema.Struct({
+  Token: Schema.String.pipe(Schema.filter((token) => Either.isRight(visibleAscii(token, MAX_TOKEN_LENGTH)))),
+  TokenType: Schema.String.pipe(Schema.filter((type) => type.toLowerCase() === "bearer"))
+})
+
+const decodeTokenBody = Schema.decodeUnknownEither(TokenBody)
+
+/** A token as the service issued it, with its expiry already moved onto the local clock. */
+export interface IssuedToken {
+  readonly token: Redacted.Redacted<string>
+  /** Local time (epoch ms) the request was sent. */
+  readonly sentAt: number
+  /** `TOKEN_EXPIRES - Date`, both from the server's clock, so clock skew cancels out. */
+  readonly lifetimeMillis: number
+  /** Server `Date` minus the local time the response arrived; `undefined` without a `Date` header. */
+  readonly serverClockSkewMillis: number | undefined
+}
+
+/** The token request as it goes to the transport. The body holds the ApplicationId, so it is redacted. */
+export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.TransportRequest => ({
+  method: "POST",
+  url: `${config.authUrl}${config.tokenPath}`,
+  headers: { "Content-Type": "application/json" },
+  body: Redacted.make(JSON.stringify({ ApplicationId: Redacted.value(config.applicationId) }))
+})
+
+const decodeError = (status: number, reason: string) => new ResponseDecodeError({ operation: "token", status, reason })
+
+/** Reads a token response into an `IssuedToken`, or the typed error it stands for. */
+export const readTokenResponse = (
+  response: HttpTransport.TransportResponse,
+  sentAt: number,
+  receivedAt: number,
+  config: ClinicalConfig.Service
+): Either.Either<IssuedToken, HttpError> =>
+  Either.gen(function*() {
+    const json = yield* readJson({ operation: "token", secrets: [config.applicationId], now: receivedAt }, response)
+    const status = response.status
+    if (!isRecord(json)) return yield* Either.left(decodeError(status, "the body is not a JSON object"))
+    const body = yield* Either.mapLeft(
+      decodeTokenBody({ Token: field(json, "Token"), TokenType: field(json, "TokenType") }),
+      (error) => decodeError(status, describeParseError(error, "body"))
+    )
+    const expiresHeader = response.headers["token_expires"] ?? response.headers["token-expires"]
+    if (expiresHeader === undefined) {
+      return yield* Either.left(decodeError(status, "the TOKEN_EXPIRES header is missing"))
+    }
+    const expires = HttpDate.parseMillis(expiresHeader, { now: receivedAt })
+    if (Option.isNone(expires)) {
+      return yield* Either.left(decodeError(status, "the TOKEN_EXPIRES header is not an HTTP date"))
+    }
+    const serverDate = Option.flatMap(
+      Option.fromNullable(response.headers["date"]),
+      (date) => HttpDate.parseMillis(date, { now: receivedAt })
+    )
+    // With the server's Date, the lifetime is measured on the server's clock alone; without it,
+    // TOKEN_EXPIRES can only be compared with the local clock.
+    const lifetimeMillis = Option.isSome(serverDate) ? expires.value - serverDate.value : expires.value - sentAt
+    if (!(lifetimeMillis > 0)) {
+      return yield* Either.left(
+        decodeError(status, "the token's lifetime is not positive (TOKEN_EXPIRES is not later)")
+      )
+    }
+    return {
+      token: Redacted.make(body.Token),
+      sentAt,
+      lifetimeMillis,
+      serverClockSkewMillis: Option.isSome(serverDate) ? serverDate.value - receivedAt : undefined
+    }
+  })
+
+/** Sends one token request (with the token timeout) and reads its answer. */
+export const requestToken = (
+  config: ClinicalConfig.Service,
+  transport: HttpTransport.Service
+): Effect.Effect<IssuedToken, HttpError> =>
+  Effect.gen(function*() {
+    const request = tokenRequest(config)
+    const sentAt = yield* Clock.currentTimeMillis
+    const response = yield* withTimeout(transport.send(request), request, "token", config.tokenTimeout)
+    const receivedAt = yield* Clock.currentTimeMillis
+    return yield* readTokenResponse(response, sentAt, receivedAt, config)
+  })

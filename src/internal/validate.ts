@@ -1,0 +1,105 @@
+/**
+ * Checks on values that reach a header, a URL or a request body. Each returns `Either`: the clean
+ * value, or a reason written to be shown to a user. A reason never contains the value itself, since
+ * the values checked here are secrets (ApplicationId), patient identifiers (PersonUid) or settings.
+ */
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+
+const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
+
+/** Visible ASCII only: no control characters (CR/LF included), no spaces, nothing non-ASCII. */
+const VISIBLE_ASCII = /^[\x21-\x7e]+$/
+
+/** Longest PersonUid accepted; the real ones are far shorter (base64 of an encrypted id). */
+export const MAX_PERSON_UID_LENGTH = 2048
+
+/** Longest token accepted from the server; the real ones are about 112 characters. */
+export const MAX_TOKEN_LENGTH = 8192
+
+/** Reads a value that may be `Redacted` without ever logging it. */
+export const reveal = (value: string | Redacted.Redacted<string>): unknown =>
+  Redacted.isRedacted(value) ? Redacted.value(value) : value
+
+/** A GUID in its 36-character hyphenated form. */
+export const guid = (value: unknown): Either.Either<string, string> => {
+  if (typeof value !== "string") return Either.left("must be a string")
+  const trimmed = value.trim()
+  return GUID.test(trimmed)
+    ? Either.right(trimmed)
+    : Either.left("must be a GUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hexadecimal digits)")
+}
+
+/** A non-empty string of visible ASCII characters, at most `maxLength` long. */
+export const visibleAscii = (value: unknown, maxLength: number): Either.Either<string, string> => {
+  if (typeof value !== "string") return Either.left("must be a string")
+  if (value.length === 0 || value.trim().length === 0) return Either.left("is empty")
+  if (value.length > maxLength) return Either.left(`is longer than ${maxLength} characters`)
+  return VISIBLE_ASCII.test(value)
+    ? Either.right(value)
+    : Either.left("contains characters that are not visible ASCII (control characters, spaces or non-ASCII)")
+}
+
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+
+const pad = (n: number, width: number): string => String(n).padStart(width, "0")
+
+/**
+ * A calendar date, written `YYYY-MM-DD`. A string must already be in that form and name a real day;
+ * a `Date` gives its UTC calendar day (the service ignores any time part).
+ */
+export const calendarDate = (value: unknown): Either.Either<string, string> => {
+  if (value instanceof Date) {
+    const year = value.getUTCFullYear()
+    if (Number.isNaN(value.getTime()) || year < 1 || year > 9999) return Either.left("is an invalid Date")
+    return Either.right(`${pad(year, 4)}-${pad(value.getUTCMonth() + 1, 2)}-${pad(value.getUTCDate(), 2)}`)
+  }
+  if (typeof value !== "string") return Either.left("must be a YYYY-MM-DD string or a Date")
+  const match = ISO_DATE.exec(value)
+  if (match === null) return Either.left("must be written YYYY-MM-DD")
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
+  const probe = new Date(0)
+  probe.setUTCFullYear(year, month - 1, day)
+  const real = year >= 1 && probe.getUTCFullYear() === year && probe.getUTCMonth() === month - 1 &&
+    probe.getUTCDate() === day
+  return real ? Either.right(value) : Either.left("is not a real calendar date")
+}
+
+const LOOPBACK_V4 = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/
+
+/** Loopback hosts, where plain `http:` is allowed (tests, a local mock server). */
+export const isLoopbackHost = (hostname: string): boolean =>
+  hostname === "localhost" || hostname === "[::1]" || LOOPBACK_V4.test(hostname)
+
+/**
+ * An absolute base URL with no query, fragment or credentials, `https:` unless the host is loopback.
+ * Returned without a trailing slash so that `base + "/api/..."` joins under any path prefix.
+ */
+export const baseUrl = (value: unknown): Either.Either<string, string> => {
+  const text = value instanceof URL ? value.href : value
+  if (typeof text !== "string" || text.trim().length === 0) return Either.left("must be an absolute URL")
+  let url: URL
+  try {
+    url = new URL(text.trim())
+  } catch {
+    return Either.left("must be an absolute URL (e.g. https://openapi.intelichart.com)")
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return Either.left("must use https:")
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) {
+    return Either.left("must use https: (plain http: is allowed only for localhost, 127.0.0.0/8 and ::1)")
+  }
+  if (url.username !== "" || url.password !== "") return Either.left("must not contain credentials")
+  if (url.search !== "" || url.hash !== "" || text.includes("?") || text.includes("#")) {
+    return Either.left("must not contain a query or a fragment")
+  }
+  return Either.right(`${url.origin}${url.pathname.replace(/\/+$/, "")}`)
+}
+
+/** A path that starts with `/`, with visible ASCII only and no query or fragment. */
+export const urlPath = (value: unknown): Either.Either<string, string> => {
+  if (typeof value !== "string" || !value.startsWith("/")) return Either.left("must start with /")
+  if (!VISIBLE_ASCII.test(value) || value.includes("?") || value.includes("#")) {
+    return Either.left("must be a plain path (visible ASCII, no query or fragment)")
+  }
+  return Either.right(value)
+}
