@@ -86,6 +86,8 @@ const duration = (
   { allowZero }: { readonly allowZero: boolean }
 ): Either.Either<Duration.Duration, string> => {
   if (value === undefined) return Either.right(fallback)
+  // Duration clamps negative numbers to zero; a negative setting is a mistake worth naming.
+  if (typeof value === "number" && value < 0) return Either.left("must not be negative")
   const decoded = Duration.decodeUnknown(value)
   if (Option.isNone(decoded)) return Either.left("must be a duration, e.g. \"10 seconds\" or a number of milliseconds")
   const millis = Duration.toMillis(decoded.value)

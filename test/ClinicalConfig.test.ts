@@ -1,0 +1,144 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Duration, Effect, Layer, Redacted } from "effect"
+import { ClinicalConfig } from "effect-clinical"
+
+const APPLICATION_ID = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
+
+const resolve = (options: ClinicalConfig.Options) => ClinicalConfig.make(options)
+
+const fromEnv = (env: Record<string, string>) =>
+  Effect.provide(
+    ClinicalConfig.ClinicalConfig,
+    Layer.provide(
+      ClinicalConfig.layerConfig,
+      Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+    )
+  )
+
+describe("ClinicalConfig.layer", () => {
+  it.effect("applies the documented defaults", () =>
+    Effect.gen(function*() {
+      const config = yield* resolve({ baseUrl: "https://openapi.intelichart.com", applicationId: APPLICATION_ID })
+      expect(config.baseUrl).toBe("https://openapi.intelichart.com")
+      expect(config.authUrl).toBe("https://openapi.intelichart.com")
+      expect(config.tokenPath).toBe("/api/Server/Token")
+      expect(Redacted.value(config.applicationId)).toBe(APPLICATION_ID)
+      expect(Duration.toMillis(config.tokenTimeout)).toBe(10_000)
+      expect(Duration.toMillis(config.requestTimeout)).toBe(30_000)
+      expect(Duration.toMillis(config.softRefreshWindow)).toBe(300_000)
+      expect(Duration.toMillis(config.hardRefreshWindow)).toBe(30_000)
+    }))
+
+  it.effect("keeps a path prefix and drops trailing slashes", () =>
+    Effect.gen(function*() {
+      const config = yield* resolve({
+        baseUrl: new URL("https://gateway.example.org/clinical/v1/"),
+        authUrl: "https://auth.example.org//",
+        applicationId: Redacted.make(` ${APPLICATION_ID.toUpperCase()} `)
+      })
+      expect(config.baseUrl).toBe("https://gateway.example.org/clinical/v1")
+      expect(config.authUrl).toBe("https://auth.example.org")
+      expect(Redacted.value(config.applicationId)).toBe(APPLICATION_ID.toUpperCase())
+    }))
+
+  it.effect("allows plain http only for loopback hosts", () =>
+    Effect.gen(function*() {
+      for (
+        const baseUrl of ["http://localhost:8080", "http://127.0.0.1:1", "http://127.255.0.9", "http://[::1]:3000"]
+      ) {
+        const config = yield* resolve({ baseUrl, applicationId: APPLICATION_ID })
+        expect(config.baseUrl).toBe(baseUrl)
+      }
+      for (
+        const baseUrl of ["http://example.org", "http://128.0.0.1", "http://localhost.evil.org", "http://10.0.0.1"]
+      ) {
+        const error = yield* Effect.flip(resolve({ baseUrl, applicationId: APPLICATION_ID }))
+        expect(error).toMatchObject({ _tag: "InvalidConfig", setting: "baseUrl" })
+        expect(error.message).toContain("https")
+      }
+    }))
+
+  const refused: ReadonlyArray<readonly [string, Partial<ClinicalConfig.Options>, string]> = [
+    ["a relative baseUrl", { baseUrl: "/api" }, "baseUrl"],
+    ["an empty baseUrl", { baseUrl: "" }, "baseUrl"],
+    ["an ftp baseUrl", { baseUrl: "ftp://example.org" }, "baseUrl"],
+    ["a baseUrl with a query", { baseUrl: "https://example.org/?a=1" }, "baseUrl"],
+    ["a baseUrl with an empty query", { baseUrl: "https://example.org/?" }, "baseUrl"],
+    ["a baseUrl with credentials", { baseUrl: "https://user:pw@example.org" }, "baseUrl"],
+    ["an authUrl over http", { authUrl: "http://auth.example.org" }, "authUrl"],
+    ["an ApplicationId that is not a GUID", { applicationId: "my-app" }, "applicationId"],
+    ["a redacted ApplicationId with CR/LF", {
+      applicationId: Redacted.make("3f2504e0-4f89-11d3-9a0c-0305e82c3301\r\nX: 1")
+    }, "applicationId"],
+    ["a tokenPath without a leading slash", { tokenPath: "api/Server/Token" }, "tokenPath"],
+    ["a tokenPath with a query", { tokenPath: "/token?x=1" }, "tokenPath"],
+    ["a zero tokenTimeout", { tokenTimeout: 0 }, "tokenTimeout"],
+    ["a nonsense requestTimeout", { requestTimeout: "soon" as Duration.DurationInput }, "requestTimeout"],
+    ["an infinite requestTimeout", { requestTimeout: Duration.infinity }, "requestTimeout"],
+    ["a negative soft window", { softRefreshWindow: -1 }, "softRefreshWindow"],
+    [
+      "a hard window longer than the soft one",
+      { softRefreshWindow: "1 minute", hardRefreshWindow: "2 minutes" },
+      "hardRefreshWindow"
+    ]
+  ]
+  for (const [name, override, setting] of refused) {
+    it.effect(`refuses ${name}, naming ${setting}, without printing the ApplicationId`, () =>
+      Effect.gen(function*() {
+        const secret = "0badc0de-1111-2222-3333-444455556666"
+        const error = yield* Effect.flip(
+          resolve({ baseUrl: "https://example.org", applicationId: secret, ...override })
+        )
+        expect(error).toMatchObject({ _tag: "InvalidConfig", setting })
+        expect(error.message).toContain(setting)
+        for (const text of [String(error), JSON.stringify(error), error.message]) {
+          expect(text).not.toContain(secret)
+          expect(text).not.toContain("3f2504e0")
+        }
+      }))
+  }
+})
+
+describe("ClinicalConfig.layerConfig", () => {
+  it.effect("reads every setting from the environment", () =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({
+        CLINICAL_BASE_URL: "https://openapitest.intelichart.com",
+        CLINICAL_AUTH_URL: "https://openapiauthtest.intelichart.com",
+        CLINICAL_APPLICATION_ID: APPLICATION_ID,
+        CLINICAL_TOKEN_PATH: "/api/server/token",
+        CLINICAL_TOKEN_TIMEOUT: "3 seconds",
+        CLINICAL_REQUEST_TIMEOUT: "4 seconds",
+        CLINICAL_SOFT_REFRESH_WINDOW: "2 minutes",
+        CLINICAL_HARD_REFRESH_WINDOW: "20 seconds"
+      })
+      expect(config.authUrl).toBe("https://openapiauthtest.intelichart.com")
+      expect(config.tokenPath).toBe("/api/server/token")
+      expect(Duration.toMillis(config.tokenTimeout)).toBe(3000)
+      expect(Duration.toMillis(config.requestTimeout)).toBe(4000)
+      expect(Duration.toMillis(config.softRefreshWindow)).toBe(120_000)
+      expect(Duration.toMillis(config.hardRefreshWindow)).toBe(20_000)
+    }))
+
+  it.effect("names the environment variable of a refused value", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        fromEnv({ CLINICAL_BASE_URL: "https://x.org", CLINICAL_APPLICATION_ID: "nope-secret" })
+      )
+      expect(error).toMatchObject({ _tag: "InvalidConfig", setting: "CLINICAL_APPLICATION_ID" })
+      expect(String(error)).not.toContain("nope-secret")
+    }))
+
+  it.effect("a missing required variable is a ConfigError naming it", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(fromEnv({ CLINICAL_APPLICATION_ID: APPLICATION_ID }))
+      expect(error._tag).not.toBe("InvalidConfig")
+      expect(String(error)).toContain("CLINICAL_BASE_URL")
+    }))
+
+  it.effect("a missing ApplicationId is reported without any value", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(fromEnv({ CLINICAL_BASE_URL: "https://x.org" }))
+      expect(String(error)).toContain("CLINICAL_APPLICATION_ID")
+    }))
+})

@@ -1,0 +1,200 @@
+/**
+ * The token, the ApplicationId and the PersonUid never appear in a log line, an error's message or
+ * JSON, a failure's cause, or a span attribute: checked on real captured output of every flow.
+ */
+import { FetchHttpClient } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Inspectable, Layer, Logger, LogLevel, Redacted, Schema, TestClock, Tracer } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import * as Fake from "./support/FakeService.js"
+import * as Loopback from "./support/LoopbackServer.js"
+
+const SECRETS = [Fake.APPLICATION_ID, Fake.PERSON_UID, ...Array.from({ length: 20 }, (_, i) => Fake.tokenValue(i + 1))]
+
+const expectNoSecret = (label: string, text: string) => {
+  for (const secret of SECRETS) expect(text.includes(secret), `${label} leaks a secret: ${text}`).toBe(false)
+}
+
+/** Captures every log line in two formats (logfmt and JSON) at every level. */
+const capture = () => {
+  const lines: Array<string> = []
+  const logger = Logger.zip(
+    Logger.map(Logger.logfmtLogger, (line) => lines.push(line)),
+    Logger.map(Logger.jsonLogger, (line) => lines.push(line))
+  )
+  const layer = Layer.merge(Logger.replace(Logger.defaultLogger, logger), Logger.minimumLogLevel(LogLevel.All))
+  return { lines, layer }
+}
+
+type Flow = (
+  fake: Fake.FakeService
+) => Effect.Effect<unknown, unknown, MedicationService.MedicationService | TokenService.TokenService>
+
+const get = MedicationService.get(Fake.PERSON_UID)
+const echo = (request: HttpTransport.TransportRequest) =>
+  `${HttpTransport.wireBody(request)} ${JSON.stringify(HttpTransport.wireHeaders(request))}`
+
+const flows: ReadonlyArray<readonly [string, Flow]> = [
+  ["success, with the user logging the token and the result", () =>
+    Effect.gen(function*() {
+      const token = yield* TokenService.get
+      yield* Effect.log("token", token, "person", Redacted.make(Fake.PERSON_UID))
+      const result = yield* MedicationService.get(Redacted.make(Fake.PERSON_UID), { startDate: "2024-01-01" })
+      yield* Effect.log("got", result.medications.length)
+    })],
+  ["401 then success", (fake) => Effect.zipRight(fake.scriptData(Fake.respond(401, {})), get)],
+  ["401 twice", (fake) => Effect.zipRight(fake.scriptData(Fake.respond(401, {}), Fake.respond(401, {})), get)],
+  ["419 twice", (fake) => Effect.zipRight(fake.scriptData(Fake.respond(419, {}), Fake.respond(419, {})), get)],
+  ["revoked tokens", (fake) => Effect.zipRight(Effect.zipRight(get, fake.revokeAll), get)],
+  ["soft and hard window refreshes", () =>
+    Effect.gen(function*() {
+      yield* get
+      yield* TestClock.adjust("57 minutes")
+      yield* get
+      yield* TestClock.adjust("3 hours")
+      yield* get
+    })],
+  ["Success: false echoing every secret", (fake) =>
+    Effect.zipRight(
+      fake.scriptData((request) =>
+        Effect.succeed(
+          HttpTransport.jsonResponse(200, { Success: false, ErrorType: echo(request), ErrorMessage: echo(request) })
+        )
+      ),
+      get
+    )],
+  ...[400, 404, 405, 429, 500, 503].map((status): readonly [string, Flow] => [
+    `data HTTP ${status} echoing every secret`,
+    (fake) =>
+      Effect.zipRight(
+        fake.scriptData((request) => Effect.succeed(HttpTransport.jsonResponse(status, { Message: echo(request) }))),
+        get
+      )
+  ]),
+  ...[400, 401, 429, 500].map((status): readonly [string, Flow] => [
+    `token HTTP ${status} echoing every secret`,
+    (fake) =>
+      Effect.zipRight(
+        fake.scriptToken((request) => Effect.succeed(HttpTransport.jsonResponse(status, { Message: echo(request) }))),
+        get
+      )
+  ]),
+  [
+    "a data body that is not JSON but echoes every secret",
+    (fake) =>
+      Effect.zipRight(
+        fake.scriptData((request) => Effect.succeed({ status: 200, headers: {}, body: echo(request) })),
+        get
+      )
+  ],
+  ["a data body of the wrong shape holding every secret", (fake) =>
+    Effect.zipRight(
+      fake.scriptData((request) =>
+        Effect.succeed(HttpTransport.jsonResponse(200, { Medications: echo(request), Success: true }))
+      ),
+      get
+    )],
+  ["a caller's Schema refusing items that hold every secret", (fake) =>
+    Effect.zipRight(
+      fake.scriptData((request) =>
+        Effect.succeed(HttpTransport.jsonResponse(200, { Medications: [{ Name: 1, Note: echo(request) }] }))
+      ),
+      MedicationService.getAs(Schema.Struct({ Name: Schema.String }), Fake.PERSON_UID)
+    )],
+  ["a token of the wrong type echoing the ApplicationId", (fake) =>
+    Effect.zipRight(
+      fake.scriptToken((request) =>
+        Effect.succeed(HttpTransport.jsonResponse(200, { Token: echo(request), TokenType: Fake.tokenValue(3) }))
+      ),
+      get
+    )],
+  ["a transport failure whose detail holds every secret", (fake) =>
+    Effect.zipRight(
+      fake.scriptData((request) => Effect.fail(HttpTransport.transportError(request, "Network", echo(request)))),
+      get
+    )],
+  ["a token transport failure whose detail holds the ApplicationId", (fake) =>
+    Effect.zipRight(
+      fake.scriptToken((request) => Effect.fail(HttpTransport.transportError(request, "Network", echo(request)))),
+      get
+    )],
+  ["a timeout", (fake) =>
+    Effect.gen(function*() {
+      yield* fake.scriptData(() => Effect.never)
+      const fiber = yield* Effect.fork(get)
+      yield* TestClock.adjust("1 minute")
+      return yield* fiber
+    })],
+  ["a PersonUid refused for a CR/LF", () => MedicationService.get(`${Fake.PERSON_UID}\r\n`)],
+  ["a PersonUid refused for its length", () => MedicationService.get(Fake.PERSON_UID.repeat(100))],
+  ["a PersonUid refused for a space", () => MedicationService.get(`${Fake.PERSON_UID} ${Fake.APPLICATION_ID}`)]
+]
+
+describe("no secret in logs, errors or causes", () => {
+  for (const [name, flow] of flows) {
+    it.effect(name, () =>
+      Effect.gen(function*() {
+        const { layer, lines } = capture()
+        const fake = yield* Fake.make()
+        const exit = yield* flow(fake).pipe(
+          Effect.provide(Fake.clientLayer(fake)),
+          Effect.tapErrorCause((cause) => Effect.logError("flow failed", cause)),
+          Effect.provide(layer),
+          Effect.exit
+        )
+        expect(lines.length).toBeGreaterThan(0)
+        for (const line of lines) expectNoSecret("log line", line)
+        if (Exit.isFailure(exit)) {
+          expectNoSecret("cause", Cause.pretty(exit.cause, { renderErrorCause: true }))
+          expectNoSecret("cause JSON", JSON.stringify(exit.cause))
+          for (const error of Cause.failures(exit.cause)) {
+            expectNoSecret("String(error)", String(error))
+            expectNoSecret("JSON.stringify(error)", JSON.stringify(error))
+            expectNoSecret("inspect(error)", Inspectable.format(error))
+            expectNoSecret("error.stack", (error as Error).stack ?? "")
+          }
+        }
+      }))
+  }
+
+  it.effect("a refused ApplicationId never appears in the layer's error or the logs", () =>
+    Effect.gen(function*() {
+      const { layer, lines } = capture()
+      const fake = yield* Fake.make()
+      const leaked = `${Fake.APPLICATION_ID}\r\nX-Injected: yes`
+      const exit = yield* get.pipe(
+        Effect.provide(Fake.clientLayer(fake, { applicationId: leaked })),
+        Effect.tapErrorCause((cause) => Effect.logError("layer failed", cause)),
+        Effect.provide(layer),
+        Effect.exit
+      )
+      expect(Exit.isFailure(exit)).toBe(true)
+      for (const line of lines) expectNoSecret("log line", line)
+      if (Exit.isFailure(exit)) expectNoSecret("cause", Cause.pretty(exit.cause))
+    }))
+})
+
+describe("no secret in span attributes", () => {
+  it.scopedLive("through @effect/platform's HttpClient, whose spans record request headers", () =>
+    Effect.gen(function*() {
+      const spans: Array<Tracer.Span> = []
+      const native = yield* Effect.tracer
+      const tracer = Tracer.make({
+        span: (...args) => {
+          const span = native.span(...args)
+          spans.push(span)
+          return span
+        },
+        context: native.context
+      })
+      const server = yield* Loopback.serve
+      yield* MedicationService.get(Fake.PERSON_UID).pipe(
+        Effect.provide(ClinicalClient.layer({ baseUrl: server.url, applicationId: Fake.APPLICATION_ID })),
+        Effect.provide(HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer))),
+        Effect.withTracer(tracer)
+      )
+      const attributes = spans.flatMap((span) => [...span.attributes.entries()])
+      expect(attributes.map(([key]) => key)).toContain("http.request.header.applicationid")
+      for (const [key, value] of attributes) expectNoSecret(`span attribute ${key}`, String(value))
+    }))
+})
