@@ -4,12 +4,18 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   resolve: {
     // Tests and examples import the package by name, exactly as users do.
-    alias: { "effect-clinical": Path.resolve(import.meta.dirname, "src/index.ts") }
+    alias: {
+      "effect-clinical/testing": Path.resolve(import.meta.dirname, "src/testing.ts"),
+      "effect-clinical": Path.resolve(import.meta.dirname, "src/index.ts")
+    }
   },
   test: {
     include: ["test/**/*.test.ts"],
     // Skipped or focused tests must never land unnoticed.
     allowOnly: false,
-    passWithNoTests: false
+    passWithNoTests: false,
+    // The JSON report is what .ci/run counts passed and failed tests from.
+    reporters: ["default", "json"],
+    outputFile: { json: ".vitest-report.json" }
   }
 })
