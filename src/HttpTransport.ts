@@ -57,6 +57,10 @@ export const wireHeaders = (request: TransportRequest): Record<string, string> =
 export const wireBody = (request: TransportRequest): string | undefined =>
   request.body === undefined ? undefined : reveal(request.body)
 
+/** The body a transport sends: none for GET and HEAD, which cannot carry one (fetch refuses them). */
+const sendableBody = (request: TransportRequest): string | undefined =>
+  request.method === "GET" || request.method === "HEAD" ? undefined : wireBody(request)
+
 /** A header of the request by case-insensitive name, revealed; for in-memory handlers in tests. */
 export const wireHeader = (request: TransportRequest, name: string): string | undefined => {
   const wanted = name.toLowerCase()
@@ -129,7 +133,7 @@ export const fromUndiciAgent = (agent: Agent): Service => ({
         path,
         method: request.method,
         headers: wireHeaders(request),
-        body: wireBody(request) ?? null,
+        body: sendableBody(request) ?? null,
         signal
       }).then(
         (response) =>
@@ -166,7 +170,7 @@ const REDACTED_HEADER_NAMES = ["authorization", "applicationid"]
 /** A transport over any `@effect/platform` HttpClient. */
 export const fromHttpClient = (client: HttpClient.HttpClient): Service => ({
   send: (request) => {
-    const body = wireBody(request)
+    const body = sendableBody(request)
     const headers = wireHeaders(request)
     const contentType = Object.entries(headers).find(([name]) => name.toLowerCase() === "content-type")?.[1]
     const httpRequest = HttpClientRequest.make(request.method)(request.url, {
