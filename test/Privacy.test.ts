@@ -6,13 +6,17 @@ import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Inspectable, Layer, Logger, LogLevel, Redacted, Schema, TestClock, Tracer } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
 import * as Fake from "./support/FakeService.js"
-import * as Loopback from "./support/LoopbackServer.js"
 
-const SECRETS = [Fake.APPLICATION_ID, Fake.PERSON_UID, ...Array.from({ length: 20 }, (_, i) => Fake.tokenValue(i + 1))]
+const SECRETS: ReadonlyArray<string> = [
+  Fake.APPLICATION_ID,
+  Fake.PERSON_UID,
+  ...Array.from({ length: 20 }, (_, i) => Fake.tokenValue(i + 1))
+]
 
-const expectNoSecret = (label: string, text: string) => {
-  for (const secret of SECRETS) expect(text.includes(secret), `${label} leaks a secret: ${text}`).toBe(false)
+const expectNoSecret = (label: string, text: string, secrets: ReadonlyArray<string> = SECRETS) => {
+  for (const secret of secrets) expect(text.includes(secret), `${label} leaks a secret: ${text}`).toBe(false)
 }
 
 /** Captures every log line in two formats (logfmt and JSON) at every level. */
@@ -187,14 +191,19 @@ describe("no secret in span attributes", () => {
         },
         context: native.context
       })
-      const server = yield* Loopback.serve
-      yield* MedicationService.get(Fake.PERSON_UID).pipe(
-        Effect.provide(ClinicalClient.layer({ baseUrl: server.url, applicationId: Fake.APPLICATION_ID })),
+      const mock = yield* MockClinicalServer.make({ applicationIds: [Fake.APPLICATION_ID] })
+      const baseUrl = yield* MockClinicalServer.serve(mock)
+      const person = MockClinicalServer.fixturePersons[0]!.personUid
+      yield* MedicationService.get(person).pipe(
+        Effect.provide(ClinicalClient.layer({ baseUrl, applicationId: Fake.APPLICATION_ID })),
         Effect.provide(HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer))),
         Effect.withTracer(tracer)
       )
       const attributes = spans.flatMap((span) => [...span.attributes.entries()])
       expect(attributes.map(([key]) => key)).toContain("http.request.header.applicationid")
-      for (const [key, value] of attributes) expectNoSecret(`span attribute ${key}`, String(value))
+      const issued = (yield* mock.requestLog).flatMap((entry) => entry.headers.authorization ?? [])
+      expect(issued).toHaveLength(1)
+      const secrets = [...SECRETS, person, issued[0]!.slice("Bearer ".length)]
+      for (const [key, value] of attributes) expectNoSecret(`span attribute ${key}`, String(value), secrets)
     }))
 })

@@ -1,0 +1,7 @@
+/**
+ * effect-clinical/testing: what users need to test their own code without the real service.
+ * A separate entry point, so that the main one never loads a server.
+ */
+
+/** A faithful stand-in for the service: in memory, or over loopback HTTP. */
+export * as MockClinicalServer from "./MockClinicalServer.js"

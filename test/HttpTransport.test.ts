@@ -1,0 +1,113 @@
+/**
+ * The transports against real sockets: what a server receives, what comes back, and that
+ * interrupting a caller aborts the request on the socket.
+ */
+import { FetchHttpClient } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, Redacted } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
+import * as Hanging from "./support/HangingServer.js"
+
+const transports: ReadonlyArray<readonly [string, Layer.Layer<HttpTransport.HttpTransport>]> = [
+  ["layerUndici", HttpTransport.layerUndici()],
+  ["layerHttpClient + FetchHttpClient", HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer))]
+]
+
+const APP = MockClinicalServer.demoApplicationId
+const PERSON = MockClinicalServer.fixturePersons[0]!
+
+const send = (request: HttpTransport.TransportRequest) =>
+  Effect.flatMap(HttpTransport.HttpTransport, (transport) => transport.send(request))
+
+describe("HttpTransport over real sockets", () => {
+  for (const [name, transport] of transports) {
+    describe(name, () => {
+      it.scopedLive("the whole client puts exactly the specified requests on the wire", () =>
+        Effect.gen(function*() {
+          const mock = yield* MockClinicalServer.make()
+          const baseUrl = yield* MockClinicalServer.serve(mock)
+          const client = ClinicalClient.layer({ baseUrl, applicationId: Redacted.make(APP) }).pipe(
+            Layer.provide(transport)
+          )
+          const result = yield* MedicationService.get(PERSON.personUid, { startDate: "2020-01-01" }).pipe(
+            Effect.provide(client)
+          )
+          expect(result.medications.map((m) => m.Name)).toEqual([
+            "Metformin Hydrochloride",
+            "Atorvastatin Calcium",
+            "Aspirin",
+            "Amoxicillin"
+          ])
+          const [token, data] = yield* mock.requestLog
+          expect(token).toMatchObject({
+            method: "POST",
+            path: "/api/Server/Token",
+            body: JSON.stringify({ ApplicationId: APP })
+          })
+          expect(token!.headers["content-type"]).toBe("application/json")
+          expect(token!.headers.authorization).toBeUndefined()
+          expect(token!.headers.applicationid).toBeUndefined()
+          expect(data).toMatchObject({
+            method: "POST",
+            path: "/api/clinical/medication/get",
+            body: JSON.stringify({ personuid: PERSON.personUid, StartDate: "2020-01-01" }),
+            status: 200
+          })
+          expect(data!.headers["content-type"]).toBe("application/json")
+          expect(data!.headers.applicationid).toBe(APP)
+          expect(data!.headers.authorization).toMatch(/^Bearer [A-Za-z0-9+/=]{112}$/)
+        }))
+
+      it.scopedLive("returns status, lower-cased headers and body; sends no body with GET", () =>
+        Effect.gen(function*() {
+          const mock = yield* MockClinicalServer.make()
+          const baseUrl = yield* MockClinicalServer.serve(mock)
+          const response = yield* send({ method: "GET", url: `${baseUrl}/api/Server/Token`, headers: {}, body: "{}" })
+            .pipe(
+              Effect.provide(transport)
+            )
+          expect(response.status).toBe(405)
+          expect(response.headers["content-type"]).toBe("application/json; charset=utf-8")
+          expect(response.headers.pragma).toBe("no-cache")
+          expect(JSON.parse(response.body).Message).toContain("GET")
+          expect((yield* mock.requestLog)[0]!.body).toBe("")
+        }))
+
+      it.scopedLive("interrupting a request aborts it on the socket", () =>
+        Effect.gen(function*() {
+          const server = yield* Hanging.serve
+          const request = { method: "POST", url: `${server.url}/hang`, headers: {}, body: "{}" } as const
+          const fiber = yield* Effect.fork(Effect.provide(send(request), transport))
+          while (server.arrived() === 0) yield* Effect.sleep("5 millis")
+          yield* Fiber.interrupt(fiber)
+          // The server sees the connection close now, not when some timeout fires.
+          yield* Effect.promise(() => server.closed).pipe(Effect.timeout("5 seconds"))
+        }))
+
+      it.scopedLive("a refused connection is a TransportError that names the request", () =>
+        Effect.gen(function*() {
+          const error = yield* send({ method: "POST", url: "http://127.0.0.1:1/api/Server/Token", headers: {} }).pipe(
+            Effect.provide(transport),
+            Effect.flip
+          )
+          expect(error).toMatchObject({
+            _tag: "TransportError",
+            reason: "Network",
+            method: "POST",
+            url: "http://127.0.0.1:1/api/Server/Token"
+          })
+        }))
+    })
+  }
+
+  it.scopedLive("ClinicalClient.layerUndici is a single ready layer", () =>
+    Effect.gen(function*() {
+      const mock = yield* MockClinicalServer.make()
+      const baseUrl = yield* MockClinicalServer.serve(mock)
+      const result = yield* MedicationService.get(PERSON.personUid).pipe(
+        Effect.provide(ClinicalClient.layerUndici({ baseUrl, applicationId: APP }))
+      )
+      expect(result.medications).toEqual(PERSON.medications)
+    }))
+})
