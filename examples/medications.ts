@@ -1,0 +1,96 @@
+/**
+ * The demo behind `npm start`.
+ *
+ * With CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID set, it talks to that service and reads the
+ * persons listed in CLINICAL_PERSON_UIDS (comma-separated). Without them it starts the mock
+ * server on loopback and reads every fixture person: no credentials, no network.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Layer, Redacted } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
+
+interface Target {
+  readonly description: string
+  readonly client: Layer.Layer<ClinicalClient.Services, unknown, HttpTransport.HttpTransport>
+  readonly persons: ReadonlyArray<{ readonly label: string; readonly personUid: Redacted.Redacted<string> }>
+}
+
+/** The service named by the environment, if it names one. */
+const fromEnvironment = (env: NodeJS.ProcessEnv): Target | undefined => {
+  if (!env.CLINICAL_BASE_URL || !env.CLINICAL_APPLICATION_ID) return undefined
+  const uids = (env.CLINICAL_PERSON_UIDS ?? "").split(",").map((uid) => uid.trim()).filter((uid) => uid.length > 0)
+  return {
+    description: `${env.CLINICAL_BASE_URL} (from CLINICAL_BASE_URL)`,
+    client: ClinicalClient.layerConfig,
+    // A PersonUid identifies a patient: it is never printed, only its position in the list.
+    persons: uids.map((uid, i) => ({ label: `person ${i + 1} of CLINICAL_PERSON_UIDS`, personUid: Redacted.make(uid) }))
+  }
+}
+
+/** The mock server on loopback, with its fixture persons. */
+const fromMock = Effect.gen(function*() {
+  const mock = yield* MockClinicalServer.make()
+  const baseUrl = yield* MockClinicalServer.serve(mock)
+  return {
+    description:
+      `the built-in mock server at ${baseUrl} (set CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID to use a real one)`,
+    client: ClinicalClient.layer({ baseUrl, applicationId: MockClinicalServer.demoApplicationId }),
+    persons: mock.persons.map((person) => ({ label: person.displayName, personUid: Redacted.make(person.personUid) }))
+  } satisfies Target
+})
+
+/** Counts the requests this client sends, by kind, around the real transport. */
+const countingTransport = (counts: { token: number; data: number }) =>
+  Layer.effect(
+    HttpTransport.HttpTransport,
+    Effect.map(HttpTransport.HttpTransport, (inner) => ({
+      send: (request: HttpTransport.TransportRequest) => {
+        if (/\/api\/server\/token$/i.test(request.url)) counts.token++
+        else counts.data++
+        return inner.send(request)
+      }
+    }))
+  ).pipe(Layer.provide(HttpTransport.layerUndici()))
+
+const text = (value: unknown): string => (value === undefined || value === null ? "" : String(value))
+
+const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)))
+  const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n")
+}
+
+const main = Effect.gen(function*() {
+  const target = fromEnvironment(process.env) ?? (yield* fromMock)
+  const counts = { token: 0, data: 0 }
+  yield* Console.log(`Connected to ${target.description}`)
+
+  yield* Effect.gen(function*() {
+    const token = yield* TokenService.get
+    const minutes = Math.round((token.expiresAt - Date.now()) / 60_000)
+    yield* Console.log(
+      `Token obtained; it expires at ${new Date(token.expiresAt).toISOString()} (in ${minutes} minutes)`
+    )
+    if (target.persons.length === 0) yield* Console.log("No persons to read: set CLINICAL_PERSON_UIDS.")
+
+    for (const person of target.persons) {
+      yield* MedicationService.get(person.personUid).pipe(
+        Effect.flatMap(({ medications }) =>
+          Console.log(
+            `\n${person.label}: ${medications.length} medication(s)\n` + table(
+              ["Medication", "Strength", "Instructions", "Start date"],
+              medications.map((m) => [text(m.Name), text(m.Strength), text(m.Instructions), text(m.StartDate)])
+            )
+          )
+        ),
+        // Every failure is a typed error whose message is safe to print.
+        Effect.catchAll((error) => Console.log(`\n${person.label}: not read (${error._tag}: ${error.message})`))
+      )
+    }
+  }).pipe(Effect.provide(target.client.pipe(Layer.provide(countingTransport(counts)))))
+
+  yield* Console.log(`\nRequests made: ${counts.token} token request(s), ${counts.data} data request(s)`)
+})
+
+NodeRuntime.runMain(Effect.scoped(main))

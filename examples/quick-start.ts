@@ -1,0 +1,29 @@
+/**
+ * The README's quick-start program: one layer, one call.
+ *
+ *   CLINICAL_BASE_URL=https://openapitest.intelichart.com \
+ *   CLINICAL_AUTH_URL=https://openapiauthtest.intelichart.com \
+ *   CLINICAL_APPLICATION_ID=<your GUID> CLINICAL_PERSON_UID=<a PersonUid> npx tsx examples/quick-start.ts
+ *
+ * To try it without credentials, start `npm run mock-server` and use the values it prints.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Config, Console, Effect } from "effect"
+import { ClinicalClient, MedicationService } from "effect-clinical"
+
+const program = Effect.gen(function*() {
+  const personUid = yield* Config.redacted("CLINICAL_PERSON_UID")
+  const { medications } = yield* MedicationService.get(personUid, { startDate: "2020-01-01" })
+  for (const medication of medications) {
+    yield* Console.log(`${medication.Name} ${medication.Strength ?? ""}: ${medication.Instructions ?? ""}`)
+  }
+}).pipe(
+  // Every failure is typed: handle the ones your backend cares about by tag.
+  Effect.catchTags({
+    ApiError: (error) => Console.error(`The service refused: ${error.errorType ?? "unknown"}`),
+    TransportError: (error) => Console.error(`Network trouble: ${error.message}`)
+  })
+)
+
+// Settings from CLINICAL_* variables; the default undici transport included.
+NodeRuntime.runMain(program.pipe(Effect.provide(ClinicalClient.layerUndiciConfig())))
