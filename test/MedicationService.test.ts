@@ -298,26 +298,22 @@ describe("MedicationService 401 and 419", () => {
       ))
   }
 
-  it.effect("401 twice gives Unauthorized after exactly two data requests and two token requests", () =>
-    withClient((fake) =>
-      Effect.gen(function*() {
-        yield* fake.scriptData(Fake.respond(401, {}), Fake.respond(401, {}))
-        const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
-        expect(error).toEqual(new ClinicalError.Unauthorized({ operation: "medications", status: 401 }))
-        expect(yield* fake.dataRequests).toHaveLength(2)
-        expect(yield* fake.tokenRequests).toHaveLength(2)
-      })
-    ))
-
-  it.effect("419 twice gives TokenExpired", () =>
-    withClient((fake) =>
-      Effect.gen(function*() {
-        yield* fake.scriptData(Fake.respond(419, {}), Fake.respond(419, {}))
-        const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
-        expect(error).toEqual(new ClinicalError.TokenExpired({ operation: "medications", status: 419 }))
-        expect(yield* fake.dataRequests).toHaveLength(2)
-      })
-    ))
+  const twice = [
+    [401, new ClinicalError.Unauthorized({ operation: "medications", status: 401 })],
+    [419, new ClinicalError.TokenExpired({ operation: "medications", status: 419 })]
+  ] as const
+  for (const [status, expected] of twice) {
+    it.effect(`${status} twice gives ${expected._tag} after exactly two data requests and two token requests`, () =>
+      withClient((fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(Fake.respond(status, {}), Fake.respond(status, {}))
+          const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
+          expect(error).toEqual(expected)
+          expect(yield* fake.dataRequests).toHaveLength(2)
+          expect(yield* fake.tokenRequests).toHaveLength(2)
+        })
+      ))
+  }
 
   it.effect("tokens revoked on the server: every caller recovers with a single shared refresh", () =>
     withClient((fake) =>
