@@ -14,6 +14,7 @@ import { type ClinicalError, ResponseDecodeError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as AuthorizedPost from "./internal/authorizedPost.js"
 import { type DateRange, personRequest, type PersonUidInput } from "./internal/personRequest.js"
+import { scrub } from "./internal/redaction.js"
 import { describeParseError, field, isRecord } from "./internal/response.js"
 import { TokenService } from "./TokenService.js"
 
@@ -62,9 +63,9 @@ const COLLECTION = "Medications"
 
 /**
  * Finds the medication collection: the body itself when it is an array; else the `Medications`
- * field (any letter case; `null` means none); else the envelope's only array-valued field. A body
- * with no collection at all is an error rather than an empty list: reporting "no medications" for
- * a response we could not read would be a clinical error.
+ * field (any letter case; `null` means none); else the only array-valued field whose name mentions
+ * medication (`MedicationList`, ...). A body with no such collection is an error rather than an
+ * empty list: reporting "no medications" for a response we could not read would be a clinical error.
  */
 const collection = (json: unknown): Either.Either<ReadonlyArray<unknown>, string> => {
   if (Array.isArray(json)) return Either.right(json)
@@ -73,7 +74,8 @@ const collection = (json: unknown): Either.Either<ReadonlyArray<unknown>, string
   if (Array.isArray(named)) return Either.right(named)
   if (named === null) return Either.right([])
   if (named !== undefined) return Either.left(`${COLLECTION} is not an array`)
-  const arrays = Object.values(json).filter(Array.isArray)
+  const arrays = Object.entries(json).filter(([key, value]) => /medication/i.test(key) && Array.isArray(value))
+    .map(([, value]) => value as ReadonlyArray<unknown>)
   return arrays.length === 1
     ? Either.right(arrays[0]!)
     : Either.left(`the body has no ${COLLECTION} collection`)
@@ -91,22 +93,36 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       return Effect.flatMap(
         personRequest("medications", personUid, options),
         (request) =>
-          Effect.flatMap(post("medications", url, request.body, [request.personUid]), ({ json, status }) => {
-            const decoded = Either.flatMap(
-              collection(json),
-              (items) => Either.mapLeft(decodeItems(items), (error) => describeParseError(error, COLLECTION))
-            )
-            return Either.match(decoded, {
-              onLeft: (reason) => Effect.fail(new ResponseDecodeError({ operation: "medications", status, reason })),
-              onRight: (medications): Effect.Effect<MedicationResult<A>> => Effect.succeed({ medications, raw: json })
-            })
-          })
+          Effect.flatMap(
+            post({ operation: "medications", url, body: request.body, secrets: [request.personUid], writes: false }),
+            ({ json, status }) => {
+              const decoded = Either.flatMap(
+                collection(json),
+                // A decode failure's path may hold keys the server sent: scrub the PersonUid out.
+                (items) =>
+                  Either.mapLeft(
+                    decodeItems(items),
+                    (error) => scrub(describeParseError(error, COLLECTION), [request.personUid])
+                  )
+              )
+              return Either.match(decoded, {
+                onLeft: (reason) => Effect.fail(new ResponseDecodeError({ operation: "medications", status, reason })),
+                onRight: (medications): Effect.Effect<MedicationResult<A>> => Effect.succeed({ medications, raw: json })
+              })
+            }
+          )
       )
     }
 
+    const traced = <A, I>(schema: Schema.Schema<A, I, never>, personUid: PersonUid, options?: GetOptions) =>
+      Effect.withSpan(getAs(schema, personUid, options), "MedicationService.get", {
+        kind: "client",
+        attributes: { "clinical.operation": "medications" }
+      })
+
     return MedicationService.of({
-      get: (personUid, options) => getAs(Medication, personUid, options),
-      getAs
+      get: (personUid, options) => traced(Medication, personUid, options),
+      getAs: traced
     })
   }
 )
