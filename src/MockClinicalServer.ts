@@ -20,9 +20,10 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
-import type { TransportError } from "./ClinicalError.js"
+import { InvalidConfig, type TransportError } from "./ClinicalError.js"
 import * as HttpDate from "./HttpDate.js"
 import * as HttpTransport from "./HttpTransport.js"
 import { DEMO_APPLICATION_ID, FIXTURE_PERSONS, type MockMedication, type MockPerson } from "./internal/mockFixture.js"
@@ -151,9 +152,9 @@ export interface Service {
   /** Forgets every issued token, as a server that revoked them would. */
   readonly revokeAllTokens: Effect.Effect<void>
   /** Sets the lifetime of tokens issued from now on. */
-  readonly setTokenLifetime: (lifetime: Duration.DurationInput) => Effect.Effect<void>
+  readonly setTokenLifetime: (lifetime: Duration.DurationInput) => Effect.Effect<void, InvalidConfig>
   /** Sets the server clock offset (server minus local, ms; may be negative). */
-  readonly setClockOffset: (millis: number) => Effect.Effect<void>
+  readonly setClockOffset: (millis: number) => Effect.Effect<void, InvalidConfig>
   /** Queues faults for the next requests to `target`, one fault per request, in order. */
   readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Effect.Effect<void>
   /** Draws faults by chance for requests to `target` (after any queued ones); `undefined` stops it. */
@@ -249,288 +250,316 @@ const zeroTotals = (): Totals => ({
   byStatus: {}
 })
 
-/** Builds a mock. Its state lives as long as the returned service. */
-export const make = (options: Options = {}): Effect.Effect<Service> =>
-  Effect.sync(() => {
-    const applicationIds = options.applicationIds ?? [DEMO_APPLICATION_ID]
-    const accepted = new Set(applicationIds.map((id) => id.toLowerCase()))
-    const persons = options.persons ?? FIXTURE_PERSONS
-    const byUid = new Map(persons.map((person) => [person.personUid, person]))
-    const logLimit = options.requestLogLimit ?? 10_000
-    const random = seededRandom(options.seed ?? 1)
-    // Plain mutable state: every read and write happens inside one synchronous Effect step, and
-    // JavaScript runs one step at a time, so no update can interleave with another.
-    let lifetimeMillis = Duration.toMillis(options.tokenLifetime ?? Duration.hours(1))
-    let clockOffset = options.clockOffsetMillis ?? 0
-    let tokens = new Map<string, IssuedToken>()
-    let totals = zeroTotals()
-    let log: Array<LoggedRequest> = []
-    const queued = new Map<Target, Array<Fault>>()
-    const randomFaults = new Map<Target, { readonly draw: () => number; readonly config: RandomFaults }>()
+const HUNDRED_YEARS = 100 * 365 * 24 * 60 * 60 * 1000
 
-    const serverNow = Effect.map(Clock.currentTimeMillis, (now) => now + clockOffset)
-
-    const json = (
-      status: number,
-      body: unknown,
-      now: number,
-      extra: Record<string, string> = {}
-    ): HttpTransport.TransportResponse => ({
-      status,
-      headers: {
-        "content-type": "application/json; charset=utf-8",
-        "cache-control": "no-cache",
-        pragma: "no-cache",
-        expires: "-1",
-        date: HttpDate.format(now),
-        ...extra
-      },
-      body: typeof body === "string" ? body : JSON.stringify(body)
-    })
-
-    const envelope = (status: number, now: number, errorType: string, errorMessage: string, payload: object) =>
-      json(status, { ...payload, Success: false, ErrorMessage: errorMessage, ErrorType: errorType }, now)
-
-    const denied = (now: number) => json(401, { Message: "Authorization has been denied for this request." }, now)
-
-    const issueToken = (request: HttpTransport.TransportRequest, now: number) => {
-      const body = parseJson(HttpTransport.wireBody(request))
-      if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
-      const applicationId = field(body, "ApplicationId")
-      if (
-        typeof applicationId !== "string" || !GUID.test(applicationId) || !accepted.has(applicationId.toLowerCase())
-      ) {
-        return denied(now)
-      }
-      const token = makeToken(random)
-      const expiresAt = now + lifetimeMillis
-      tokens.set(token, { applicationId: applicationId.toLowerCase(), expiresAt })
-      totals.tokensIssued++
-      return json(200, { Token: token, TokenType: "Bearer" }, now, { token_expires: HttpDate.format(expiresAt) })
-    }
-
-    /** The checks every data request passes first: a known, unexpired token and its own ApplicationId. */
-    const authorize = (request: HttpTransport.TransportRequest, now: number) => {
-      const authorization = HttpTransport.wireHeader(request, "authorization") ?? ""
-      const issued = authorization.startsWith("Bearer ") ? tokens.get(authorization.slice(7)) : undefined
-      if (issued === undefined) return denied(now)
-      if (now >= issued.expiresAt) return json(419, { Message: "The token has exceeded its lifetime." }, now)
-      const applicationId = HttpTransport.wireHeader(request, "applicationid")
-      if (applicationId === undefined || applicationId.toLowerCase() !== issued.applicationId) return denied(now)
-      return undefined
-    }
-
-    const medications = (request: HttpTransport.TransportRequest, now: number) => {
-      const refused = authorize(request, now)
-      if (refused !== undefined) return refused
-      const body = parseJson(HttpTransport.wireBody(request))
-      if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
-      const none = { Medications: null }
-      const personUid = field(body, "PersonUid")
-      if (typeof personUid !== "string" || personUid.length === 0) {
-        return envelope(400, now, "MissingData", "PersonUid is required.", none)
-      }
-      const person = byUid.get(personUid)
-      if (person === undefined) return envelope(400, now, "PersonNotFound", "The person could not be found.", none)
-      const bounds: Array<string | undefined> = []
-      for (const name of ["StartDate", "EndDate"]) {
-        const value = field(body, name)
-        if (value === undefined || value === null) bounds.push(undefined)
-        else {
-          const day = typeof value === "string" ? DAY.exec(value)?.[1] : undefined
-          if (day === undefined) return envelope(400, now, "InvalidData", `${name} is not a date.`, none)
-          bounds.push(day)
-        }
-      }
-      const [from, to] = bounds
-      const selected = person.medications.filter((m) =>
-        (from === undefined || m.StartDate >= from) && (to === undefined || m.StartDate <= to)
-      )
-      return json(200, { Medications: selected, Success: true, ErrorMessage: null, ErrorType: null }, now)
-    }
-
-    const authenticate = (request: HttpTransport.TransportRequest, now: number) => {
-      const refused = authorize(request, now)
-      if (refused !== undefined) return refused
-      const body = parseJson(HttpTransport.wireBody(request))
-      if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
-      const passCode = field(body, "PassCode")
-      const dateOfBirth = field(body, "DateOfBirth")
-      if (typeof passCode !== "string" || typeof dateOfBirth !== "string") {
-        return envelope(400, now, "MissingData", "PassCode and DateOfBirth are required.", { PersonUid: null })
-      }
-      const person = persons.find((p) => p.passCode === passCode && p.dateOfBirth === dateOfBirth)
-      if (person === undefined) {
-        return envelope(400, now, "AuthenticationFailed", "The pass code or date of birth is not correct.", {
-          PersonUid: null
-        })
-      }
-      return json(200, { PersonUid: person.personUid, Success: true, ErrorMessage: null, ErrorType: null }, now)
-    }
-
-    const answer = (request: HttpTransport.TransportRequest, operation: Operation | undefined, now: number) => {
-      if (request.method !== "POST") {
-        return json(405, { Message: `The requested resource does not support http method '${request.method}'.` }, now)
-      }
-      switch (operation) {
-        case "token":
-          return issueToken(request, now)
-        case "medications":
-          return medications(request, now)
-        case "authenticate":
-          return authenticate(request, now)
-        case undefined:
-          return json(404, { Message: "No HTTP resource was found that matches the request URI." }, now)
-      }
-    }
-
-    const nextFault = (operation: Operation | undefined): Fault | undefined => {
-      for (const target of [operation, "any"] as const) {
-        if (target === undefined) continue
-        const queue = queued.get(target)
-        if (queue !== undefined && queue.length > 0) return queue.shift()
-      }
-      for (const target of [operation, "any"] as const) {
-        if (target === undefined) continue
-        const chance = randomFaults.get(target)
-        if (chance === undefined) continue
-        let roll = chance.draw()
-        for (const { fault, probability } of chance.config.faults) {
-          if (roll < probability) return fault
-          roll -= probability
-        }
-      }
-      return undefined
-    }
-
-    const record = (
-      request: HttpTransport.TransportRequest,
-      path: string,
-      operation: Operation | undefined,
-      at: number,
-      status: number | "dropped"
-    ) => {
-      if (status === "dropped") totals.dropped++
-      else totals.byStatus[status] = (totals.byStatus[status] ?? 0) + 1
-      log.push({
-        at,
-        method: request.method,
-        path,
-        operation,
-        headers: HttpTransport.wireHeaders(request),
-        body: HttpTransport.wireBody(request),
-        status
-      })
-      if (log.length > logLimit) log = log.slice(log.length - logLimit)
-    }
-
-    const withFault = (
-      request: HttpTransport.TransportRequest,
-      operation: Operation | undefined,
-      fault: Fault | undefined,
-      now: number
-    ): Outcome => {
-      if (fault?._tag === "Drop") return { _tag: "Drop" }
-      if (fault?._tag === "Status") {
-        const retryAfter = fault.retryAfter === undefined ? {} : { "retry-after": fault.retryAfter }
-        return { _tag: "Response", response: json(fault.status, fault.body, now, retryAfter) }
-      }
-      if (fault?._tag === "NotJson") {
-        const page = "<html><head><title>Service Unavailable</title></head><body>Service Unavailable</body></html>"
-        return {
-          _tag: "Response",
-          response: { ...json(200, page, now), headers: { "content-type": "text/html", date: HttpDate.format(now) } }
-        }
-      }
-      const response = answer(request, operation, now)
-      if (operation === "token" && response.status === 200 && fault !== undefined) {
-        const { token_expires: _dropped, ...headers } = response.headers
-        if (fault._tag === "MissingTokenExpires") return { _tag: "Response", response: { ...response, headers } }
-        if (fault._tag === "MalformedTokenExpires") {
-          return { _tag: "Response", response: { ...response, headers: { ...headers, token_expires: "in one hour" } } }
-        }
-      }
-      return { _tag: "Response", response }
-    }
-
-    const respond = (request: HttpTransport.TransportRequest): Effect.Effect<Outcome> =>
-      Effect.gen(function*() {
-        const path = pathOf(request.url)
-        const operation = operationOf(path)
-        if (operation === "token") totals.tokenRequests++
-        else if (operation === "medications") totals.medicationRequests++
-        else if (operation === "authenticate") totals.authenticateRequests++
-        let fault = nextFault(operation)
-        if (fault?._tag === "Delay") {
-          yield* Effect.sleep(Duration.millis(fault.millis))
-          fault = undefined
-        }
-        const now = yield* serverNow
-        const outcome = withFault(request, operation, fault, now)
-        record(request, path, operation, now, outcome._tag === "Drop" ? "dropped" : outcome.response.status)
-        return outcome
-      })
-
-    const handle = (request: HttpTransport.TransportRequest) =>
-      Effect.flatMap(respond(request), (outcome) =>
-        outcome._tag === "Drop"
-          ? Effect.fail(HttpTransport.transportError(request, "Network", "the mock dropped the connection"))
-          : Effect.succeed(outcome.response))
-
-    return MockClinicalServer.of({
-      applicationIds,
-      persons,
-      respond,
-      handle,
-      revokeAllTokens: Effect.sync(() => {
-        tokens = new Map()
-      }),
-      setTokenLifetime: (lifetime) =>
-        Effect.sync(() => {
-          lifetimeMillis = Duration.toMillis(lifetime)
-        }),
-      setClockOffset: (millis) =>
-        Effect.sync(() => {
-          clockOffset = millis
-        }),
-      injectFaults: (target, faults) =>
-        Effect.sync(() => {
-          queued.set(target, [...(queued.get(target) ?? []), ...faults])
-        }),
-      setRandomFaults: (target, config) =>
-        Effect.sync(() => {
-          if (config === undefined) randomFaults.delete(target)
-          else randomFaults.set(target, { draw: seededRandom(config.seed), config })
-        }),
-      clearFaults: Effect.sync(() => {
-        queued.clear()
-        randomFaults.clear()
-      }),
-      counters: Effect.sync(() => ({
-        ...totals,
-        byStatus: { ...totals.byStatus },
-        dataRequests: totals.medicationRequests + totals.authenticateRequests
-      })),
-      requestLog: Effect.sync(() => [...log]),
-      resetCounters: Effect.sync(() => {
-        totals = zeroTotals()
-        log = []
-      })
-    })
+/** A lifetime in milliseconds; zero or negative is allowed (to test a client against bad tokens). */
+const lifetimeOf = (lifetime: Duration.DurationInput): Effect.Effect<number, InvalidConfig> =>
+  Option.match(Duration.decodeUnknown(lifetime), {
+    onNone: () => Effect.fail(new InvalidConfig({ setting: "tokenLifetime", reason: "must be a duration" })),
+    onSome: (duration) =>
+      Duration.toMillis(duration) <= HUNDRED_YEARS
+        ? Effect.succeed(Duration.toMillis(duration))
+        : Effect.fail(new InvalidConfig({ setting: "tokenLifetime", reason: "must be at most 100 years" }))
   })
 
+/** A clock offset: finite and within 100 years either way (an HTTP date must still exist). */
+const offsetOf = (millis: number): Effect.Effect<number, InvalidConfig> =>
+  Number.isFinite(millis) && Math.abs(millis) <= HUNDRED_YEARS
+    ? Effect.succeed(millis)
+    : Effect.fail(
+      new InvalidConfig({
+        setting: "clockOffsetMillis",
+        reason: "must be a finite number of milliseconds within 100 years"
+      })
+    )
+
+/** Builds a mock. Its state lives as long as the returned service. Bad options fail with `InvalidConfig`. */
+export const make = (options: Options = {}): Effect.Effect<Service, InvalidConfig> =>
+  Effect.all([lifetimeOf(options.tokenLifetime ?? Duration.hours(1)), offsetOf(options.clockOffsetMillis ?? 0)])
+    .pipe(Effect.map(([initialLifetime, initialOffset]) => build(options, initialLifetime, initialOffset)))
+
+const build = (options: Options, initialLifetime: number, initialOffset: number): Service => {
+  const applicationIds = options.applicationIds ?? [DEMO_APPLICATION_ID]
+  const accepted = new Set(applicationIds.map((id) => id.toLowerCase()))
+  const persons = options.persons ?? FIXTURE_PERSONS
+  const byUid = new Map(persons.map((person) => [person.personUid, person]))
+  const logLimit = options.requestLogLimit ?? 10_000
+  const random = seededRandom(options.seed ?? 1)
+  // Plain mutable state: every read and write happens inside one synchronous Effect step, and
+  // JavaScript runs one step at a time, so no update can interleave with another.
+  let lifetimeMillis = initialLifetime
+  let clockOffset = initialOffset
+  let tokens = new Map<string, IssuedToken>()
+  let totals = zeroTotals()
+  let log: Array<LoggedRequest> = []
+  const queued = new Map<Target, Array<Fault>>()
+  const randomFaults = new Map<Target, { readonly draw: () => number; readonly config: RandomFaults }>()
+
+  const serverNow = Effect.map(Clock.currentTimeMillis, (now) => now + clockOffset)
+
+  const json = (
+    status: number,
+    body: unknown,
+    now: number,
+    extra: Record<string, string> = {}
+  ): HttpTransport.TransportResponse => ({
+    status,
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-cache",
+      pragma: "no-cache",
+      expires: "-1",
+      date: HttpDate.format(now),
+      ...extra
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body)
+  })
+
+  const envelope = (status: number, now: number, errorType: string, errorMessage: string, payload: object) =>
+    json(status, { ...payload, Success: false, ErrorMessage: errorMessage, ErrorType: errorType }, now)
+
+  const denied = (now: number) => json(401, { Message: "Authorization has been denied for this request." }, now)
+
+  const issueToken = (request: HttpTransport.TransportRequest, now: number) => {
+    const body = parseJson(HttpTransport.wireBody(request))
+    if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
+    const applicationId = field(body, "ApplicationId")
+    if (
+      typeof applicationId !== "string" || !GUID.test(applicationId) || !accepted.has(applicationId.toLowerCase())
+    ) {
+      return denied(now)
+    }
+    const token = makeToken(random)
+    const expiresAt = now + lifetimeMillis
+    tokens.set(token, { applicationId: applicationId.toLowerCase(), expiresAt })
+    totals.tokensIssued++
+    return json(200, { Token: token, TokenType: "Bearer" }, now, { token_expires: HttpDate.format(expiresAt) })
+  }
+
+  /** The checks every data request passes first: a known, unexpired token and its own ApplicationId. */
+  const authorize = (request: HttpTransport.TransportRequest, now: number) => {
+    const authorization = HttpTransport.wireHeader(request, "authorization") ?? ""
+    const issued = authorization.startsWith("Bearer ") ? tokens.get(authorization.slice(7)) : undefined
+    if (issued === undefined) return denied(now)
+    if (now >= issued.expiresAt) return json(419, { Message: "The token has exceeded its lifetime." }, now)
+    const applicationId = HttpTransport.wireHeader(request, "applicationid")
+    if (applicationId === undefined || applicationId.toLowerCase() !== issued.applicationId) return denied(now)
+    return undefined
+  }
+
+  const medications = (request: HttpTransport.TransportRequest, now: number) => {
+    const refused = authorize(request, now)
+    if (refused !== undefined) return refused
+    const body = parseJson(HttpTransport.wireBody(request))
+    if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
+    const none = { Medications: null }
+    const personUid = field(body, "PersonUid")
+    if (typeof personUid !== "string" || personUid.length === 0) {
+      return envelope(400, now, "MissingData", "PersonUid is required.", none)
+    }
+    const person = byUid.get(personUid)
+    if (person === undefined) return envelope(400, now, "PersonNotFound", "The person could not be found.", none)
+    const bounds: Array<string | undefined> = []
+    for (const name of ["StartDate", "EndDate"]) {
+      const value = field(body, name)
+      if (value === undefined || value === null) bounds.push(undefined)
+      else {
+        const day = typeof value === "string" ? DAY.exec(value)?.[1] : undefined
+        if (day === undefined) return envelope(400, now, "InvalidData", `${name} is not a date.`, none)
+        bounds.push(day)
+      }
+    }
+    const [from, to] = bounds
+    const selected = person.medications.filter((m) =>
+      (from === undefined || m.StartDate >= from) && (to === undefined || m.StartDate <= to)
+    )
+    return json(200, { Medications: selected, Success: true, ErrorMessage: null, ErrorType: null }, now)
+  }
+
+  const authenticate = (request: HttpTransport.TransportRequest, now: number) => {
+    const refused = authorize(request, now)
+    if (refused !== undefined) return refused
+    const body = parseJson(HttpTransport.wireBody(request))
+    if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
+    const passCode = field(body, "PassCode")
+    const dateOfBirth = field(body, "DateOfBirth")
+    if (typeof passCode !== "string" || typeof dateOfBirth !== "string") {
+      return envelope(400, now, "MissingData", "PassCode and DateOfBirth are required.", { PersonUid: null })
+    }
+    const person = persons.find((p) => p.passCode === passCode && p.dateOfBirth === dateOfBirth)
+    if (person === undefined) {
+      return envelope(400, now, "AuthenticationFailed", "The pass code or date of birth is not correct.", {
+        PersonUid: null
+      })
+    }
+    return json(200, { PersonUid: person.personUid, Success: true, ErrorMessage: null, ErrorType: null }, now)
+  }
+
+  const answer = (request: HttpTransport.TransportRequest, operation: Operation | undefined, now: number) => {
+    if (request.method !== "POST") {
+      return json(405, { Message: `The requested resource does not support http method '${request.method}'.` }, now)
+    }
+    switch (operation) {
+      case "token":
+        return issueToken(request, now)
+      case "medications":
+        return medications(request, now)
+      case "authenticate":
+        return authenticate(request, now)
+      case undefined:
+        return json(404, { Message: "No HTTP resource was found that matches the request URI." }, now)
+    }
+  }
+
+  const nextFault = (operation: Operation | undefined): Fault | undefined => {
+    for (const target of [operation, "any"] as const) {
+      if (target === undefined) continue
+      const queue = queued.get(target)
+      if (queue !== undefined && queue.length > 0) return queue.shift()
+    }
+    for (const target of [operation, "any"] as const) {
+      if (target === undefined) continue
+      const chance = randomFaults.get(target)
+      if (chance === undefined) continue
+      let roll = chance.draw()
+      for (const { fault, probability } of chance.config.faults) {
+        if (roll < probability) return fault
+        roll -= probability
+      }
+    }
+    return undefined
+  }
+
+  const record = (
+    request: HttpTransport.TransportRequest,
+    path: string,
+    operation: Operation | undefined,
+    at: number,
+    status: number | "dropped"
+  ) => {
+    if (status === "dropped") totals.dropped++
+    else totals.byStatus[status] = (totals.byStatus[status] ?? 0) + 1
+    log.push({
+      at,
+      method: request.method,
+      path,
+      operation,
+      headers: HttpTransport.wireHeaders(request),
+      body: HttpTransport.wireBody(request),
+      status
+    })
+    if (log.length > logLimit) log = log.slice(log.length - logLimit)
+  }
+
+  const withFault = (
+    request: HttpTransport.TransportRequest,
+    operation: Operation | undefined,
+    fault: Fault | undefined,
+    now: number
+  ): Outcome => {
+    if (fault?._tag === "Drop") return { _tag: "Drop" }
+    if (fault?._tag === "Status") {
+      const retryAfter = fault.retryAfter === undefined ? {} : { "retry-after": fault.retryAfter }
+      return { _tag: "Response", response: json(fault.status, fault.body, now, retryAfter) }
+    }
+    if (fault?._tag === "NotJson") {
+      const page = "<html><head><title>Service Unavailable</title></head><body>Service Unavailable</body></html>"
+      return {
+        _tag: "Response",
+        response: { ...json(200, page, now), headers: { "content-type": "text/html", date: HttpDate.format(now) } }
+      }
+    }
+    const response = answer(request, operation, now)
+    if (operation === "token" && response.status === 200 && fault !== undefined) {
+      const { token_expires: _dropped, ...headers } = response.headers
+      if (fault._tag === "MissingTokenExpires") return { _tag: "Response", response: { ...response, headers } }
+      if (fault._tag === "MalformedTokenExpires") {
+        return { _tag: "Response", response: { ...response, headers: { ...headers, token_expires: "in one hour" } } }
+      }
+    }
+    return { _tag: "Response", response }
+  }
+
+  const respond = (request: HttpTransport.TransportRequest): Effect.Effect<Outcome> =>
+    Effect.gen(function*() {
+      const path = pathOf(request.url)
+      const operation = operationOf(path)
+      if (operation === "token") totals.tokenRequests++
+      else if (operation === "medications") totals.medicationRequests++
+      else if (operation === "authenticate") totals.authenticateRequests++
+      let fault = nextFault(operation)
+      if (fault?._tag === "Delay") {
+        yield* Effect.sleep(Duration.millis(fault.millis))
+        fault = undefined
+      }
+      const now = yield* serverNow
+      const outcome = withFault(request, operation, fault, now)
+      record(request, path, operation, now, outcome._tag === "Drop" ? "dropped" : outcome.response.status)
+      return outcome
+    })
+
+  const handle = (request: HttpTransport.TransportRequest) =>
+    Effect.flatMap(respond(request), (outcome) =>
+      outcome._tag === "Drop"
+        ? Effect.fail(HttpTransport.transportError(request, "Network", "the mock dropped the connection"))
+        : Effect.succeed(outcome.response))
+
+  return MockClinicalServer.of({
+    applicationIds,
+    persons,
+    respond,
+    handle,
+    revokeAllTokens: Effect.sync(() => {
+      tokens = new Map()
+    }),
+    setTokenLifetime: (lifetime) =>
+      Effect.map(lifetimeOf(lifetime), (millis) => {
+        lifetimeMillis = millis
+      }),
+    setClockOffset: (millis) =>
+      Effect.map(offsetOf(millis), (valid) => {
+        clockOffset = valid
+      }),
+    injectFaults: (target, faults) =>
+      Effect.sync(() => {
+        queued.set(target, [...(queued.get(target) ?? []), ...faults])
+      }),
+    setRandomFaults: (target, config) =>
+      Effect.sync(() => {
+        if (config === undefined) randomFaults.delete(target)
+        else randomFaults.set(target, { draw: seededRandom(config.seed), config })
+      }),
+    clearFaults: Effect.sync(() => {
+      queued.clear()
+      randomFaults.clear()
+    }),
+    counters: Effect.sync(() => ({
+      ...totals,
+      byStatus: { ...totals.byStatus },
+      dataRequests: totals.medicationRequests + totals.authenticateRequests
+    })),
+    requestLog: Effect.sync(() => [...log]),
+    resetCounters: Effect.sync(() => {
+      totals = zeroTotals()
+      log = []
+    })
+  })
+}
+
 /** A mock in context. */
-export const layer = (options?: Options): Layer.Layer<MockClinicalServer> =>
+export const layer = (options?: Options): Layer.Layer<MockClinicalServer, InvalidConfig> =>
   Layer.effect(MockClinicalServer, make(options))
 
 /** An `HttpTransport` that sends every request to `mock`, in memory. */
-export const transport = (mock: Service): HttpTransport.Service => ({ send: mock.handle })
+export const transport = (mock: Service): HttpTransport.Service => HttpTransport.memory(mock.handle)
 
 /**
  * A new mock served in memory as the `HttpTransport`, with the mock itself in context for its
  * controls. No sockets, and `TestClock` drives it.
  */
-export const layerTransport = (options?: Options): Layer.Layer<MockClinicalServer | HttpTransport.HttpTransport> =>
+export const layerTransport = (
+  options?: Options
+): Layer.Layer<MockClinicalServer | HttpTransport.HttpTransport, InvalidConfig> =>
   Layer.effect(HttpTransport.HttpTransport, Effect.map(MockClinicalServer, transport)).pipe(
     Layer.provideMerge(layer(options))
   )
