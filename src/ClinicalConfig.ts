@@ -40,6 +40,20 @@ export interface Options {
    * smaller of this and a tenth of the token's lifetime. Default 30 seconds.
    */
   readonly hardRefreshWindow?: Duration.DurationInput | undefined
+  /** Retries after the first attempt of a call (transport failures, timeouts, 429, 500, 502-504). 0 turns retries off. Default 3. */
+  readonly maxRetries?: number | undefined
+  /** First backoff delay; each retry doubles it, with jitter (half to all of it). Default 1 second. */
+  readonly retryBaseDelay?: Duration.DurationInput | undefined
+  /** Cap on one backoff delay (a longer `Retry-After` is still honoured). Default 30 seconds. */
+  readonly retryMaxDelay?: Duration.DurationInput | undefined
+  /** Longest a whole call may take, retries and waits included. Default 60 seconds. */
+  readonly deadline?: Duration.DurationInput | undefined
+  /** Whether operations that write may be retried too. The documented operations only read. Default false. */
+  readonly retryWrites?: boolean | undefined
+  /** Most data requests in flight at once per client; more callers wait for a turn. Default 64. */
+  readonly maxConcurrentRequests?: number | undefined
+  /** Largest response body read, in bytes; a larger one fails the call. Default 4 MiB. */
+  readonly maxResponseBytes?: number | undefined
 }
 
 /** The resolved settings every other service reads. */
@@ -54,6 +68,13 @@ export interface Service {
   readonly requestTimeout: Duration.Duration
   readonly softRefreshWindow: Duration.Duration
   readonly hardRefreshWindow: Duration.Duration
+  readonly maxRetries: number
+  readonly retryBaseDelay: Duration.Duration
+  readonly retryMaxDelay: Duration.Duration
+  readonly deadline: Duration.Duration
+  readonly retryWrites: boolean
+  readonly maxConcurrentRequests: number
+  readonly maxResponseBytes: number
 }
 
 /** The tag of the resolved settings. */
@@ -65,7 +86,14 @@ export const defaults = {
   tokenTimeout: Duration.seconds(10),
   requestTimeout: Duration.seconds(30),
   softRefreshWindow: Duration.minutes(5),
-  hardRefreshWindow: Duration.seconds(30)
+  hardRefreshWindow: Duration.seconds(30),
+  maxRetries: 3,
+  retryBaseDelay: Duration.seconds(1),
+  retryMaxDelay: Duration.seconds(30),
+  deadline: Duration.seconds(60),
+  retryWrites: false,
+  maxConcurrentRequests: 64,
+  maxResponseBytes: 4 * 1024 * 1024
 } as const
 
 /** The environment variable behind each setting, for {@link layerConfig}. */
@@ -77,7 +105,14 @@ export const environment: { readonly [K in keyof Options]-?: string } = {
   tokenTimeout: "CLINICAL_TOKEN_TIMEOUT",
   requestTimeout: "CLINICAL_REQUEST_TIMEOUT",
   softRefreshWindow: "CLINICAL_SOFT_REFRESH_WINDOW",
-  hardRefreshWindow: "CLINICAL_HARD_REFRESH_WINDOW"
+  hardRefreshWindow: "CLINICAL_HARD_REFRESH_WINDOW",
+  maxRetries: "CLINICAL_MAX_RETRIES",
+  retryBaseDelay: "CLINICAL_RETRY_BASE_DELAY",
+  retryMaxDelay: "CLINICAL_RETRY_MAX_DELAY",
+  deadline: "CLINICAL_DEADLINE",
+  retryWrites: "CLINICAL_RETRY_WRITES",
+  maxConcurrentRequests: "CLINICAL_MAX_CONCURRENT_REQUESTS",
+  maxResponseBytes: "CLINICAL_MAX_RESPONSE_BYTES"
 }
 
 const duration = (
@@ -94,6 +129,18 @@ const duration = (
   if (!Number.isFinite(millis)) return Either.left("must be finite")
   if (allowZero ? millis < 0 : millis <= 0) return Either.left(allowZero ? "must not be negative" : "must be positive")
   return Either.right(decoded.value)
+}
+
+const integer = (
+  value: number | undefined,
+  fallback: number,
+  min: number,
+  max: number
+): Either.Either<number, string> => {
+  if (value === undefined) return Either.right(fallback)
+  return Number.isInteger(value) && value >= min && value <= max
+    ? Either.right(value)
+    : Either.left(`must be a whole number from ${min} to ${max}`)
 }
 
 const check = <A>(setting: keyof Options, result: Either.Either<A, string>): Either.Either<A, InvalidConfig> =>
@@ -125,6 +172,33 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
     if (Duration.greaterThan(hardRefreshWindow, softRefreshWindow)) {
       return yield* check("hardRefreshWindow", Either.left("must not be longer than softRefreshWindow"))
     }
+    const maxRetries = yield* check("maxRetries", integer(options.maxRetries, defaults.maxRetries, 0, 100))
+    const retryBaseDelay = yield* check(
+      "retryBaseDelay",
+      duration(options.retryBaseDelay, defaults.retryBaseDelay, nonNegative)
+    )
+    const retryMaxDelay = yield* check(
+      "retryMaxDelay",
+      duration(options.retryMaxDelay, defaults.retryMaxDelay, nonNegative)
+    )
+    if (Duration.greaterThan(retryBaseDelay, retryMaxDelay)) {
+      return yield* check("retryBaseDelay", Either.left("must not be longer than retryMaxDelay"))
+    }
+    const deadline = yield* check("deadline", duration(options.deadline, defaults.deadline, positive))
+    const retryWrites = yield* check(
+      "retryWrites",
+      options.retryWrites === undefined || typeof options.retryWrites === "boolean"
+        ? Either.right(options.retryWrites ?? defaults.retryWrites)
+        : Either.left("must be true or false")
+    )
+    const maxConcurrentRequests = yield* check(
+      "maxConcurrentRequests",
+      integer(options.maxConcurrentRequests, defaults.maxConcurrentRequests, 1, 100_000)
+    )
+    const maxResponseBytes = yield* check(
+      "maxResponseBytes",
+      integer(options.maxResponseBytes, defaults.maxResponseBytes, 1, 1024 * 1024 * 1024)
+    )
     return {
       baseUrl,
       authUrl,
@@ -133,7 +207,14 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
       tokenTimeout,
       requestTimeout,
       softRefreshWindow,
-      hardRefreshWindow
+      hardRefreshWindow,
+      maxRetries,
+      retryBaseDelay,
+      retryMaxDelay,
+      deadline,
+      retryWrites,
+      maxConcurrentRequests,
+      maxResponseBytes
     }
   })
 
@@ -153,7 +234,14 @@ export const options: Config.Config<Options> = Config.all({
   tokenTimeout: optional(Config.duration(environment.tokenTimeout)),
   requestTimeout: optional(Config.duration(environment.requestTimeout)),
   softRefreshWindow: optional(Config.duration(environment.softRefreshWindow)),
-  hardRefreshWindow: optional(Config.duration(environment.hardRefreshWindow))
+  hardRefreshWindow: optional(Config.duration(environment.hardRefreshWindow)),
+  maxRetries: optional(Config.integer(environment.maxRetries)),
+  retryBaseDelay: optional(Config.duration(environment.retryBaseDelay)),
+  retryMaxDelay: optional(Config.duration(environment.retryMaxDelay)),
+  deadline: optional(Config.duration(environment.deadline)),
+  retryWrites: optional(Config.boolean(environment.retryWrites)),
+  maxConcurrentRequests: optional(Config.integer(environment.maxConcurrentRequests)),
+  maxResponseBytes: optional(Config.integer(environment.maxResponseBytes))
 })
 
 /**

@@ -38,10 +38,14 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   }
 }
 
-/** Why a request never got an HTTP response. */
-export const TransportFailure = Schema.Literal("Network", "Timeout")
+/**
+ * Why a request got no usable response: the network failed (`Network`), an attempt outlived its
+ * timeout (`Timeout`), the call outlived its deadline (`Deadline`), or the body was larger than
+ * allowed (`ResponseTooLarge`).
+ */
+export const TransportFailure = Schema.Literal("Network", "Timeout", "Deadline", "ResponseTooLarge")
 
-/** The network failed or an attempt timed out: no HTTP response was received. */
+/** No usable HTTP response: the network failed, a timeout or the deadline fired, or the body was too large. */
 export class TransportError extends Schema.TaggedError<TransportError>()("TransportError", {
   operation: Schema.optional(Operation),
   reason: TransportFailure,

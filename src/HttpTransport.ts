@@ -8,13 +8,16 @@
 import * as Headers from "@effect/platform/Headers"
 import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import { Agent } from "undici"
+import * as Stream from "effect/Stream"
+import { Agent, type Dispatcher } from "undici"
 import { TransportError } from "./ClinicalError.js"
 import { scrub } from "./internal/redaction.js"
 
@@ -27,6 +30,8 @@ export interface TransportRequest {
   readonly url: string
   readonly headers: Readonly<Record<string, WireValue>>
   readonly body?: WireValue | undefined
+  /** Largest response body to read, in bytes; a larger one fails with `ResponseTooLarge`. No limit when absent. */
+  readonly maxResponseBytes?: number | undefined
 }
 
 /** One HTTP response. Header names are lower-cased; repeated headers are joined with `, `. */
@@ -89,6 +94,13 @@ export const transportError = (
 ): TransportError =>
   new TransportError({ reason, method: request.method, url: request.url, detail: scrub(detail, secretsOf(request)) })
 
+/** The failure of a response whose body is larger than the request allowed. */
+const tooLarge = (request: TransportRequest, limit: number): TransportError =>
+  transportError(request, "ResponseTooLarge", `the response body exceeds the limit of ${limit} bytes`)
+
+const exceedsLimit = (request: TransportRequest, bytes: number): boolean =>
+  request.maxResponseBytes !== undefined && bytes > request.maxResponseBytes
+
 const describe = (cause: unknown): string => {
   if (cause instanceof Error) {
     const code = (cause as { readonly code?: unknown }).code
@@ -122,6 +134,31 @@ const splitUrl = (url: string): { readonly origin: string; readonly path: string
   return slash < 0 ? { origin: url, path: "/" } : { origin: url.slice(0, slash), path: url.slice(slash) }
 }
 
+/** Reads an undici body, never holding more than the request allows; `undefined` when it is too large. */
+const readUndiciBody = async (
+  request: TransportRequest,
+  response: Dispatcher.ResponseData
+): Promise<string | undefined> => {
+  const declared = Number(response.headers["content-length"])
+  if (exceedsLimit(request, declared)) {
+    response.body.destroy()
+    return undefined
+  }
+  // A declared length within the limit is enforced by undici itself: read it in one go.
+  if (request.maxResponseBytes === undefined || Number.isFinite(declared)) return response.body.text()
+  const chunks: Array<Buffer> = []
+  let size = 0
+  for await (const chunk of response.body) {
+    size += (chunk as Buffer).length
+    if (exceedsLimit(request, size)) {
+      response.body.destroy()
+      return undefined
+    }
+    chunks.push(chunk as Buffer)
+  }
+  return Buffer.concat(chunks, size).toString("utf8")
+}
+
 /** A transport that calls undici's `Agent.request` directly, on the given agent. */
 export const fromUndiciAgent = (agent: Agent): Service => ({
   send: (request) =>
@@ -137,9 +174,13 @@ export const fromUndiciAgent = (agent: Agent): Service => ({
         signal
       }).then(
         (response) =>
-          response.body.text().then(
+          readUndiciBody(request, response).then(
             (body) =>
-              resume(Effect.succeed({ status: response.statusCode, headers: flattenHeaders(response.headers), body })),
+              resume(
+                body === undefined
+                  ? Effect.fail(tooLarge(request, request.maxResponseBytes!))
+                  : Effect.succeed({ status: response.statusCode, headers: flattenHeaders(response.headers), body })
+              ),
             fail
           ),
         fail
@@ -167,6 +208,30 @@ export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport>
 /** Header names `@effect/platform` must redact in its spans, beyond its own list. */
 const REDACTED_HEADER_NAMES = ["authorization", "applicationid"]
 
+/** Reads a platform response body, never holding more than the request allows. */
+const readPlatformBody = (
+  request: TransportRequest,
+  response: HttpClientResponse.HttpClientResponse,
+  network: (error: HttpClientError.HttpClientError) => TransportError
+): Effect.Effect<string, TransportError> => {
+  const limit = request.maxResponseBytes
+  const declared = Number(response.headers["content-length"])
+  if (limit === undefined || Number.isFinite(declared)) {
+    return exceedsLimit(request, declared)
+      ? Effect.fail(tooLarge(request, limit!))
+      : Effect.mapError(response.text, network)
+  }
+  return response.stream.pipe(
+    Stream.mapError(network),
+    Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (read, chunk) => {
+      read.size += chunk.length
+      read.chunks.push(chunk)
+      return exceedsLimit(request, read.size) ? Effect.fail(tooLarge(request, limit)) : Effect.succeed(read)
+    }),
+    Effect.map((read) => Buffer.concat(read.chunks, read.size).toString("utf8"))
+  )
+}
+
 /** A transport over any `@effect/platform` HttpClient. */
 export const fromHttpClient = (client: HttpClient.HttpClient): Service => ({
   send: (request) => {
@@ -177,16 +242,16 @@ export const fromHttpClient = (client: HttpClient.HttpClient): Service => ({
       headers,
       ...(body === undefined ? {} : { body: HttpBody.text(body, contentType) })
     })
+    const network = (error: HttpClientError.HttpClientError) =>
+      transportError(request, "Network", `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`)
     return client.execute(httpRequest).pipe(
+      Effect.mapError(network),
       Effect.flatMap((response) =>
-        Effect.map(response.text, (text): TransportResponse => ({
+        Effect.map(readPlatformBody(request, response, network), (text): TransportResponse => ({
           status: response.status,
           headers: { ...response.headers },
           body: text
         }))
-      ),
-      Effect.mapError((error) =>
-        transportError(request, "Network", `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`)
       ),
       // The platform client records request headers as span attributes: keep ours redacted there.
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...REDACTED_HEADER_NAMES])
@@ -201,9 +266,23 @@ export const layerHttpClient: Layer.Layer<HttpTransport, never, HttpClient.HttpC
 )
 
 /**
+ * An in-memory transport: every request goes to `handler`, nothing touches a network. The
+ * request's `maxResponseBytes` is enforced as a real transport would.
+ */
+export const memory = (
+  handler: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+): Service => ({
+  send: (request) =>
+    Effect.flatMap(handler(request), (response) =>
+      exceedsLimit(request, Buffer.byteLength(response.body))
+        ? Effect.fail(tooLarge(request, request.maxResponseBytes!))
+        : Effect.succeed(response))
+})
+
+/**
  * The in-memory transport for tests: every request goes to `handler`, nothing touches a network.
  * Use `wireHeaders` / `wireBody` in the handler to read what would have been sent.
  */
 export const layerMemory = (
   handler: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
-): Layer.Layer<HttpTransport> => Layer.succeed(HttpTransport, { send: handler })
+): Layer.Layer<HttpTransport> => Layer.succeed(HttpTransport, memory(handler))

@@ -6,7 +6,11 @@
  *   token at once. Hard window (or no token): callers wait for the new one.
  * - The refresh runs in a fiber owned by this layer's scope, so a caller that is interrupted or
  *   times out never cancels the refresh that others wait on.
- * - A failed refresh is never cached: the next caller tries again.
+ * - A failed refresh is never cached: the next caller tries again. A failed background refresh is
+ *   retried with jittered backoff while the current token is outside its hard window; only at the
+ *   hard window does a caller see an error.
+ * - After the token endpoint answers 429 or 503 with `Retry-After`, token requests fail fast with
+ *   that error until the time has passed, instead of every waiting caller hitting the endpoint.
  * - Every token has a generation number; `invalidate` drops a token only if it is still the cached
  *   one, so a late 401 for an old token cannot throw away a newer one.
  * - All time is read from Effect's `Clock`, so `TestClock` drives all of it.
@@ -19,13 +23,17 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { ClinicalConfig } from "./ClinicalConfig.js"
-import type { HttpError } from "./ClinicalError.js"
+import { type HttpError, RateLimited, ServerError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
+import * as RetryPolicy from "./internal/retryPolicy.js"
+import * as Telemetry from "./internal/telemetry.js"
 import { type IssuedToken, requestToken } from "./internal/tokenRequest.js"
 
 /** A token ready to use. All times are epoch milliseconds on the local clock. */
@@ -65,15 +73,38 @@ interface Cached {
   readonly hardAt: number
 }
 
+/** The token endpoint asked for a pause (429 or 503 with `Retry-After`): no token request until `until`. */
+interface Throttle {
+  readonly until: number
+  readonly error: RateLimited | ServerError
+}
+
 interface State {
   readonly cached: Cached | undefined
   /** The refresh in flight, if any: every waiter awaits this one. */
   readonly refreshing: Deferred.Deferred<AccessToken, HttpError> | undefined
   readonly generation: number
+  readonly throttle: Throttle | undefined
+  /** The background refresh for the cached token gave up: wait for the hard window. */
+  readonly backgroundGaveUp: boolean
 }
 
-/** Why a refresh was started; shown in logs. */
+/** Why a refresh was started; a span attribute, a metric label and a log annotation. */
 type RefreshReason = "empty" | "soft-window" | "hard-window" | "expired"
+
+/** The error to fail fast with while the token endpoint's `Retry-After` runs. */
+const throttledError = (throttle: Throttle, now: number): RateLimited | ServerError => {
+  const { error } = throttle
+  const fields = { operation: error.operation, status: error.status, retryAfterMillis: throttle.until - now }
+  return error._tag === "RateLimited" ? new RateLimited(fields) : new ServerError(fields)
+}
+
+/** A 429 or 503 from the token endpoint with `Retry-After` starts a pause. */
+const throttleOf = (error: HttpError, now: number): Throttle | undefined =>
+  (error._tag === "RateLimited" || (error._tag === "ServerError" && error.status === 503)) &&
+    error.retryAfterMillis !== undefined
+    ? { until: now + error.retryAfterMillis, error }
+    : undefined
 
 /** Builds the token cache. Owns fibers, so it needs a `Scope`: use {@link layer}. */
 export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | Scope.Scope> = Effect.gen(
@@ -81,9 +112,16 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     const config = yield* ClinicalConfig
     const transport = yield* HttpTransport
     const scope = yield* Effect.scope
-    const state = yield* SynchronizedRef.make<State>({ cached: undefined, refreshing: undefined, generation: 0 })
+    const state = yield* SynchronizedRef.make<State>({
+      cached: undefined,
+      refreshing: undefined,
+      generation: 0,
+      throttle: undefined,
+      backgroundGaveUp: false
+    })
     const softWindow = Duration.toMillis(config.softRefreshWindow)
     const hardWindow = Duration.toMillis(config.hardRefreshWindow)
+    const policy = RetryPolicy.fromConfig(config)
 
     const toCached = (issued: IssuedToken, generation: number): Cached => {
       const lifetime = issued.lifetimeMillis
@@ -104,70 +142,147 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       }
     }
 
+    /**
+     * A background refresh retries what is worth retrying, with jittered backoff, for as long as
+     * the current token is outside its hard window; callers meanwhile keep the current token. A
+     * `Retry-After` that reaches past the hard window ends it (the pause is remembered).
+     */
+    const requestUntil = (hardAt: number, retry = 1): Effect.Effect<IssuedToken, HttpError> =>
+      Effect.catchAll(requestToken(config, transport), (error) =>
+        Effect.gen(function*() {
+          if (RetryPolicy.retryCause(error) === undefined) return yield* Effect.fail(error)
+          const now = yield* Clock.currentTimeMillis
+          const retryAfter = RetryPolicy.retryAfterOf(error) ?? 0
+          if (now + retryAfter >= hardAt) return yield* Effect.fail(error)
+          const delay = Math.min(RetryPolicy.delayMillis(policy, retry, yield* Random.next, retryAfter), hardAt - now)
+          yield* Effect.logDebug("background token refresh failed; retrying").pipe(
+            Effect.annotateLogs({ error: error._tag, delayMillis: Math.round(delay) })
+          )
+          yield* Effect.sleep(Duration.millis(delay))
+          return yield* requestUntil(hardAt, retry + 1)
+        }))
+
+    // Stores the outcome and hands it to every waiter: a token becomes the cached one; a failure
+    // is never stored, except as a pause when the endpoint asked for one.
+    const settle = (
+      exit: Exit.Exit<IssuedToken, HttpError>,
+      deferred: Deferred.Deferred<AccessToken, HttpError>,
+      reason: RefreshReason,
+      now: number
+    ) =>
+      SynchronizedRef.modify(state, (current): [Exit.Exit<AccessToken, HttpError>, State] => {
+        // Only the refresh the state records may clear it (defensive: there is never another).
+        const refreshing = current.refreshing === deferred ? undefined : current.refreshing
+        if (Exit.isSuccess(exit)) {
+          const generation = current.generation + 1
+          const cached = toCached(exit.value, generation)
+          return [
+            Exit.succeed(cached.token),
+            { cached, refreshing, generation, throttle: undefined, backgroundGaveUp: false }
+          ]
+        }
+        const error = Cause.failureOption(exit.cause)
+        const throttle = Option.isSome(error) ? throttleOf(error.value, now) : undefined
+        return [Exit.failCause(exit.cause), {
+          ...current,
+          refreshing,
+          throttle: throttle ?? current.throttle,
+          backgroundGaveUp: current.backgroundGaveUp || reason === "soft-window"
+        }]
+      })
+
+    const report = (outcome: Exit.Exit<AccessToken, HttpError>) =>
+      Exit.match(outcome, {
+        onFailure: (cause) => {
+          const error = Option.match(Cause.failureOption(cause), {
+            onNone: () => (Cause.isInterruptedOnly(cause) ? "interrupted" : "defect"),
+            onSome: (error) => error._tag
+          })
+          return Effect.zipRight(
+            Effect.annotateCurrentSpan("clinical.error", error),
+            Effect.logWarning("token refresh failed").pipe(Effect.annotateLogs({ error }))
+          )
+        },
+        onSuccess: (token) => {
+          const facts = {
+            generation: token.generation,
+            lifetimeSeconds: Math.round(token.lifetimeMillis / 1000),
+            serverClockSkewMillis: token.serverClockSkewMillis ?? "unknown"
+          }
+          return Effect.all([
+            Effect.annotateCurrentSpan({
+              "clinical.token.generation": facts.generation,
+              "clinical.token.lifetime_seconds": facts.lifetimeSeconds,
+              "clinical.server_clock_skew_ms": facts.serverClockSkewMillis
+            }),
+            token.serverClockSkewMillis === undefined
+              ? Effect.void
+              : Metric.set(Telemetry.serverClockSkew, token.serverClockSkewMillis),
+            Effect.logDebug("token issued").pipe(Effect.annotateLogs(facts))
+          ], { discard: true })
+        }
+      })
+
     // Runs in the layer's scope. Whatever happens to it (success, failure, interruption when the
     // layer closes), the state forgets the refresh and every waiter gets the outcome.
-    const refresh = (deferred: Deferred.Deferred<AccessToken, HttpError>, reason: RefreshReason) =>
-      requestToken(config, transport).pipe(
+    const refresh = (deferred: Deferred.Deferred<AccessToken, HttpError>, reason: RefreshReason, hardAt: number) =>
+      Metric.increment(Metric.tagged(Telemetry.tokenRefreshes, "reason", reason)).pipe(
+        Effect.zipRight(reason === "soft-window" ? requestUntil(hardAt) : requestToken(config, transport)),
         Effect.onExit((exit) =>
-          SynchronizedRef.modify(state, (current): [Exit.Exit<AccessToken, HttpError>, State] => {
-            if (Exit.isFailure(exit)) return [Exit.failCause(exit.cause), { ...current, refreshing: undefined }]
-            const generation = current.generation + 1
-            const cached = toCached(exit.value, generation)
-            return [Exit.succeed(cached.token), { cached, refreshing: undefined, generation }]
-          }).pipe(
-            Effect.tap((outcome) =>
-              Exit.match(outcome, {
-                onFailure: (cause) =>
-                  Effect.logWarning("token refresh failed").pipe(
-                    Effect.annotateLogs({
-                      error: Option.match(Cause.failureOption(cause), {
-                        onNone: () => (Cause.isInterruptedOnly(cause) ? "interrupted" : "defect"),
-                        onSome: (error) => error._tag
-                      })
-                    })
-                  ),
-                onSuccess: (token) =>
-                  Effect.logDebug("token issued").pipe(
-                    Effect.annotateLogs({
-                      generation: token.generation,
-                      lifetimeSeconds: Math.round(token.lifetimeMillis / 1000),
-                      serverClockSkewMillis: token.serverClockSkewMillis ?? "unknown"
-                    })
-                  )
-              })
-            ),
+          Effect.flatMap(Clock.currentTimeMillis, (now) => settle(exit, deferred, reason, now)).pipe(
+            Effect.tap(report),
             Effect.flatMap((outcome) => Deferred.done(deferred, outcome))
           )
         ),
+        Effect.withSpan("TokenService.refresh", { attributes: { "clinical.refresh.reason": reason } }),
         Effect.annotateLogs({ refreshReason: reason }),
+        // The outcome went to the waiters (and the log) above; the fiber itself ends quietly.
+        Effect.ignore,
+        // Forked from inside the uninterruptible `decide`: the refresh itself must stay
+        // interruptible, or its timeouts could not fire and the layer could not close.
+        Effect.interruptible,
         Effect.forkIn(scope)
       )
 
     const startRefresh = (current: State, reason: RefreshReason) =>
       Effect.gen(function*() {
         const deferred = yield* Deferred.make<AccessToken, HttpError>()
-        yield* refresh(deferred, reason)
+        yield* refresh(deferred, reason, current.cached?.hardAt ?? 0)
         return [deferred, { ...current, refreshing: deferred }] as const
       })
 
+    const keep = (token: AccessToken, current: State) => Effect.succeed([Effect.succeed(token), current] as const)
+
     // The slow path, serialised by the SynchronizedRef: decides, atomically, whether to start a
-    // refresh, and returns what this caller should do (take the current token, or wait).
+    // refresh, and returns what this caller should do (take the current token, wait, or fail fast).
+    // Uninterruptible, so that a caller interrupted here cannot fork a refresh the state never
+    // records (a second token request); the wait it returns runs outside, interruptibly.
     const decide = (now: number) =>
-      SynchronizedRef.modifyEffect(
+      Effect.uninterruptible(SynchronizedRef.modifyEffect(
         state,
         (current): Effect.Effect<readonly [Effect.Effect<AccessToken, HttpError>, State]> => {
-          const cached = current.cached
-          if (cached !== undefined && now < cached.softAt) {
-            return Effect.succeed([Effect.succeed(cached.token), current])
-          }
+          const { cached, throttle } = current
+          const throttled = throttle !== undefined && now < throttle.until
+          if (cached !== undefined && now < cached.softAt) return keep(cached.token, current)
           if (cached !== undefined && now < cached.hardAt) {
-            if (current.refreshing !== undefined) return Effect.succeed([Effect.succeed(cached.token), current])
-            return Effect.map(
-              startRefresh(current, "soft-window"),
-              ([, next]) => [Effect.succeed(cached.token), next] as const
-            )
+            if (current.refreshing !== undefined || current.backgroundGaveUp || throttled) {
+              return keep(cached.token, current)
+            }
+            return Effect.map(startRefresh(current, "soft-window"), ([, next]) =>
+              [Effect.succeed(cached.token), next] as const)
           }
-          if (current.refreshing !== undefined) return Effect.succeed([Deferred.await(current.refreshing), current])
+          if (current.refreshing !== undefined) {
+            return Effect.succeed([Deferred.await(current.refreshing), current])
+          }
+          if (throttled) {
+            return Effect.succeed([
+              Effect.zipRight(
+                Metric.increment(Telemetry.throttledFastFails),
+                Effect.fail(throttledError(throttle, now))
+              ),
+              current
+            ])
+          }
           const reason: RefreshReason = cached === undefined
             ? "empty"
             : now < cached.token.expiresAt
@@ -175,10 +290,11 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             : "expired"
           return Effect.map(
             startRefresh(current, reason),
-            ([deferred, next]) => [Deferred.await(deferred), next] as const
+            ([deferred, next]) =>
+              [Deferred.await(deferred), next] as const
           )
         }
-      )
+      ))
 
     const get: Effect.Effect<AccessToken, HttpError> = Effect.flatMap(
       Clock.currentTimeMillis,

@@ -5,6 +5,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -14,6 +15,7 @@ import * as HttpDate from "../HttpDate.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import { withTimeout } from "./attempt.js"
 import { describeParseError, field, isRecord, readJson } from "./response.js"
+import * as Telemetry from "./telemetry.js"
 import { MAX_TOKEN_LENGTH, visibleAscii } from "./validate.js"
 
 /** The token body, as the service documents it. The token must be safe to put in a header. */
@@ -40,7 +42,8 @@ export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.Tran
   method: "POST",
   url: `${config.authUrl}${config.tokenPath}`,
   headers: { "Content-Type": "application/json" },
-  body: Redacted.make(JSON.stringify({ ApplicationId: Redacted.value(config.applicationId) }))
+  body: Redacted.make(JSON.stringify({ ApplicationId: Redacted.value(config.applicationId) })),
+  maxResponseBytes: config.maxResponseBytes
 })
 
 const decodeError = (status: number, reason: string) => new ResponseDecodeError({ operation: "token", status, reason })
@@ -96,7 +99,9 @@ export const requestToken = (
   Effect.gen(function*() {
     const request = tokenRequest(config)
     const sentAt = yield* Clock.currentTimeMillis
+    yield* Metric.increment(Telemetry.tokenRequests)
     const response = yield* withTimeout(transport.send(request), request, "token", config.tokenTimeout)
+    yield* Effect.annotateCurrentSpan("http.response.status_code", response.status)
     const receivedAt = yield* Clock.currentTimeMillis
     return yield* readTokenResponse(response, sentAt, receivedAt, config)
   })

@@ -1,0 +1,62 @@
+/**
+ * The retry policy: which failures are worth another attempt, and how long to wait before it.
+ * Exponential backoff with "equal jitter" (half the delay fixed, half random), so that clients
+ * that failed together do not retry together, and a `Retry-After` is always honoured.
+ */
+import * as Duration from "effect/Duration"
+import type * as ClinicalConfig from "../ClinicalConfig.js"
+import type { ClinicalError } from "../ClinicalError.js"
+
+/** The settings the policy reads, in milliseconds. */
+export interface RetryPolicy {
+  readonly maxRetries: number
+  readonly baseDelayMillis: number
+  readonly maxDelayMillis: number
+}
+
+/** The policy a client's settings describe. */
+export const fromConfig = (config: ClinicalConfig.Service): RetryPolicy => ({
+  maxRetries: config.maxRetries,
+  baseDelayMillis: Duration.toMillis(config.retryBaseDelay),
+  maxDelayMillis: Duration.toMillis(config.retryMaxDelay)
+})
+
+const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504])
+
+/**
+ * Why a failure may be retried (the label of the retries metric), or `undefined` when it must not
+ * be: transport failures and attempt timeouts, 429, 500, 502, 503 and 504. A passed deadline, an
+ * oversized body, any 4xx but 429 and every decode or envelope failure end the call.
+ */
+export const retryCause = (error: ClinicalError): string | undefined => {
+  switch (error._tag) {
+    case "TransportError":
+      return error.reason === "Network" ? "network" : error.reason === "Timeout" ? "timeout" : undefined
+    case "RateLimited":
+    case "ServerError":
+      return RETRIED_STATUSES.has(error.status) ? String(error.status) : undefined
+    default:
+      return undefined
+  }
+}
+
+/** The server's `Retry-After`, in milliseconds, if the failure carries one. */
+export const retryAfterOf = (error: ClinicalError): number | undefined =>
+  error._tag === "RateLimited" || error._tag === "ServerError" ? error.retryAfterMillis : undefined
+
+/**
+ * The wait before retry number `retry` (1 for the first): `base * 2^(retry - 1)`, capped at the
+ * maximum, of which the second half is scaled by `random` (in [0, 1)); never less than `retryAfter`;
+ * rounded up to a whole millisecond.
+ */
+export const delayMillis = (
+  policy: RetryPolicy,
+  retry: number,
+  random: number,
+  retryAfter: number | undefined
+): number => {
+  const exponential = Math.min(policy.maxDelayMillis, policy.baseDelayMillis * 2 ** (retry - 1))
+  const jittered = exponential / 2 + (random * exponential) / 2
+  // Whole milliseconds: the clock stays on whole milliseconds, so deadlines compare exactly.
+  return Math.ceil(Math.max(jittered, retryAfter ?? 0))
+}

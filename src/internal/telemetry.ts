@@ -1,0 +1,48 @@
+/**
+ * The client's metrics. Labels are drawn from small fixed sets (operation names, error tags,
+ * status codes, refresh reasons): never a token, an ApplicationId or a PersonUid.
+ */
+import * as Metric from "effect/Metric"
+import * as MetricBoundaries from "effect/MetricBoundaries"
+
+/** Token requests sent to the token endpoint. */
+export const tokenRequests = Metric.counter("clinical_token_requests_total", {
+  description: "Token requests sent to the token endpoint",
+  incremental: true
+})
+
+/** Token refreshes started, by `reason` (empty, soft-window, hard-window, expired). */
+export const tokenRefreshes = Metric.counter("clinical_token_refreshes_total", {
+  description: "Token refreshes started, by reason",
+  incremental: true
+})
+
+/** The last observed server clock minus the local clock, in milliseconds. */
+export const serverClockSkew = Metric.gauge("clinical_server_clock_skew_millis", {
+  description: "Server Date header minus local time when the token response arrived"
+})
+
+/** Retries, by `operation` and `cause` (network, timeout, or the status code). */
+export const retries = Metric.counter("clinical_retries_total", {
+  description: "Retried attempts, by operation and cause",
+  incremental: true
+})
+
+/** Calls that failed, by `operation` and `error` (the error's tag). */
+export const failures = Metric.counter("clinical_failures_total", {
+  description: "Failed calls, by operation and error tag",
+  incremental: true
+})
+
+/** Requests refused fast because the token endpoint asked for a pause (`Retry-After`). */
+export const throttledFastFails = Metric.counter("clinical_token_throttled_total", {
+  description: "Token requests refused without sending, while the token endpoint's Retry-After runs",
+  incremental: true
+})
+
+/** Attempts per call (1 when the first attempt settled it), by `operation`. */
+export const attemptsPerCall = Metric.histogram(
+  "clinical_call_attempts",
+  MetricBoundaries.linear({ start: 1, width: 1, count: 8 }),
+  "Attempts per call, by operation"
+)
