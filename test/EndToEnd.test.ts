@@ -4,8 +4,8 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
-import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { ClinicalClient, type ClinicalConfig, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 
 const transports: ReadonlyArray<readonly [string, Layer.Layer<HttpTransport.HttpTransport>]> = [
@@ -19,7 +19,8 @@ const persons = MockClinicalServer.fixturePersons
 const setup = (
   transport: Layer.Layer<HttpTransport.HttpTransport>,
   options?: MockClinicalServer.Options,
-  wrap: (inner: HttpTransport.Service) => HttpTransport.Service = (inner) => inner
+  wrap: (inner: HttpTransport.Service) => HttpTransport.Service = (inner) => inner,
+  clientOptions: Partial<ClinicalConfig.Options> = {}
 ) =>
   Effect.gen(function*() {
     const mock = yield* MockClinicalServer.make(options)
@@ -27,9 +28,11 @@ const setup = (
     const wrapped = Layer.effect(HttpTransport.HttpTransport, Effect.map(HttpTransport.HttpTransport, wrap)).pipe(
       Layer.provide(transport)
     )
-    const client = ClinicalClient.layer({ baseUrl, applicationId: MockClinicalServer.demoApplicationId }).pipe(
-      Layer.provide(wrapped)
-    )
+    const client = ClinicalClient.layer({
+      baseUrl,
+      applicationId: MockClinicalServer.demoApplicationId,
+      ...clientOptions
+    }).pipe(Layer.provide(wrapped))
     return { mock, baseUrl, client }
   })
 
@@ -60,17 +63,25 @@ describe("end to end over loopback HTTP", () => {
       it.scopedLive("tokens revoked mid-run give one refresh and no failed call", () =>
         Effect.gen(function*() {
           const { client, mock } = yield* setup(transport)
-          const batch = Effect.all(Array.from({ length: 100 }, () => MedicationService.get(persons[0]!.personUid)), {
-            concurrency: 25
-          })
-          const [first, second] = yield* Effect.provide(
-            Effect.all([batch, Effect.zipRight(mock.revokeAllTokens, batch)]),
+          const results = yield* Effect.provide(
+            Effect.gen(function*() {
+              const run = yield* Effect.fork(
+                Effect.all(Array.from({ length: 300 }, () => MedicationService.get(persons[0]!.personUid)), {
+                  concurrency: 25
+                })
+              )
+              // Revoke while calls are in flight: some were sent with the old token.
+              while ((yield* mock.counters).medicationRequests < 100) yield* Effect.sleep("1 millis")
+              yield* mock.revokeAllTokens
+              return yield* Fiber.join(run)
+            }),
             client
           )
-          expect(first.length + second.length).toBe(200)
+          expect(results).toHaveLength(300)
           const counters = yield* mock.counters
           expect(counters.tokenRequests).toBe(2)
           expect(counters.byStatus[401]).toBeGreaterThanOrEqual(1)
+          expect(counters.medicationRequests).toBe(300 + counters.byStatus[401]!)
         }))
 
       it.scopedLive("a token expired on the server (419) is renewed and the call succeeds", () =>
@@ -118,13 +129,22 @@ describe("end to end over loopback HTTP", () => {
           const serverScope = yield* Scope.make()
           const baseUrl = yield* Scope.extend(MockClinicalServer.serve(mock), serverScope)
           const port = Number(new URL(baseUrl).port)
-          const client = ClinicalClient.layer({ baseUrl, applicationId: MockClinicalServer.demoApplicationId }).pipe(
-            Layer.provide(transport)
-          )
+          // Retries off: with them, the call would back off and retry for seconds before failing.
+          const client = ClinicalClient.layer({
+            baseUrl,
+            applicationId: MockClinicalServer.demoApplicationId,
+            maxRetries: 0
+          }).pipe(Layer.provide(transport))
           yield* Effect.provide(
             Effect.gen(function*() {
               expect((yield* MedicationService.get(persons[0]!.personUid)).medications).toHaveLength(5)
+              // Stopped while a request is in flight (the mock holds it for a second)...
+              yield* mock.injectFaults("medications", [MockClinicalServer.Fault.delay("1 second")])
+              const inFlight = yield* Effect.fork(Effect.flip(MedicationService.get(persons[0]!.personUid)))
+              while ((yield* mock.counters).medicationRequests < 2) yield* Effect.sleep("5 millis")
               yield* Scope.close(serverScope, Exit.void)
+              expect(yield* Fiber.join(inFlight)).toMatchObject({ _tag: "TransportError", reason: "Network" })
+              // ...and while it is down.
               const error = yield* Effect.flip(MedicationService.get(persons[0]!.personUid))
               expect(error).toMatchObject({ _tag: "TransportError", reason: "Network", operation: "medications" })
               yield* MockClinicalServer.serve(mock, { port })
@@ -134,18 +154,28 @@ describe("end to end over loopback HTTP", () => {
           )
         }))
 
-      it.scopedLive("a dropped connection is a TransportError; a non-JSON page is a ResponseDecodeError", () =>
+      it.scopedLive("a dropped connection is retried and the call succeeds; a non-JSON page is not retried", () =>
         Effect.gen(function*() {
-          const { client, mock } = yield* setup(transport)
-          yield* mock.injectFaults("medications", [MockClinicalServer.Fault.drop, MockClinicalServer.Fault.notJson])
-          const errors = yield* Effect.provide(
+          const { client, mock } = yield* setup(transport, undefined, undefined, { retryBaseDelay: "10 millis" })
+          yield* mock.injectFaults("medications", [MockClinicalServer.Fault.notJson, MockClinicalServer.Fault.drop])
+          const [error, recovered] = yield* Effect.provide(
             Effect.all([
               Effect.flip(MedicationService.get(persons[0]!.personUid)),
-              Effect.flip(MedicationService.get(persons[0]!.personUid))
+              MedicationService.get(persons[0]!.personUid)
             ]),
             client
           )
-          expect(errors.map((e) => e._tag)).toEqual(["TransportError", "ResponseDecodeError"])
+          expect(recovered.medications).toHaveLength(5)
+          expect(error._tag).toBe("ResponseDecodeError")
+          expect(yield* mock.counters).toMatchObject({ medicationRequests: 3, dropped: 1 })
+        }))
+
+      it.scopedLive("with retries off, a dropped connection is a TransportError", () =>
+        Effect.gen(function*() {
+          const { client, mock } = yield* setup(transport, undefined, undefined, { maxRetries: 0 })
+          yield* mock.injectFaults("medications", [MockClinicalServer.Fault.drop])
+          const error = yield* Effect.flip(Effect.provide(MedicationService.get(persons[0]!.personUid), client))
+          expect(error).toMatchObject({ _tag: "TransportError", reason: "Network" })
         }))
     })
   }

@@ -2,7 +2,8 @@
  * Every example runs, as a user would run it (tsx, no credentials, no network), and prints what
  * the README says it prints.
  */
-import { execFile } from "node:child_process"
+import { MockClinicalServer } from "effect-clinical/testing"
+import { execFile, spawn } from "node:child_process"
 import { describe, expect, it } from "vitest"
 
 interface Run {
@@ -42,7 +43,7 @@ describe.concurrent("examples", () => {
   it("testing-with-the-mock.ts passes its own tests", async () => {
     const run = await tsx("examples/testing-with-the-mock.ts")
     expect(run.code, run.stdout + run.stderr).toBe(0)
-    expect(run.stdout).toContain("# pass 4")
+    expect(run.stdout).toContain("# pass 5")
     expect(run.stdout).toContain("# fail 0")
   }, 60_000)
 
@@ -50,6 +51,37 @@ describe.concurrent("examples", () => {
     const run = await tsx("examples/quick-start.ts")
     expect(run.code).not.toBe(0)
     expect(run.stdout + run.stderr).toContain("Missing data at CLINICAL_BASE_URL")
+  }, 60_000)
+
+  it("mock-server.ts serves the mock and prints its URL, the demo ApplicationId and the fixture persons", async () => {
+    const child = spawn("node_modules/.bin/tsx", ["examples/mock-server.ts", "--port", "0"], { env })
+    let stdout = ""
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no banner within 50 s: ${stdout}`)), 50_000)
+        child.stdout.on("data", (chunk: Buffer) => {
+          stdout += chunk.toString("utf8")
+          if (stdout.includes("npm start")) {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+      })
+      const url = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1]
+      expect(url).toBeDefined()
+      expect(stdout).toContain(`Demo ApplicationId: ${MockClinicalServer.demoApplicationId}`)
+      for (const person of MockClinicalServer.fixturePersons) expect(stdout).toContain(person.personUid)
+      // It really serves: a token request answers.
+      const response = await fetch(`${url}/api/Server/Token`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ ApplicationId: MockClinicalServer.demoApplicationId })
+      })
+      expect(response.status).toBe(200)
+      expect(response.headers.get("token_expires")).toMatch(/GMT$/)
+    } finally {
+      child.kill()
+    }
   }, 60_000)
 
   it("mock-server.ts refuses a bad port", async () => {

@@ -200,7 +200,8 @@ describe("MedicationService response decoding", () => {
   }
 })
 
-describe("MedicationService status mapping", () => {
+describe("MedicationService status mapping (retries off, so that each response is the call's answer)", () => {
+  const noRetries = { maxRetries: 0 }
   const cases: ReadonlyArray<readonly [number, string]> = [
     [400, "BadRequest"],
     [404, "UnexpectedStatus"],
@@ -220,8 +221,7 @@ describe("MedicationService status mapping", () => {
           const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
           expect(error._tag).toBe(tag)
           expect(error).toMatchObject({ operation: "medications", status })
-        })
-      ))
+        }), noRetries))
   }
 
   it.effect("429 carries Retry-After in seconds or as an HTTP date", () =>
@@ -244,8 +244,7 @@ describe("MedicationService status mapping", () => {
           2000
         ])
         expect(errors.map((e) => e._tag)).toEqual(["RateLimited", "RateLimited", "RateLimited", "ServerError"])
-      })
-    ))
+      }), noRetries))
 
   it.effect("a transport failure is a TransportError naming the operation", () =>
     withClient((fake) =>
@@ -263,8 +262,7 @@ describe("MedicationService status mapping", () => {
             detail: "ECONNRESET: socket hang up"
           })
         )
-      })
-    ))
+      }), noRetries))
 
   it.effect("an attempt slower than requestTimeout is a Timeout TransportError", () =>
     withClient(
@@ -276,7 +274,7 @@ describe("MedicationService status mapping", () => {
           const error = yield* fiber
           expect(error).toMatchObject({ _tag: "TransportError", reason: "Timeout", operation: "medications" })
         }),
-      { requestTimeout: "2 seconds" }
+      { requestTimeout: "2 seconds", maxRetries: 0 }
     ))
 })
 

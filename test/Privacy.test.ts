@@ -140,11 +140,13 @@ describe("no secret in logs, errors or causes", () => {
       Effect.gen(function*() {
         const { layer, lines } = capture()
         const fake = yield* Fake.make()
+        // Retries on, with the clock driven: retry and refresh logs are captured too.
         const exit = yield* flow(fake).pipe(
           Effect.provide(Fake.clientLayer(fake)),
           Effect.tapErrorCause((cause) => Effect.logError("flow failed", cause)),
           Effect.provide(layer),
-          Effect.exit
+          Effect.exit,
+          Fake.runWithClock
         )
         expect(lines.length).toBeGreaterThan(0)
         for (const line of lines) expectNoSecret("log line", line)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Option, TestClock } from "effect"
+import { Deferred, Effect, Fiber, FiberRef, Option, TestClock } from "effect"
 import { ClinicalError, HttpDate, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import * as Fake from "./support/FakeService.js"
 
@@ -180,17 +180,69 @@ describe("TokenService failures", () => {
       })
     ))
 
-  it.effect("a failed background refresh leaves the current token in use", () =>
+  it.effect("a failed background refresh is retried with backoff while callers keep the current token", () =>
     withTokens((fake) =>
       Effect.gen(function*() {
         const first = yield* TokenService.get
-        yield* fake.scriptToken(Fake.respond(503, {}))
-        yield* TestClock.adjust(57 * MINUTE)
+        yield* fake.scriptToken(Fake.respond(503, {}), Fake.respond(500, {}))
+        yield* TestClock.adjust(56 * MINUTE) // soft window: the refresh starts in the background
         expect(yield* TokenService.get).toBe(first)
         yield* settle
-        expect(yield* TokenService.get).toBe(first) // and this call starts the next attempt
+        expect(yield* fake.tokenRequests).toHaveLength(2)
+        // Callers in the soft window keep the current token and start nothing new.
+        expect(yield* TokenService.get).toBe(first)
         yield* settle
+        expect(yield* fake.tokenRequests).toHaveLength(2)
+        // Backoff: the first retry comes after 0.5 to 1 s (base 1 s, equal jitter), the second after 1 to 2 s.
+        yield* TestClock.adjust(1_000)
+        yield* settle
+        expect(yield* fake.tokenRequests).toHaveLength(3)
+        yield* TestClock.adjust(2_000)
+        yield* settle
+        expect(yield* fake.tokenRequests).toHaveLength(4)
         expect((yield* TokenService.get).generation).toBe(2)
+      })
+    ))
+
+  it.effect("a background refresh that keeps failing surfaces only at the hard window", () =>
+    withTokens(
+      (fake) =>
+        Effect.gen(function*() {
+          const first = yield* TokenService.get
+          const failing = Array.from({ length: 50 }, () => Fake.respond(503, {}))
+          yield* fake.scriptToken(...failing)
+          yield* TestClock.adjust(56 * MINUTE)
+          for (let minute = 0; minute < 3; minute++) {
+            expect(yield* TokenService.get).toBe(first)
+            yield* TestClock.adjust(MINUTE)
+          }
+          yield* TestClock.adjust(30_000) // 59 min 30 s: the hard window
+          const error = yield* Effect.flip(TokenService.get)
+          expect(error).toMatchObject({ _tag: "ServerError", operation: "token", status: 503 })
+          // Backed off all along (1, 2, 4, ... s, capped at 30 s, jittered): about 15 requests in
+          // three and a half minutes, not one per caller.
+          const requests = (yield* fake.tokenRequests).length
+          expect(requests).toBeGreaterThan(8)
+          expect(requests).toBeLessThan(25)
+        }),
+      {},
+      { retryMaxDelay: "30 seconds" }
+    ))
+
+  it.effect("a background refresh refused with a 4xx is not retried; callers keep the token until the hard window", () =>
+    withTokens((fake) =>
+      Effect.gen(function*() {
+        const first = yield* TokenService.get
+        yield* fake.scriptToken(Fake.respond(401, {}), Fake.respond(401, {}))
+        yield* TestClock.adjust(56 * MINUTE)
+        expect(yield* TokenService.get).toBe(first)
+        yield* settle
+        yield* TestClock.adjust(3 * MINUTE)
+        expect(yield* TokenService.get).toBe(first)
+        yield* settle
+        expect(yield* fake.tokenRequests).toHaveLength(2)
+        yield* TestClock.adjust(45_000) // the hard window: a caller now waits, and sees the refusal
+        expect(yield* Effect.flip(TokenService.get)).toMatchObject({ _tag: "Unauthorized", operation: "token" })
         expect(yield* fake.tokenRequests).toHaveLength(3)
       })
     ))
@@ -209,6 +261,28 @@ describe("TokenService failures", () => {
         expect(yield* fake.tokenRequests).toHaveLength(1)
       })
     ))
+
+  it.effect("a caller interrupted at any point of its decision never causes a second token request", () =>
+    Effect.gen(function*() {
+      // Small scheduler slices make the interruption land inside the decision itself.
+      for (const maxOps of [12, 24]) {
+        for (let yields = 0; yields < 30; yields++) {
+          const fake = yield* Fake.make()
+          yield* fake.scriptToken(() => Effect.zipRight(Effect.sleep("10 millis"), fake.issueToken))
+          yield* Effect.gen(function*() {
+            const first = yield* Effect.fork(
+              Effect.locally(TokenService.get, FiberRef.currentMaxOpsBeforeYield, maxOps)
+            )
+            for (let i = 0; i < yields; i++) yield* Effect.yieldNow()
+            yield* Fiber.interrupt(first)
+            const second = yield* Effect.fork(TokenService.get)
+            yield* TestClock.adjust("1 second")
+            yield* Fiber.join(second)
+          }).pipe(Effect.provide(Fake.clientLayer(fake)))
+          expect(yield* fake.tokenRequests, `maxOps ${maxOps}, ${yields} yields`).toHaveLength(1)
+        }
+      }
+    }))
 
   it.effect("a caller that times out does not cancel the refresh", () =>
     withTokens((fake) =>
@@ -250,15 +324,18 @@ describe("TokenService failures", () => {
     [503, "ServerError"]
   ]
   for (const [status, tag] of statuses) {
-    it.effect(`token endpoint HTTP ${status} gives ${tag} for the token operation, without a retry`, () =>
-      withTokens((fake) =>
-        Effect.gen(function*() {
-          yield* fake.scriptToken(Fake.respond(status, { Message: "no" }))
-          const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
-          expect(error).toMatchObject({ _tag: tag, operation: "token", status })
-          expect(yield* fake.tokenRequests).toHaveLength(1)
-          expect(yield* fake.dataRequests).toHaveLength(0)
-        })
+    it.effect(`token endpoint HTTP ${status} gives ${tag} for the token operation (retries off)`, () =>
+      withTokens(
+        (fake) =>
+          Effect.gen(function*() {
+            yield* fake.scriptToken(Fake.respond(status, { Message: "no" }))
+            const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
+            expect(error).toMatchObject({ _tag: tag, operation: "token", status })
+            expect(yield* fake.tokenRequests).toHaveLength(1)
+            expect(yield* fake.dataRequests).toHaveLength(0)
+          }),
+        {},
+        { maxRetries: 0 }
       ))
   }
 

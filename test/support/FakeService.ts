@@ -3,7 +3,7 @@
  * tokens, checks them on data requests (401 unknown, 419 expired) and records every request as it
  * would go on the wire. Tests queue exact responses with `scriptToken` / `scriptData`.
  */
-import { Clock, Effect, Layer, Ref } from "effect"
+import { Clock, type Duration, Effect, Fiber, Layer, Option, Ref, TestClock } from "effect"
 import { ClinicalClient, type ClinicalConfig, type ClinicalError, HttpDate, HttpTransport } from "effect-clinical"
 
 export const APPLICATION_ID = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
@@ -136,3 +136,18 @@ export const clientOptions = {
 /** The whole client over a fake service, with optional settings on top of the test defaults. */
 export const clientLayer = (fake: FakeService, overrides: Partial<ClinicalConfig.Options> = {}) =>
   ClinicalClient.layer({ ...clientOptions, ...overrides }).pipe(Layer.provide(fake.layer))
+
+/**
+ * Runs `effect` to its end under `TestClock`, moving the clock a step at a time so that backoff
+ * sleeps and timeouts fire. Fails the test if it has not ended after `maxSteps` steps.
+ */
+export const runWithClock = <A, E, R>(effect: Effect.Effect<A, E, R>, step = "100 millis", maxSteps = 10_000) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.fork(effect)
+    for (let i = 0; i < maxSteps; i++) {
+      const done = yield* Fiber.poll(fiber)
+      if (Option.isSome(done)) return yield* Fiber.join(fiber)
+      yield* TestClock.adjust(step as Duration.DurationInput)
+    }
+    return yield* Effect.dieMessage(`still running after ${maxSteps} clock steps`)
+  })
