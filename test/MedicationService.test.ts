@@ -24,6 +24,7 @@ describe("MedicationService wire format", () => {
 
         const [token, data] = yield* fake.requests
         expect(token).toEqual({
+          at: 0,
           method: "POST",
           url: `${Fake.AUTH_URL}/api/Server/Token`,
           path: "/api/Server/Token",
@@ -31,6 +32,7 @@ describe("MedicationService wire format", () => {
           body: JSON.stringify({ ApplicationId: Fake.APPLICATION_ID })
         })
         expect(data).toEqual({
+          at: 0,
           method: "POST",
           url: `${Fake.BASE_URL}/api/clinical/medication/get`,
           path: "/api/clinical/medication/get",

@@ -25,6 +25,8 @@ export const MEDICATIONS = [
 ]
 
 export interface Recorded {
+  /** Test clock time (ms) the request arrived. */
+  readonly at: number
   readonly method: string
   readonly url: string
   readonly path: string
@@ -91,7 +93,9 @@ export const make = (options: FakeServiceOptions = {}) =>
     const handler = (request: HttpTransport.TransportRequest) =>
       Effect.gen(function*() {
         const path = new URL(request.url).pathname
+        const at = yield* Clock.currentTimeMillis
         yield* Ref.update(requests, (all) => [...all, {
+          at,
           method: request.method,
           url: request.url,
           path,

@@ -1,0 +1,405 @@
+/**
+ * The retry policy, the deadline, the concurrency bound, the body limit and the token endpoint's
+ * throttle memory, each driven by TestClock with a fixed jitter, so waits are exact.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Metric, Random, Redacted, TestClock, Tracer } from "effect"
+import { ClinicalConfig, ClinicalError, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import * as AuthorizedPost from "../src/internal/authorizedPost.js"
+import * as Telemetry from "../src/internal/telemetry.js"
+import * as Fake from "./support/FakeService.js"
+
+/** Jitter fixed at the middle: a retry waits 3/4 of its exponential step (750 ms, 1.5 s, 3 s, ...). */
+const middleJitter = Effect.withRandom(Random.fixed([0.5]))
+
+const withClient = <A, E>(
+  body: (
+    fake: Fake.FakeService
+  ) => Effect.Effect<A, E, MedicationService.MedicationService | TokenService.TokenService>,
+  overrides: Parameters<typeof Fake.clientLayer>[1] = {}
+) =>
+  Effect.gen(function*() {
+    const fake = yield* Fake.make()
+    return yield* body(fake).pipe(Effect.provide(Fake.clientLayer(fake, overrides)), middleJitter)
+  })
+
+const get = MedicationService.get(Fake.PERSON_UID)
+const times = (requests: ReadonlyArray<Fake.Recorded>) => requests.map((r) => r.at)
+const counter = (metric: Metric.Metric.Counter<number>) => Effect.map(Metric.value(metric), (state) => state.count)
+
+describe("retries", () => {
+  it.effect("503, 503, 503, then 200: four attempts, waits of 750 ms, 1.5 s and 3 s", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        const retries503 = Metric.tagged(Metric.tagged(Telemetry.retries, "operation", "medications"), "cause", "503")
+        const before = yield* counter(retries503)
+        yield* fake.scriptData(Fake.respond(503, {}), Fake.respond(503, {}), Fake.respond(503, {}))
+        const result = yield* Fake.runWithClock(get)
+        expect(result.medications).toHaveLength(2)
+        expect(times(yield* fake.dataRequests)).toEqual([0, 750, 2250, 5250])
+        expect((yield* counter(retries503)) - before).toBe(3)
+      })
+    ))
+
+  it.effect("every retried cause: network, timeout, 429, 500, 502, 503, 504", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(
+            (request) => Effect.fail(HttpTransport.transportError(request, "Network", "ECONNRESET")),
+            () => Effect.never, // outlives the 1 s requestTimeout
+            Fake.respond(429, {}),
+            Fake.respond(500, {}),
+            Fake.respond(502, {}),
+            Fake.respond(503, {}),
+            Fake.respond(504, {})
+          )
+          const result = yield* Fake.runWithClock(get)
+          expect(result.medications).toHaveLength(2)
+          expect(yield* fake.dataRequests).toHaveLength(8)
+        }),
+      { maxRetries: 7, requestTimeout: "1 second", retryMaxDelay: "1 second" }
+    ))
+
+  it.effect("after maxRetries the last error is the answer: four attempts by default", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(...Array.from({ length: 5 }, () => Fake.respond(502, {})))
+        const error = yield* Fake.runWithClock(Effect.flip(get))
+        expect(error).toMatchObject({ _tag: "ServerError", status: 502 })
+        expect(times(yield* fake.dataRequests)).toEqual([0, 750, 2250, 5250])
+      })
+    ))
+
+  it.effect("maxRetries 0 turns retries off", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(Fake.respond(503, {}))
+          expect((yield* Effect.flip(get))._tag).toBe("ServerError")
+          expect(yield* fake.dataRequests).toHaveLength(1)
+        }),
+      { maxRetries: 0 }
+    ))
+
+  const final: ReadonlyArray<readonly [string, Fake.Responder, string]> = [
+    ["400", Fake.respond(400, {}), "BadRequest"],
+    ["404", Fake.respond(404, {}), "UnexpectedStatus"],
+    ["501", Fake.respond(501, {}), "ServerError"],
+    ["Success: false", Fake.respond(503, { Success: false, ErrorType: "X", ErrorMessage: "y" }), "ApiError"],
+    [
+      "a body that is not JSON",
+      () => Effect.succeed({ status: 200, headers: {}, body: "<html>" }),
+      "ResponseDecodeError"
+    ]
+  ]
+  for (const [name, responder, tag] of final) {
+    it.effect(`${name} is not retried (${tag})`, () =>
+      withClient((fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(responder)
+          expect((yield* Effect.flip(get))._tag).toBe(tag)
+          expect(yield* fake.dataRequests).toHaveLength(1)
+        })
+      ))
+  }
+
+  it.effect("the backoff is capped by retryMaxDelay", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(...Array.from({ length: 4 }, () => Fake.respond(500, {})))
+          yield* Fake.runWithClock(get)
+          // steps 1, 2, 4, 8 s capped at 2 s, then 3/4 of each: 750, 1500, 1500, 1500
+          expect(times(yield* fake.dataRequests)).toEqual([0, 750, 2250, 3750, 5250])
+        }),
+      { maxRetries: 4, retryMaxDelay: "2 seconds" }
+    ))
+
+  it.effect("jitter spreads the waits between half and all of each step", () =>
+    Effect.gen(function*() {
+      for (const [random, expected] of [[0, [0, 500, 1500]], [0.999, [0, 1000, 2999]]] as const) {
+        const fake = yield* Fake.make()
+        yield* fake.scriptData(Fake.respond(503, {}), Fake.respond(503, {}))
+        yield* Fake.runWithClock(get).pipe(
+          Effect.provide(Fake.clientLayer(fake)),
+          Effect.withRandom(Random.fixed([random]))
+        )
+        const at = times(yield* fake.dataRequests)
+        expect(at.map((t) => t - at[0]!)).toEqual(expected)
+      }
+    }))
+
+  it.effect("a 401 refresh does not count as a retry, and a retry after it carries the new token", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(Fake.respond(401, {}), Fake.respond(503, {}))
+        yield* Fake.runWithClock(get)
+        const data = yield* fake.dataRequests
+        expect(times(data)).toEqual([0, 0, 750])
+        expect(data.map((r) => r.headers.Authorization)).toEqual([
+          `Bearer ${Fake.tokenValue(1)}`,
+          `Bearer ${Fake.tokenValue(2)}`,
+          `Bearer ${Fake.tokenValue(2)}`
+        ])
+        expect(yield* fake.tokenRequests).toHaveLength(2)
+      })
+    ))
+
+  it.effect("a token endpoint failure is retried by the call, then the data request is sent", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptToken(Fake.respond(500, {}))
+        yield* Fake.runWithClock(get)
+        expect(times(yield* fake.tokenRequests)).toEqual([0, 750])
+        expect(times(yield* fake.dataRequests)).toEqual([750])
+      })
+    ))
+
+  for (const retryWrites of [false, true]) {
+    it.effect(`an operation that writes is ${retryWrites ? "retried with" : "not retried without"} retryWrites`, () =>
+      Effect.gen(function*() {
+        const fake = yield* Fake.make()
+        yield* fake.scriptData(Fake.respond(503, {}))
+        const outcome = yield* Effect.gen(function*() {
+          const post = AuthorizedPost.make(
+            yield* ClinicalConfig.ClinicalConfig,
+            yield* HttpTransport.HttpTransport,
+            yield* TokenService.TokenService
+          )
+          const call = {
+            operation: "medications",
+            url: `${Fake.BASE_URL}${Fake.MEDICATION_PATH}`,
+            body: Redacted.make(JSON.stringify({ personuid: Fake.PERSON_UID })),
+            secrets: [],
+            writes: true
+          } as const
+          return yield* Effect.either(Fake.runWithClock(post(call)))
+        }).pipe(Effect.provide(Layer.merge(Fake.clientLayer(fake, { retryWrites }), fake.layer)), middleJitter)
+        expect(outcome._tag).toBe(retryWrites ? "Right" : "Left")
+        expect(yield* fake.dataRequests).toHaveLength(retryWrites ? 2 : 1)
+      }))
+  }
+})
+
+describe("Retry-After", () => {
+  it.effect("delta-seconds: the next attempt waits at least that long", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(Fake.respond(429, {}, { "Retry-After": "5" }))
+        yield* Fake.runWithClock(get)
+        expect(times(yield* fake.dataRequests)).toEqual([0, 5000])
+      })
+    ))
+
+  it.effect("an HTTP date: the next attempt waits until then", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(Date.UTC(2026, 10, 22, 8))
+        yield* fake.scriptData(Fake.respond(503, {}, { "Retry-After": "Sun, 22 Nov 2026 08:00:07 GMT" }))
+        yield* Fake.runWithClock(get)
+        expect(times(yield* fake.dataRequests).map((t) => t - Date.UTC(2026, 10, 22, 8))).toEqual([0, 7000])
+      })
+    ))
+
+  it.effect("a Retry-After shorter than the backoff does not shorten it", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(Fake.respond(429, {}, { "Retry-After": "0" }))
+        yield* Fake.runWithClock(get)
+        expect(times(yield* fake.dataRequests)).toEqual([0, 750])
+      })
+    ))
+
+  for (const [status, tag] of [[429, "RateLimited"], [503, "ServerError"]] as const) {
+    it.effect(`a ${status} Retry-After past the deadline fails at once with ${tag} carrying it`, () =>
+      withClient((fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(Fake.respond(status, {}, { "Retry-After": "120" }))
+          const error = yield* Effect.flip(get) // no clock movement needed: nothing waits
+          expect(error).toEqual(
+            status === 429
+              ? new ClinicalError.RateLimited({ operation: "medications", status, retryAfterMillis: 120_000 })
+              : new ClinicalError.ServerError({ operation: "medications", status, retryAfterMillis: 120_000 })
+          )
+          expect(yield* fake.dataRequests).toHaveLength(1)
+        })
+      ))
+  }
+})
+
+describe("timeouts and the deadline", () => {
+  it.effect("an attempt timeout is retried; the deadline ends the call with reason Deadline", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(() => Effect.never, () => Effect.never)
+          const error = yield* Fake.runWithClock(Effect.flip(get))
+          expect(error).toMatchObject({ _tag: "TransportError", reason: "Deadline", operation: "medications" })
+          // attempt 1 times out at 30 s, waits 750 ms, attempt 2 is cut by the 45 s deadline
+          expect(times(yield* fake.dataRequests)).toEqual([0, 30_750])
+        }),
+      { deadline: "45 seconds" }
+    ))
+
+  it.effect("a slow attempt with retries off is a Timeout, not a Deadline", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(() => Effect.never)
+          const error = yield* Fake.runWithClock(Effect.flip(get))
+          expect(error).toMatchObject({ _tag: "TransportError", reason: "Timeout" })
+        }),
+      { maxRetries: 0, requestTimeout: "5 seconds" }
+    ))
+
+  it.effect("the deadline also bounds the wait for a token", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptToken(() => Effect.never)
+          const error = yield* Fake.runWithClock(Effect.flip(get))
+          expect(error).toMatchObject({ _tag: "TransportError", reason: "Deadline" })
+          expect(yield* fake.dataRequests).toHaveLength(0)
+        }),
+      { deadline: "5 seconds", tokenTimeout: "1 minute" }
+    ))
+
+  it.effect("a backoff that would pass the deadline is not started", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(Fake.respond(503, {}), Fake.respond(503, {}))
+          const error = yield* Fake.runWithClock(Effect.flip(get))
+          expect(error).toMatchObject({ _tag: "ServerError", status: 503 })
+          // first wait 750 ms fits in 2 s; the second (1.5 s, to 2.25 s) would not
+          expect(times(yield* fake.dataRequests)).toEqual([0, 750])
+        }),
+      { deadline: "2 seconds" }
+    ))
+})
+
+describe("token endpoint throttle memory", () => {
+  it.effect("after a 429 with Retry-After, token requests fail fast until it has passed", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptToken(Fake.respond(429, {}, { "Retry-After": "10" }))
+          expect(yield* Effect.flip(get)).toMatchObject({
+            _tag: "RateLimited",
+            operation: "token",
+            retryAfterMillis: 10_000
+          })
+          yield* TestClock.adjust("4 seconds")
+          const fastFails = yield* Effect.all(Array.from({ length: 20 }, () => Effect.flip(get)), { concurrency: 5 })
+          for (const error of fastFails) {
+            expect(error).toMatchObject({ _tag: "RateLimited", operation: "token", retryAfterMillis: 6_000 })
+          }
+          expect(yield* fake.tokenRequests).toHaveLength(1)
+          yield* TestClock.adjust("6 seconds")
+          expect((yield* get).medications).toHaveLength(2)
+          expect(yield* fake.tokenRequests).toHaveLength(2)
+        }),
+      { maxRetries: 0 }
+    ))
+
+  it.effect("with retries on, the call waits out the token endpoint's Retry-After and succeeds", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptToken(Fake.respond(503, {}, { "Retry-After": "2" }))
+        const result = yield* Fake.runWithClock(get)
+        expect(result.medications).toHaveLength(2)
+        expect(times(yield* fake.tokenRequests)).toEqual([0, 2000])
+      })
+    ))
+
+  it.effect("concurrent callers during the pause send no token request", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptToken(Fake.respond(429, {}, { "Retry-After": "3" }))
+        const results = yield* Fake.runWithClock(
+          Effect.all(Array.from({ length: 50 }, () => get), { concurrency: "unbounded" })
+        )
+        expect(results).toHaveLength(50)
+        expect(yield* fake.tokenRequests).toHaveLength(2)
+      })
+    ))
+})
+
+describe("concurrency bound", () => {
+  it.effect("at most maxConcurrentRequests data requests are in flight; the others wait, none is refused", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const gate = yield* Deferred.make<void>()
+      let inFlight = 0
+      let peak = 0
+      const slow: Fake.Responder = (request) =>
+        Effect.gen(function*() {
+          inFlight++
+          peak = Math.max(peak, inFlight)
+          yield* Deferred.await(gate)
+          inFlight--
+          return yield* fake.handler(request)
+        })
+      yield* fake.scriptData(...Array.from({ length: 10 }, () => slow))
+      const results = yield* Effect.gen(function*() {
+        const calls = yield* Effect.fork(
+          Effect.all(Array.from({ length: 10 }, () => get), { concurrency: "unbounded" })
+        )
+        for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+        expect(peak).toBe(3)
+        yield* Deferred.succeed(gate, undefined)
+        return yield* Fiber.join(calls)
+      }).pipe(Effect.provide(Fake.clientLayer(fake, { maxConcurrentRequests: 3 })))
+      expect(results).toHaveLength(10)
+      expect(peak).toBe(3)
+    }))
+})
+
+describe("response body limit", () => {
+  it.effect("a body over maxResponseBytes is a ResponseTooLarge TransportError, not retried", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(Fake.respond(200, { Medications: [{ Note: "x".repeat(2000) }], Success: true }))
+          const error = yield* Effect.flip(get)
+          expect(error).toMatchObject({ _tag: "TransportError", reason: "ResponseTooLarge", operation: "medications" })
+          expect(error.message).toContain("1024 bytes")
+          expect(yield* fake.dataRequests).toHaveLength(1)
+          expect((yield* get).medications).toHaveLength(2) // a normal answer still fits
+        }),
+      { maxResponseBytes: 1024 }
+    ))
+})
+
+describe("spans", () => {
+  it.effect("MedicationService.get and TokenService.refresh carry attempts, status and reason", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        const spans: Array<Tracer.Span> = []
+        const native = yield* Effect.tracer
+        const tracer = Tracer.make({
+          span: (...args) => {
+            const span = native.span(...args)
+            spans.push(span)
+            return span
+          },
+          context: native.context
+        })
+        yield* fake.scriptData(Fake.respond(503, {}))
+        yield* Fake.runWithClock(get).pipe(Effect.withTracer(tracer))
+        const byName = (name: string) => spans.find((span) => span.name === name)!
+        expect(Object.fromEntries(byName("MedicationService.get").attributes)).toMatchObject({
+          "clinical.operation": "medications",
+          "clinical.attempts": 2,
+          "http.response.status_code": 200
+        })
+        expect(Object.fromEntries(byName("TokenService.refresh").attributes)).toMatchObject({
+          "clinical.refresh.reason": "empty",
+          "clinical.token.generation": 1,
+          "clinical.server_clock_skew_ms": 0,
+          "http.response.status_code": 200
+        })
+      })
+    ))
+})
