@@ -1,0 +1,223 @@
+/**
+ * Property tests (1,000 runs each): the parsers and decoders never throw and never die, whatever
+ * the server sends, and bad inputs are refused before anything is sent.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Exit, FastCheck as fc, Layer, Option, Redacted } from "effect"
+import {
+  ClinicalClient,
+  ClinicalConfig,
+  ClinicalError,
+  HttpDate,
+  HttpTransport,
+  MedicationService
+} from "effect-clinical"
+import { readTokenResponse } from "../src/internal/tokenRequest.js"
+import * as Fake from "./support/FakeService.js"
+
+const RUNS = { numRuns: 1_000 }
+
+const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+const LONG_DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+const pad = (n: number, width = 2) => String(n).padStart(width, "0")
+const time = (d: Date) => `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`
+
+/** The two obsolete forms, written here independently of the library. */
+const rfc850 = (d: Date) =>
+  `${LONG_DAYS[d.getUTCDay()]}, ${pad(d.getUTCDate())}-${MONTHS[d.getUTCMonth()]}-${pad(d.getUTCFullYear() % 100)} ${
+    time(d)
+  } GMT`
+const asctime = (d: Date) =>
+  `${DAYS[d.getUTCDay()]} ${MONTHS[d.getUTCMonth()]} ${String(d.getUTCDate()).padStart(2, " ")} ${
+    time(d)
+  } ${d.getUTCFullYear()}`
+
+const NOW = Date.UTC(2026, 10, 22)
+const wholeSeconds = (min: number, max: number) =>
+  fc.integer({ min: min / 1000, max: max / 1000 }).map((s) => new Date(s * 1000))
+
+describe("HttpDate fuzzing", () => {
+  it("never throws on arbitrary strings, and accepts only what round-trips", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" })), (text) => {
+        const parsed = HttpDate.parse(text)
+        if (Option.isSome(parsed)) expect(HttpDate.parse(HttpDate.format(parsed.value))).toEqual(parsed)
+      }),
+      RUNS
+    )
+  })
+
+  it("never throws on near-misses of real dates", () => {
+    const date = wholeSeconds(Date.UTC(1900, 0, 1), Date.UTC(2100, 0, 1))
+    const mutate = fc.tuple(date, fc.nat(40), fc.string({ maxLength: 3 }))
+      .map(([d, at, junk]) => {
+        const text = HttpDate.format(d)
+        return text.slice(0, at) + junk + text.slice(at + junk.length)
+      })
+    fc.assert(fc.property(mutate, (text) => Option.isOption(HttpDate.parse(text))), RUNS)
+  })
+
+  it("IMF-fixdate: format then parse is the identity, to the second", () => {
+    fc.assert(
+      fc.property(wholeSeconds(Date.parse("0001-01-01T00:00:00Z"), Date.UTC(9999, 11, 31)), (d) => {
+        expect(HttpDate.parseMillis(HttpDate.format(d))).toEqual(Option.some(d.getTime()))
+      }),
+      RUNS
+    )
+  })
+
+  it("RFC 850 and asctime written independently parse to the same instant", () => {
+    // RFC 850 has a two-digit year: within 50 years of `now` it is unambiguous.
+    fc.assert(
+      fc.property(wholeSeconds(NOW - 49 * 365 * 86_400_000, NOW + 49 * 365 * 86_400_000), (d) => {
+        expect(HttpDate.parseMillis(rfc850(d), { now: NOW })).toEqual(Option.some(d.getTime()))
+        expect(HttpDate.parseMillis(asctime(d))).toEqual(Option.some(d.getTime()))
+      }),
+      RUNS
+    )
+  })
+})
+
+const config = Effect.runSync(
+  ClinicalConfig.make({ baseUrl: Fake.BASE_URL, applicationId: Fake.APPLICATION_ID })
+)
+
+const httpDates = fc.date({ min: new Date("1900-01-01"), max: new Date("2200-01-01"), noInvalidDate: true })
+  .map((d) => HttpDate.format(d))
+
+/** Header maps that sometimes hold the headers the token reader looks at, with any value. */
+const headers = fc.tuple(
+  fc.dictionary(fc.string(), fc.string()),
+  fc.record({
+    token_expires: fc.oneof(fc.string(), httpDates),
+    date: fc.oneof(fc.string(), httpDates),
+    "retry-after": fc.oneof(fc.string(), fc.nat().map(String))
+  }, { requiredKeys: [] })
+).map(([any, known]) => ({ ...any, ...known }) as Record<string, string>)
+
+/** Bodies: JSON values, JSON shaped like the real answers, and arbitrary bytes. */
+const bodies = fc.oneof(
+  fc.jsonValue().map((v) => JSON.stringify(v)),
+  fc.record({ Token: fc.oneof(fc.string(), fc.jsonValue()), TokenType: fc.oneof(fc.constant("Bearer"), fc.string()) })
+    .map((v) => JSON.stringify(v)),
+  fc.record({ Medications: fc.oneof(fc.array(fc.jsonValue()), fc.jsonValue()), Success: fc.jsonValue() })
+    .map((v) => JSON.stringify(v)),
+  fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes).toString("utf8"))
+)
+
+const statuses = fc.oneof(fc.constantFrom(200, 400, 401, 405, 419, 429, 500, 503), fc.integer({ min: 100, max: 599 }))
+
+const responses = fc.record({ status: statuses, headers, body: bodies })
+
+describe("decoder fuzzing", () => {
+  it("the token reader returns a token or a typed error for any response", () => {
+    fc.assert(
+      fc.property(responses, fc.integer({ min: 0, max: 4_000_000_000_000 }), (response, now) => {
+        const result = readTokenResponse(response, now, now, config)
+        if (result._tag === "Left") expect(ClinicalError.isClinicalError(result.left)).toBe(true)
+        else expect(result.right.lifetimeMillis).toBeGreaterThan(0)
+      }),
+      RUNS
+    )
+  })
+
+  it("a medication call ends in a result or a typed error for any data response, never a defect", async () => {
+    await fc.assert(
+      fc.asyncProperty(responses, async (response) => {
+        const fake = Effect.runSync(Fake.make())
+        Effect.runSync(fake.scriptData(() => Effect.succeed(response)))
+        const exit = await Effect.runPromiseExit(
+          MedicationService.get(Fake.PERSON_UID).pipe(Effect.provide(Fake.clientLayer(fake, { maxRetries: 0 })))
+        )
+        if (Exit.isFailure(exit)) {
+          expect(Cause.isFailType(exit.cause), Cause.pretty(exit.cause)).toBe(true)
+          const error = Option.getOrThrow(Cause.failureOption(exit.cause))
+          expect(ClinicalError.isClinicalError(error)).toBe(true)
+        } else {
+          expect(Array.isArray(exit.value.medications)).toBe(true)
+        }
+      }),
+      RUNS
+    )
+  }, 60_000)
+})
+
+/** Strings that must never reach a header or a body: control characters, CR/LF, spaces, non-ASCII, huge. */
+const hostile = fc.oneof(
+  fc.tuple(fc.string(), fc.constantFrom("\r\n", "\n", "\r", "\u0000", "\u007f", "\t", " ", "\u2028"), fc.string())
+    .map(([a, bad, b]) => `${a}${bad}${b}`),
+  fc.string({ unit: "grapheme", minLength: 1 }).filter((s) => /[^\x21-\x7e]/.test(s)),
+  fc.constant("A".repeat(5000)),
+  fc.constant("")
+)
+
+const refusedBeforeSending = (
+  run: (fake: Fake.FakeService) => Effect.Effect<unknown, unknown, MedicationService.MedicationService>
+) =>
+  Effect.gen(function*() {
+    const fake = yield* Fake.make()
+    const exit = yield* Effect.exit(run(fake).pipe(Effect.provide(Fake.clientLayer(fake))))
+    return { exit, sent: (yield* fake.requests).length }
+  })
+
+describe("input fuzzing: refused with InvalidRequest before any request is sent", () => {
+  it("PersonUid", async () => {
+    await fc.assert(
+      fc.asyncProperty(hostile, fc.boolean(), async (uid, redacted) => {
+        const { exit, sent } = await Effect.runPromise(
+          refusedBeforeSending(() => MedicationService.get(redacted ? Redacted.make(uid) : uid))
+        )
+        expect(sent).toBe(0)
+        expect(exit).toMatchObject({ _tag: "Failure" })
+        const error = Exit.isFailure(exit) ? Option.getOrThrow(Cause.failureOption(exit.cause)) : undefined
+        expect(error).toMatchObject({ _tag: "InvalidRequest", field: "personUid" })
+        if (uid.length > 3) expect(String(error)).not.toContain(uid)
+      }),
+      RUNS
+    )
+  })
+
+  it("dates", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(hostile, fc.string(), fc.date().map((d) => d.toISOString())),
+        fc.constantFrom("startDate", "endDate"),
+        async (value, field) => {
+          const { exit, sent } = await Effect.runPromise(
+            refusedBeforeSending(() => MedicationService.get(Fake.PERSON_UID, { [field]: value }))
+          )
+          if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return // a real YYYY-MM-DD day may well be valid
+          expect(sent).toBe(0)
+          const error = Exit.isFailure(exit) ? Option.getOrThrow(Cause.failureOption(exit.cause)) : undefined
+          expect(error).toMatchObject({ _tag: "InvalidRequest", field })
+        }
+      ),
+      RUNS
+    )
+  })
+
+  it("ApplicationId: the layer refuses it with InvalidConfig, never echoing it, and sends nothing", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(hostile, fc.uuid().map((u) => `${u}\r\nX: 1`), fc.string()), async (applicationId) => {
+        let sent = 0
+        const transport = HttpTransport.layerMemory(() => {
+          sent++
+          return Effect.never
+        })
+        const exit = await Effect.runPromiseExit(
+          MedicationService.get(Fake.PERSON_UID).pipe(
+            Effect.provide(
+              ClinicalClient.layer({ baseUrl: Fake.BASE_URL, applicationId }).pipe(Layer.provide(transport))
+            )
+          )
+        )
+        expect(sent).toBe(0)
+        const error = Exit.isFailure(exit) ? Option.getOrThrow(Cause.failureOption(exit.cause)) : undefined
+        expect(error).toMatchObject({ _tag: "InvalidConfig", setting: "applicationId" })
+        if (applicationId.trim().length > 3) expect(String(error)).not.toContain(applicationId.trim())
+      }),
+      RUNS
+    )
+  })
+})
