@@ -27,6 +27,13 @@ describe("ClinicalConfig.layer", () => {
       expect(Duration.toMillis(config.requestTimeout)).toBe(30_000)
       expect(Duration.toMillis(config.softRefreshWindow)).toBe(300_000)
       expect(Duration.toMillis(config.hardRefreshWindow)).toBe(30_000)
+      expect(config.maxRetries).toBe(3)
+      expect(Duration.toMillis(config.retryBaseDelay)).toBe(1000)
+      expect(Duration.toMillis(config.retryMaxDelay)).toBe(30_000)
+      expect(Duration.toMillis(config.deadline)).toBe(60_000)
+      expect(config.retryWrites).toBe(false)
+      expect(config.maxConcurrentRequests).toBe(64)
+      expect(config.maxResponseBytes).toBe(4 * 1024 * 1024)
     }))
 
   it.effect("keeps a path prefix and drops trailing slashes", () =>
@@ -80,7 +87,14 @@ describe("ClinicalConfig.layer", () => {
       "a hard window longer than the soft one",
       { softRefreshWindow: "1 minute", hardRefreshWindow: "2 minutes" },
       "hardRefreshWindow"
-    ]
+    ],
+    ["a negative maxRetries", { maxRetries: -1 }, "maxRetries"],
+    ["a fractional maxRetries", { maxRetries: 1.5 }, "maxRetries"],
+    ["a base delay longer than the cap", { retryBaseDelay: "1 minute", retryMaxDelay: "10 seconds" }, "retryBaseDelay"],
+    ["a zero deadline", { deadline: 0 }, "deadline"],
+    ["a retryWrites that is not a boolean", { retryWrites: "yes" as unknown as boolean }, "retryWrites"],
+    ["a zero maxConcurrentRequests", { maxConcurrentRequests: 0 }, "maxConcurrentRequests"],
+    ["a NaN maxResponseBytes", { maxResponseBytes: Number.NaN }, "maxResponseBytes"]
   ]
   for (const [name, override, setting] of refused) {
     it.effect(`refuses ${name}, naming ${setting}, without printing the ApplicationId`, () =>
@@ -110,7 +124,14 @@ describe("ClinicalConfig.layerConfig", () => {
         CLINICAL_TOKEN_TIMEOUT: "3 seconds",
         CLINICAL_REQUEST_TIMEOUT: "4 seconds",
         CLINICAL_SOFT_REFRESH_WINDOW: "2 minutes",
-        CLINICAL_HARD_REFRESH_WINDOW: "20 seconds"
+        CLINICAL_HARD_REFRESH_WINDOW: "20 seconds",
+        CLINICAL_MAX_RETRIES: "0",
+        CLINICAL_RETRY_BASE_DELAY: "200 millis",
+        CLINICAL_RETRY_MAX_DELAY: "5 seconds",
+        CLINICAL_DEADLINE: "15 seconds",
+        CLINICAL_RETRY_WRITES: "true",
+        CLINICAL_MAX_CONCURRENT_REQUESTS: "8",
+        CLINICAL_MAX_RESPONSE_BYTES: "65536"
       })
       expect(config.authUrl).toBe("https://openapiauthtest.intelichart.com")
       expect(config.tokenPath).toBe("/api/server/token")
@@ -118,6 +139,13 @@ describe("ClinicalConfig.layerConfig", () => {
       expect(Duration.toMillis(config.requestTimeout)).toBe(4000)
       expect(Duration.toMillis(config.softRefreshWindow)).toBe(120_000)
       expect(Duration.toMillis(config.hardRefreshWindow)).toBe(20_000)
+      expect(config.maxRetries).toBe(0)
+      expect(Duration.toMillis(config.retryBaseDelay)).toBe(200)
+      expect(Duration.toMillis(config.retryMaxDelay)).toBe(5000)
+      expect(Duration.toMillis(config.deadline)).toBe(15_000)
+      expect(config.retryWrites).toBe(true)
+      expect(config.maxConcurrentRequests).toBe(8)
+      expect(config.maxResponseBytes).toBe(65_536)
     }))
 
   it.effect("names the environment variable of a refused value", () =>
