@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Redacted } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
-import * as Hanging from "./support/HangingServer.js"
+import * as Raw from "./support/RawServer.js"
 
 const transports: ReadonlyArray<readonly [string, Layer.Layer<HttpTransport.HttpTransport>]> = [
   ["layerUndici", HttpTransport.layerUndici()],
@@ -76,7 +76,7 @@ describe("HttpTransport over real sockets", () => {
 
       it.scopedLive("interrupting a request aborts it on the socket", () =>
         Effect.gen(function*() {
-          const server = yield* Hanging.serve
+          const server = yield* Raw.serve
           const request = { method: "POST", url: `${server.url}/hang`, headers: {}, body: "{}" } as const
           const fiber = yield* Effect.fork(Effect.provide(send(request), transport))
           while (server.arrived() === 0) yield* Effect.sleep("5 millis")
@@ -84,6 +84,22 @@ describe("HttpTransport over real sockets", () => {
           // The server sees the connection close now, not when some timeout fires.
           yield* Effect.promise(() => server.closed).pipe(Effect.timeout("5 seconds"))
         }))
+
+      for (const route of ["chunked", "sized"]) {
+        it.scopedLive(`a ${route} body over maxResponseBytes is ResponseTooLarge; one within it is read whole`, () =>
+          Effect.gen(function*() {
+            const server = yield* Raw.serve
+            const fetchBody = (bytes: number) =>
+              send({ method: "POST", url: `${server.url}/${route}/${bytes}`, headers: {}, maxResponseBytes: 10_000 })
+                .pipe(
+                  Effect.provide(transport)
+                )
+            expect((yield* fetchBody(10_000)).body).toHaveLength(10_000)
+            const error = yield* Effect.flip(fetchBody(200_000))
+            expect(error).toMatchObject({ _tag: "TransportError", reason: "ResponseTooLarge" })
+            expect(error.message).toContain("10000 bytes")
+          }))
+      }
 
       it.scopedLive("a refused connection is a TransportError that names the request", () =>
         Effect.gen(function*() {
