@@ -32,6 +32,8 @@ export interface TransportRequest {
   readonly body?: WireValue | undefined
   /** Largest response body to read, in bytes; a larger one fails with `ResponseTooLarge`. No limit when absent. */
   readonly maxResponseBytes?: number | undefined
+  /** Longest wait for the whole response; then the request is aborted and fails with `Timeout`. No limit when absent. */
+  readonly timeoutMillis?: number | undefined
 }
 
 /** One HTTP response. Header names are lower-cased; repeated headers are joined with `, `. */
@@ -41,7 +43,11 @@ export interface TransportResponse {
   readonly body: string
 }
 
-/** Sends one request. Fails only when no HTTP response was received. */
+/**
+ * Sends one request. Fails only when no usable HTTP response was received. A transport honours
+ * the request's `timeoutMillis` and `maxResponseBytes`; {@link make} adds both to a plain send
+ * function, so a custom transport need not implement them itself.
+ */
 export interface Service {
   readonly send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
 }
@@ -101,6 +107,16 @@ const tooLarge = (request: TransportRequest, limit: number): TransportError =>
 const exceedsLimit = (request: TransportRequest, bytes: number): boolean =>
   request.maxResponseBytes !== undefined && bytes > request.maxResponseBytes
 
+/** The failure of a request that outlived its `timeoutMillis`. */
+const timedOut = (request: TransportRequest): TransportError =>
+  transportError(request, "Timeout", `no response within ${request.timeoutMillis} ms`)
+
+/** Timers above this many milliseconds fire at once in Node; such a timeout is no limit at all. */
+const MAX_TIMER_MILLIS = 2_147_483_647
+
+const hasTimeout = (request: TransportRequest): request is TransportRequest & { readonly timeoutMillis: number } =>
+  request.timeoutMillis !== undefined && request.timeoutMillis <= MAX_TIMER_MILLIS
+
 const describe = (cause: unknown): string => {
   if (cause instanceof Error) {
     const code = (cause as { readonly code?: unknown }).code
@@ -120,7 +136,9 @@ export const jsonResponse = (
   return { status, headers: lower, body: typeof body === "string" ? body : JSON.stringify(body) }
 }
 
-const flattenHeaders = (headers: Record<string, string | Array<string> | undefined>): Record<string, string> => {
+const flattenHeaders = (
+  headers: Readonly<Record<string, string | Array<string> | undefined>>
+): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const name in headers) {
     const value = headers[name]
@@ -134,57 +152,83 @@ const splitUrl = (url: string): { readonly origin: string; readonly path: string
   return slash < 0 ? { origin: url, path: "/" } : { origin: url.slice(0, slash), path: url.slice(slash) }
 }
 
-/** Reads an undici body, never holding more than the request allows; `undefined` when it is too large. */
-const readUndiciBody = async (
-  request: TransportRequest,
-  response: Dispatcher.ResponseData
-): Promise<string | undefined> => {
-  const declared = Number(response.headers["content-length"])
-  if (exceedsLimit(request, declared)) {
-    response.body.destroy()
-    return undefined
-  }
-  // A declared length within the limit is enforced by undici itself: read it in one go.
-  if (request.maxResponseBytes === undefined || Number.isFinite(declared)) return response.body.text()
-  const chunks: Array<Buffer> = []
-  let size = 0
-  for await (const chunk of response.body) {
-    size += (chunk as Buffer).length
-    if (exceedsLimit(request, size)) {
-      response.body.destroy()
-      return undefined
-    }
-    chunks.push(chunk as Buffer)
-  }
-  return Buffer.concat(chunks, size).toString("utf8")
-}
-
-/** A transport that calls undici's `Agent.request` directly, on the given agent. */
-export const fromUndiciAgent = (agent: Agent): Service => ({
+/**
+ * A transport that hands requests to undici's `Dispatcher.dispatch` with a handler of its own:
+ * the response body is collected straight from the socket's chunks, with no stream, no promise
+ * and no `AbortController` per request (those are most of what `undici.request` costs beyond the
+ * bytes). One timer per request; the timeout and an interruption both abort it on the socket.
+ */
+export const fromUndiciAgent = (agent: Dispatcher): Service => ({
   send: (request) =>
-    Effect.async<TransportResponse, TransportError>((resume, signal) => {
+    Effect.async<TransportResponse, TransportError>((resume) => {
       const { origin, path } = splitUrl(request.url)
-      const fail = (cause: unknown) => resume(Effect.fail(transportError(request, "Network", describe(cause))))
-      agent.request({
-        origin,
-        path,
-        method: request.method,
-        headers: wireHeaders(request),
-        body: sendableBody(request) ?? null,
-        signal
-      }).then(
-        (response) =>
-          readUndiciBody(request, response).then(
-            (body) =>
-              resume(
-                body === undefined
-                  ? Effect.fail(tooLarge(request, request.maxResponseBytes!))
-                  : Effect.succeed({ status: response.statusCode, headers: flattenHeaders(response.headers), body })
-              ),
-            fail
-          ),
-        fail
-      )
+      const limit = request.maxResponseBytes
+      let controller: Dispatcher.DispatchController | undefined
+      let abortReason: Error | undefined
+      let timer: ReturnType<typeof setTimeout> | undefined
+      let settled = false
+      let status = 0
+      let headers: Record<string, string> = {}
+      let chunks: Array<Buffer> = []
+      let size = 0
+      const settle = (outcome: Effect.Effect<TransportResponse, TransportError>) => {
+        if (settled) return
+        settled = true
+        if (timer !== undefined) clearTimeout(timer)
+        chunks = []
+        resume(outcome)
+      }
+      const abort = (reason: Error) => {
+        if (controller !== undefined) controller.abort(reason)
+        else abortReason = reason
+      }
+      const stop = (failure: TransportError) => {
+        settle(Effect.fail(failure))
+        abort(new Error(failure.reason))
+      }
+      if (hasTimeout(request)) timer = setTimeout(() => stop(timedOut(request)), request.timeoutMillis)
+      try {
+        agent.dispatch({
+          origin,
+          path,
+          method: request.method,
+          headers: wireHeaders(request),
+          body: sendableBody(request) ?? null
+        }, {
+          onRequestStart: (started) => {
+            controller = started
+            if (abortReason !== undefined) started.abort(abortReason)
+          },
+          onResponseStart: (_, statusCode, responseHeaders) => {
+            status = statusCode
+            headers = flattenHeaders(responseHeaders)
+            if (limit !== undefined && exceedsLimit(request, Number(headers["content-length"]))) {
+              stop(tooLarge(request, limit))
+            }
+          },
+          onResponseData: (_, chunk) => {
+            if (settled) return
+            size += chunk.length
+            if (limit !== undefined && size > limit) return stop(tooLarge(request, limit))
+            chunks.push(chunk)
+          },
+          onResponseEnd: () => {
+            const body = chunks.length === 1
+              ? chunks[0]!.toString("utf8")
+              : Buffer.concat(chunks, size).toString("utf8")
+            settle(Effect.succeed({ status, headers, body }))
+          },
+          onResponseError: (_, cause) => settle(Effect.fail(transportError(request, "Network", describe(cause))))
+        })
+      } catch (cause) {
+        settle(Effect.fail(transportError(request, "Network", describe(cause))))
+      }
+      // Interruption: stop the timer and abort the request on the socket.
+      return Effect.sync(() => {
+        settled = true
+        if (timer !== undefined) clearTimeout(timer)
+        abort(new Error("interrupted"))
+      })
     })
 })
 
@@ -244,7 +288,7 @@ export const fromHttpClient = (client: HttpClient.HttpClient): Service => ({
     })
     const network = (error: HttpClientError.HttpClientError) =>
       transportError(request, "Network", `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`)
-    return client.execute(httpRequest).pipe(
+    const exchange = client.execute(httpRequest).pipe(
       Effect.mapError(network),
       Effect.flatMap((response) =>
         Effect.map(readPlatformBody(request, response, network), (text): TransportResponse => ({
@@ -256,6 +300,7 @@ export const fromHttpClient = (client: HttpClient.HttpClient): Service => ({
       // The platform client records request headers as span attributes: keep ours redacted there.
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...REDACTED_HEADER_NAMES])
     )
+    return withTimeout(request, exchange)
   }
 })
 
@@ -265,19 +310,36 @@ export const layerHttpClient: Layer.Layer<HttpTransport, never, HttpClient.HttpC
   Effect.map(HttpClient.HttpClient, fromHttpClient)
 )
 
+/** Bounds `effect` by the request's `timeoutMillis` on Effect's `Clock` (so `TestClock` drives it). */
+const withTimeout = <E>(
+  request: TransportRequest,
+  effect: Effect.Effect<TransportResponse, E>
+): Effect.Effect<TransportResponse, E | TransportError> =>
+  hasTimeout(request)
+    ? Effect.timeoutFail(effect, { duration: request.timeoutMillis, onTimeout: () => timedOut(request) })
+    : effect
+
 /**
- * An in-memory transport: every request goes to `handler`, nothing touches a network. The
- * request's `maxResponseBytes` is enforced as a real transport would.
+ * A transport from a plain send function: adds the request's `timeoutMillis` (on Effect's
+ * `Clock`) and `maxResponseBytes`, so that a custom transport only has to send.
  */
-export const memory = (
-  handler: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+export const make = (
+  send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
 ): Service => ({
   send: (request) =>
-    Effect.flatMap(handler(request), (response) =>
-      exceedsLimit(request, Buffer.byteLength(response.body))
-        ? Effect.fail(tooLarge(request, request.maxResponseBytes!))
-        : Effect.succeed(response))
+    withTimeout(
+      request,
+      Effect.flatMap(send(request), (response) =>
+        request.maxResponseBytes !== undefined && exceedsLimit(request, Buffer.byteLength(response.body))
+          ? Effect.fail(tooLarge(request, request.maxResponseBytes))
+          : Effect.succeed(response))
+    )
 })
+
+/** An in-memory transport: every request goes to `handler`, nothing touches a network. */
+export const memory: (
+  handler: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+) => Service = make
 
 /**
  * The in-memory transport for tests: every request goes to `handler`, nothing touches a network.

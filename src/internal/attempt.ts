@@ -1,32 +1,22 @@
 /**
- * One attempt of one request: the transport call bounded by its timeout, with any transport
- * failure labelled with the operation it belongs to.
+ * One transport call, its failure labelled with the operation it belongs to. (The timeout and
+ * the body limit travel in the request itself: every transport enforces them.)
  */
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { type Operation, TransportError } from "../ClinicalError.js"
-import * as HttpTransport from "../HttpTransport.js"
+import type * as HttpTransport from "../HttpTransport.js"
 
-/** Sends through `send`, failing with a `Timeout` `TransportError` (and aborting the request) after `timeout`. */
-export const withTimeout = (
-  send: Effect.Effect<HttpTransport.TransportResponse, TransportError>,
+/** Sends `request` through `transport`; a `TransportError` gets `operation`. */
+export const send = (
+  transport: HttpTransport.Service,
   request: HttpTransport.TransportRequest,
-  operation: Operation,
-  timeout: Duration.Duration
+  operation: Operation
 ): Effect.Effect<HttpTransport.TransportResponse, TransportError> =>
-  send.pipe(
-    Effect.timeoutFail({
-      duration: timeout,
-      onTimeout: () =>
-        HttpTransport.transportError(request, "Timeout", `no response within ${Duration.format(timeout)}`)
-    }),
-    Effect.mapError((error) =>
-      new TransportError({
-        operation,
-        reason: error.reason,
-        method: error.method,
-        url: error.url,
-        detail: error.detail
-      })
-    )
-  )
+  Effect.mapError(transport.send(request), (error) =>
+    new TransportError({
+      operation,
+      reason: error.reason,
+      method: error.method,
+      url: error.url,
+      detail: error.detail
+    }))

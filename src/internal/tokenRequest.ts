@@ -3,6 +3,7 @@
  * answer (the body's `Token` / `TokenType`, the `TOKEN_EXPIRES` and `Date` headers).
  */
 import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Metric from "effect/Metric"
@@ -13,7 +14,7 @@ import type * as ClinicalConfig from "../ClinicalConfig.js"
 import { type HttpError, ResponseDecodeError } from "../ClinicalError.js"
 import * as HttpDate from "../HttpDate.js"
 import type * as HttpTransport from "../HttpTransport.js"
-import { withTimeout } from "./attempt.js"
+import { send } from "./attempt.js"
 import { describeParseError, field, isRecord, readJson } from "./response.js"
 import * as Telemetry from "./telemetry.js"
 import { MAX_TOKEN_LENGTH, visibleAscii } from "./validate.js"
@@ -43,7 +44,8 @@ export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.Tran
   url: `${config.authUrl}${config.tokenPath}`,
   headers: { "Content-Type": "application/json" },
   body: Redacted.make(JSON.stringify({ ApplicationId: Redacted.value(config.applicationId) })),
-  maxResponseBytes: config.maxResponseBytes
+  maxResponseBytes: config.maxResponseBytes,
+  timeoutMillis: Duration.toMillis(config.tokenTimeout)
 })
 
 const decodeError = (status: number, reason: string) => new ResponseDecodeError({ operation: "token", status, reason })
@@ -56,7 +58,10 @@ export const readTokenResponse = (
   config: ClinicalConfig.Service
 ): Either.Either<IssuedToken, HttpError> =>
   Either.gen(function*() {
-    const json = yield* readJson({ operation: "token", secrets: [config.applicationId], now: receivedAt }, response)
+    const json = yield* readJson(
+      { operation: "token", secrets: () => [config.applicationId], now: receivedAt },
+      response
+    )
     const status = response.status
     if (!isRecord(json)) return yield* Either.left(decodeError(status, "the body is not a JSON object"))
     const body = yield* Either.mapLeft(
@@ -100,7 +105,7 @@ export const requestToken = (
     const request = tokenRequest(config)
     const sentAt = yield* Clock.currentTimeMillis
     yield* Metric.increment(Telemetry.tokenRequests)
-    const response = yield* withTimeout(transport.send(request), request, "token", config.tokenTimeout)
+    const response = yield* send(transport, request, "token")
     yield* Effect.annotateCurrentSpan("http.response.status_code", response.status)
     const receivedAt = yield* Clock.currentTimeMillis
     return yield* readTokenResponse(response, sentAt, receivedAt, config)
