@@ -30,7 +30,7 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { ClinicalConfig } from "./ClinicalConfig.js"
-import { type HttpError, RateLimited, ServerError } from "./ClinicalError.js"
+import { type HttpError, RateLimited, ServerError, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as RetryPolicy from "./internal/retryPolicy.js"
 import * as Telemetry from "./internal/telemetry.js"
@@ -58,6 +58,11 @@ export interface AccessToken {
 export interface Service {
   /** A token that is valid now; obtains or refreshes one when needed. */
   readonly get: Effect.Effect<AccessToken, HttpError>
+  /**
+   * Like `get`, but waits at most `maxWait` for a token being fetched; then fails with a
+   * `TransportError` (`Deadline`). A fresh token is returned at once, with no timer.
+   */
+  readonly getWithin: (maxWait: Duration.DurationInput) => Effect.Effect<AccessToken, HttpError>
   /** Drops `token` from the cache if, and only if, it is still the cached one. */
   readonly invalidate: (token: AccessToken) => Effect.Effect<void>
 }
@@ -88,6 +93,11 @@ interface State {
   /** The background refresh for the cached token gave up: wait for the hard window. */
   readonly backgroundGaveUp: boolean
 }
+
+/** What a caller does next: take this effect's outcome, or wait for the refresh in flight. */
+type Next =
+  | { readonly _tag: "Now"; readonly outcome: Effect.Effect<AccessToken, HttpError> }
+  | { readonly _tag: "Wait"; readonly deferred: Deferred.Deferred<AccessToken, HttpError> }
 
 /** Why a refresh was started; a span attribute, a metric label and a log annotation. */
 type RefreshReason = "empty" | "soft-window" | "hard-window" | "expired"
@@ -251,7 +261,10 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         return [deferred, { ...current, refreshing: deferred }] as const
       })
 
-    const keep = (token: AccessToken, current: State) => Effect.succeed([Effect.succeed(token), current] as const)
+    const ready = (outcome: Effect.Effect<AccessToken, HttpError>): Next => ({ _tag: "Now", outcome })
+    const wait = (deferred: Deferred.Deferred<AccessToken, HttpError>): Next => ({ _tag: "Wait", deferred })
+    const keep = (token: AccessToken, current: State) =>
+      Effect.succeed([ready(Effect.succeed(token)), current] as const)
 
     // The slow path, serialised by the SynchronizedRef: decides, atomically, whether to start a
     // refresh, and returns what this caller should do (take the current token, wait, or fail fast).
@@ -260,7 +273,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     const decide = (now: number) =>
       Effect.uninterruptible(SynchronizedRef.modifyEffect(
         state,
-        (current): Effect.Effect<readonly [Effect.Effect<AccessToken, HttpError>, State]> => {
+        (current): Effect.Effect<readonly [Next, State]> => {
           const { cached, throttle } = current
           const throttled = throttle !== undefined && now < throttle.until
           if (cached !== undefined && now < cached.softAt) return keep(cached.token, current)
@@ -269,17 +282,17 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
               return keep(cached.token, current)
             }
             return Effect.map(startRefresh(current, "soft-window"), ([, next]) =>
-              [Effect.succeed(cached.token), next] as const)
+              [ready(Effect.succeed(cached.token)), next] as const)
           }
           if (current.refreshing !== undefined) {
-            return Effect.succeed([Deferred.await(current.refreshing), current])
+            return Effect.succeed([wait(current.refreshing), current])
           }
           if (throttled) {
             return Effect.succeed([
-              Effect.zipRight(
+              ready(Effect.zipRight(
                 Metric.increment(Telemetry.throttledFastFails),
                 Effect.fail(throttledError(throttle, now))
-              ),
+              )),
               current
             ])
           }
@@ -291,21 +304,36 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           return Effect.map(
             startRefresh(current, reason),
             ([deferred, next]) =>
-              [Deferred.await(deferred), next] as const
+              [wait(deferred), next] as const
           )
         }
       ))
 
-    const get: Effect.Effect<AccessToken, HttpError> = Effect.flatMap(
-      Clock.currentTimeMillis,
-      (now) =>
+    const tokenUrl = `${config.authUrl}${config.tokenPath}`
+    const follow = (maxWaitMillis: number | undefined) => (next: Next): Effect.Effect<AccessToken, HttpError> => {
+      if (next._tag === "Now") return next.outcome
+      const waiting = Deferred.await(next.deferred)
+      return maxWaitMillis === undefined ? waiting : Effect.timeoutFail(waiting, {
+        duration: Duration.millis(maxWaitMillis),
+        onTimeout: () =>
+          new TransportError({
+            operation: "token",
+            reason: "Deadline",
+            method: "POST",
+            url: tokenUrl,
+            detail: `no token within ${maxWaitMillis} ms`
+          })
+      })
+    }
+
+    const acquire = (maxWaitMillis: number | undefined): Effect.Effect<AccessToken, HttpError> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.flatMap(SynchronizedRef.get(state), (current) => {
           const cached = current.cached
-          // Fast path: a fresh token, no lock taken.
+          // Fast path: a fresh token, no lock taken, no timer.
           if (cached !== undefined && now < cached.softAt) return Effect.succeed(cached.token)
-          return Effect.flatten(decide(now))
-        })
-    )
+          return Effect.flatMap(decide(now), follow(maxWaitMillis))
+        }))
 
     const invalidate = (token: AccessToken): Effect.Effect<void> =>
       SynchronizedRef.update(
@@ -316,7 +344,11 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             : current
       )
 
-    return TokenService.of({ get, invalidate })
+    return TokenService.of({
+      get: acquire(undefined),
+      getWithin: (maxWait) => acquire(Duration.toMillis(Duration.decode(maxWait))),
+      invalidate
+    })
   }
 )
 
