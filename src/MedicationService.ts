@@ -81,6 +81,39 @@ const collection = (json: unknown): Either.Either<ReadonlyArray<unknown>, string
     : Either.left(`the body has no ${COLLECTION} collection`)
 }
 
+/** Decodes the items of the collection, or says why not (by path and kind, never by value). */
+type ItemsDecoder<A> = (items: ReadonlyArray<unknown>) => Either.Either<ReadonlyArray<A>, string>
+
+/**
+ * `get`'s decoder: what `Schema.Array(Medication)` accepts (every item a JSON object), checked
+ * directly, and the items kept as parsed rather than copied. It runs on every call.
+ */
+const keepWhole: ItemsDecoder<Medication> = (items) => {
+  for (let i = 0; i < items.length; i++) {
+    if (!isRecord(items[i])) return Either.left(`${COLLECTION}[${i}] has the wrong type`)
+  }
+  return Either.right(items as ReadonlyArray<Medication>)
+}
+
+/** A caller's Schema compiles into a decoder once, not on every call. */
+const decoders = new WeakMap<Schema.Schema.Any, ItemsDecoder<unknown>>()
+
+const itemsDecoder = <A, I>(schema: Schema.Schema<A, I, never>): ItemsDecoder<A> => {
+  let decoder = decoders.get(schema)
+  if (decoder === undefined) {
+    const decode = Schema.decodeUnknownEither(Schema.Array(schema))
+    decoder = (items) => Either.mapLeft(decode(items), (error) => describeParseError(error, COLLECTION))
+    decoders.set(schema, decoder)
+  }
+  return decoder as ItemsDecoder<A>
+}
+
+const SPAN_OPTIONS = {
+  kind: "client",
+  attributes: { "clinical.operation": "medications" },
+  captureStackTrace: false
+} as const
+
 /** Builds the medication operation over the services it needs. */
 export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | TokenService> = Effect.gen(
   function*() {
@@ -88,41 +121,40 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     const post = AuthorizedPost.make(config, yield* HttpTransport, yield* TokenService)
     const url = `${config.baseUrl}${path}`
 
-    const getAs = <A, I>(schema: Schema.Schema<A, I, never>, personUid: PersonUid, options?: GetOptions) => {
-      const decodeItems = Schema.decodeUnknownEither(Schema.Array(schema))
-      return Effect.flatMap(
+    const request = <A>(decodeItems: ItemsDecoder<A>, personUid: PersonUid, options: GetOptions | undefined) =>
+      Effect.flatMap(
         personRequest("medications", personUid, options),
-        (request) =>
+        (person) =>
           Effect.flatMap(
-            post({ operation: "medications", url, body: request.body, secrets: [request.personUid], writes: false }),
-            ({ json, status }) => {
-              const decoded = Either.flatMap(
-                collection(json),
-                // A decode failure's path may hold keys the server sent: scrub the PersonUid out.
-                (items) =>
-                  Either.mapLeft(
-                    decodeItems(items),
-                    (error) => scrub(describeParseError(error, COLLECTION), [request.personUid])
-                  )
-              )
-              return Either.match(decoded, {
-                onLeft: (reason) => Effect.fail(new ResponseDecodeError({ operation: "medications", status, reason })),
-                onRight: (medications): Effect.Effect<MedicationResult<A>> => Effect.succeed({ medications, raw: json })
-              })
+            post({
+              operation: "medications",
+              url,
+              body: person.body,
+              secrets: () => [person.personUid()],
+              writes: false
+            }),
+            ({ json, status }): Effect.Effect<MedicationResult<A>, ResponseDecodeError> => {
+              const decoded = Either.flatMap(collection(json), decodeItems)
+              return Either.isRight(decoded)
+                ? Effect.succeed({ medications: decoded.right, raw: json })
+                : Effect.fail(
+                  new ResponseDecodeError({
+                    operation: "medications",
+                    status,
+                    // A decode failure's path may hold keys the server sent: scrub the PersonUid out.
+                    reason: scrub(decoded.left, [person.personUid()])
+                  })
+                )
             }
           )
       )
-    }
 
-    const traced = <A, I>(schema: Schema.Schema<A, I, never>, personUid: PersonUid, options?: GetOptions) =>
-      Effect.withSpan(getAs(schema, personUid, options), "MedicationService.get", {
-        kind: "client",
-        attributes: { "clinical.operation": "medications" }
-      })
+    const traced = <A>(decodeItems: ItemsDecoder<A>, personUid: PersonUid, options: GetOptions | undefined) =>
+      Effect.withSpan(request(decodeItems, personUid, options), "MedicationService.get", SPAN_OPTIONS)
 
     return MedicationService.of({
-      get: (personUid, options) => traced(Medication, personUid, options),
-      getAs: traced
+      get: (personUid, options) => traced(keepWhole, personUid, options),
+      getAs: (schema, personUid, options) => traced(itemsDecoder(schema), personUid, options)
     })
   }
 )

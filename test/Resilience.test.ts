@@ -171,7 +171,7 @@ describe("retries", () => {
             operation: "medications",
             url: `${Fake.BASE_URL}${Fake.MEDICATION_PATH}`,
             body: Redacted.make(JSON.stringify({ personuid: Fake.PERSON_UID })),
-            secrets: [],
+            secrets: () => [],
             writes: true
           } as const
           return yield* Effect.either(Fake.runWithClock(post(call)))
@@ -353,6 +353,51 @@ describe("concurrency bound", () => {
       }).pipe(Effect.provide(Fake.clientLayer(fake, { maxConcurrentRequests: 3 })))
       expect(results).toHaveLength(10)
       expect(peak).toBe(3)
+    }))
+})
+
+describe("waiting for a turn", () => {
+  it.effect("callers get their turn in arrival order, and the wait is bounded by the deadline", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const gate = yield* Deferred.make<void>()
+      const order: Array<string> = []
+      const slow: Fake.Responder = (request) => Effect.zipRight(Deferred.await(gate), fake.handler(request))
+      const tagged = (name: string): Fake.Responder => (request) =>
+        Effect.sync(() => order.push(name)).pipe(Effect.zipRight(fake.handler(request)))
+      yield* fake.scriptData(slow, tagged("second"), tagged("third"))
+      yield* Effect.gen(function*() {
+        const first = yield* Effect.fork(get)
+        for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+        const second = yield* Effect.fork(get)
+        for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+        const third = yield* Effect.fork(get)
+        for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(first)
+        yield* Fiber.join(second)
+        yield* Fiber.join(third)
+      }).pipe(Effect.provide(Fake.clientLayer(fake, { maxConcurrentRequests: 1 })))
+      expect(order).toEqual(["second", "third"])
+    }))
+
+  it.effect("a caller that cannot get a turn before its deadline fails with Deadline, and frees its place", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      yield* fake.scriptData(() => Effect.zipRight(Effect.sleep("10 seconds"), Effect.never))
+      const outcome = yield* Effect.gen(function*() {
+        const hog = yield* Effect.fork(get)
+        for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+        const waiting = yield* Effect.fork(Effect.flip(get))
+        yield* TestClock.adjust("3 seconds")
+        const error = yield* Fiber.join(waiting)
+        yield* Fiber.interrupt(hog)
+        // The turn is free again: a new call goes through.
+        const after = yield* get
+        return { error, after }
+      }).pipe(Effect.provide(Fake.clientLayer(fake, { maxConcurrentRequests: 1, deadline: "3 seconds" })))
+      expect(outcome.error).toMatchObject({ _tag: "TransportError", reason: "Deadline", operation: "medications" })
+      expect(outcome.after.medications).toHaveLength(2)
     }))
 })
 

@@ -9,18 +9,26 @@
  * - The whole call has a deadline. A wait that would pass it is not started: the call fails at
  *   once with the error that asked for it (carrying its `Retry-After`).
  * - At most `maxConcurrentRequests` data requests are in flight per client; others wait for a turn.
+ *
+ * This is the hot path of every call, so it is written for cost: no timer of its own when the
+ * token is cached and a permit is free (the transport's own timeout, bounded by the deadline,
+ * does the work), metrics tagged once, secrets gathered only when an error needs them.
  */
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
+import * as Tracer from "effect/Tracer"
 import type * as ClinicalConfig from "../ClinicalConfig.js"
-import { type ClinicalError, type HttpError, type Operation, TransportError } from "../ClinicalError.js"
+import { type HttpError, type Operation, TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import type * as TokenService from "../TokenService.js"
-import { withTimeout } from "./attempt.js"
+import * as Gate from "./gate.js"
 import { isTokenRejected, readJson } from "./response.js"
 import { delayMillis, fromConfig, retryAfterOf, retryCause } from "./retryPolicy.js"
 import * as Telemetry from "./telemetry.js"
@@ -37,8 +45,8 @@ export interface Call {
   readonly url: string
   /** The request body; it holds a PersonUid, so it stays redacted. */
   readonly body: Redacted.Redacted<string>
-  /** Secrets the request carries besides the token and ApplicationId, to scrub from server text. */
-  readonly secrets: ReadonlyArray<Redacted.Redacted<string>>
+  /** Secrets the request carries besides the token and ApplicationId, to scrub from server text (asked for only then). */
+  readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>
   /** True for an operation that changes data: retried only when `retryWrites` allows it. */
   readonly writes: boolean
 }
@@ -46,14 +54,37 @@ export interface Call {
 /** Makes one call and returns its JSON body, or the typed error it ended in. */
 export type AuthorizedPost = (call: Call) => Effect.Effect<JsonResponse, HttpError>
 
-/** One attempt's outcome, before the retry decision. */
-type Outcome =
-  | {
-    readonly _tag: "Answered"
-    readonly token: TokenService.AccessToken
-    readonly response: HttpTransport.TransportResponse
+/** The state of one call across its attempts. */
+interface Progress {
+  readonly call: Call
+  readonly deadlineAt: number
+  attempts: number
+  retried: number
+  tokenRefreshed: boolean
+}
+
+/** Tagged metrics of one operation, built once rather than on every call. */
+const operationMetrics = (operation: Operation) => {
+  const retries = Metric.tagged(Telemetry.retries, "operation", operation)
+  const failures = Metric.tagged(Telemetry.failures, "operation", operation)
+  const byCause = new Map<string, Metric.Metric.Counter<number>>()
+  const byTag = new Map<string, Metric.Metric.Counter<number>>()
+  const memo = (
+    cache: Map<string, Metric.Metric.Counter<number>>,
+    base: Metric.Metric.Counter<number>,
+    key: string,
+    value: string
+  ) => {
+    let metric = cache.get(value)
+    if (metric === undefined) cache.set(value, metric = Metric.tagged(base, key, value))
+    return metric
   }
-  | { readonly _tag: "Failed"; readonly error: HttpError }
+  return {
+    attempts: Metric.tagged(Telemetry.attemptsPerCall, "operation", operation),
+    retry: (cause: string) => memo(byCause, retries, "cause", cause),
+    failure: (tag: string) => memo(byTag, failures, "error", tag)
+  }
+}
 
 /** Builds the call function over the given services. */
 export const make = (
@@ -63,115 +94,173 @@ export const make = (
 ): AuthorizedPost => {
   const policy = fromConfig(config)
   const deadlineMillis = Duration.toMillis(config.deadline)
-  const permits = Effect.unsafeMakeSemaphore(config.maxConcurrentRequests)
+  const requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
+  const gate = Gate.make(config.maxConcurrentRequests)
+  const metrics = { medications: operationMetrics("medications"), token: operationMetrics("token") }
 
-  return (call) => {
-    const { operation } = call
-    const retries = Metric.tagged(Telemetry.retries, "operation", operation)
-    const failures = Metric.tagged(Telemetry.failures, "operation", operation)
-    const attemptsMetric = Metric.tagged(Telemetry.attemptsPerCall, "operation", operation)
-
-    const request = (token: TokenService.AccessToken): HttpTransport.TransportRequest => ({
-      method: "POST",
-      url: call.url,
-      headers: {
-        "Content-Type": "application/json",
-        Authorization: token.authorization,
-        ApplicationId: config.applicationId
-      },
-      body: call.body,
-      maxResponseBytes: config.maxResponseBytes
+  const labelled = (error: TransportError, progress: Progress): HttpError =>
+    new TransportError({
+      operation: progress.call.operation,
+      reason: error.reason,
+      method: error.method,
+      url: error.url,
+      detail: error.detail
     })
 
-    // The token is taken inside the attempt; the permit is held only while the request is in flight.
-    const attempt: Effect.Effect<Outcome> = tokens.get.pipe(
-      Effect.flatMap((token) => {
-        const sent = request(token)
-        return permits.withPermits(1)(withTimeout(transport.send(sent), sent, operation, config.requestTimeout)).pipe(
-          Effect.map((response): Outcome => ({ _tag: "Answered", token, response }))
-        )
-      }),
-      Effect.catchAll((error) => Effect.succeed<Outcome>({ _tag: "Failed", error }))
+  const deadlinePassed = (progress: Progress): HttpError =>
+    new TransportError({
+      operation: progress.call.operation,
+      reason: "Deadline",
+      method: "POST",
+      url: progress.call.url,
+      detail: `the call's deadline of ${Duration.format(config.deadline)} passed`
+    })
+
+  const request = (
+    call: Call,
+    token: TokenService.AccessToken,
+    timeoutMillis: number
+  ): HttpTransport.TransportRequest => ({
+    method: "POST",
+    url: call.url,
+    headers: {
+      "Content-Type": "application/json",
+      Authorization: token.authorization,
+      ApplicationId: config.applicationId
+    },
+    body: call.body,
+    maxResponseBytes: config.maxResponseBytes,
+    timeoutMillis
+  })
+
+  // One request with the attempt timeout, cut short by the deadline if that comes first; a
+  // timeout that was really the deadline says so.
+  const exchange = (progress: Progress, token: TokenService.AccessToken) =>
+    Effect.clockWith((clock) => {
+      const remaining = progress.deadlineAt - clock.unsafeCurrentTimeMillis()
+      if (remaining <= 0) return Effect.fail(deadlinePassed(progress))
+      const byDeadline = remaining < requestTimeoutMillis
+      const sent = request(progress.call, token, byDeadline ? remaining : requestTimeoutMillis)
+      return Effect.mapError(
+        transport.send(sent),
+        (
+          error
+        ): HttpError => (byDeadline && error.reason === "Timeout"
+          ? deadlinePassed(progress)
+          : labelled(error, progress))
+      )
+    })
+
+  // A turn is held only while the request is in flight. A free turn costs no timer; the wait for
+  // one is bounded by the deadline.
+  const withTurn = <A>(progress: Progress, effect: Effect.Effect<A, HttpError>) =>
+    gate.run(effect, (wait) =>
+      Effect.clockWith((clock) =>
+        Effect.timeoutFail(wait, {
+          duration: Duration.millis(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis())),
+          onTimeout: () => deadlinePassed(progress)
+        })
+      ))
+
+  // The token: at once when cached; a wait for a refresh is bounded by the deadline.
+  const token = (progress: Progress) =>
+    Effect.clockWith((clock) =>
+      Effect.mapError(
+        tokens.getWithin(Duration.millis(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis()))),
+        (error): HttpError =>
+          error._tag === "TransportError" && error.reason === "Deadline" ? deadlinePassed(progress) : error
+      )
     )
 
-    const deadlinePassed = (): HttpError =>
-      new TransportError({
-        operation,
-        reason: "Deadline",
-        method: "POST",
-        url: call.url,
-        detail: `the call's deadline of ${Duration.format(config.deadline)} passed`
-      })
-
-    return Effect.gen(function*() {
-      const startedAt = yield* Clock.currentTimeMillis
-      const deadlineAt = startedAt + deadlineMillis
-      let attempts = 0
-      let retried = 0
-      let tokenRefreshed = false
-      const settle = (status: number | undefined) =>
-        Effect.zipRight(
-          Metric.update(attemptsMetric, attempts),
-          Effect.annotateCurrentSpan({
-            "clinical.attempts": attempts,
-            ...(status === undefined ? {} : { "http.response.status_code": status })
-          })
-        )
-      const fail = (error: HttpError, status: number | undefined) =>
-        settle(status).pipe(
-          Effect.zipRight(Metric.increment(Metric.tagged(failures, "error", error._tag))),
-          Effect.zipRight(Effect.annotateCurrentSpan("clinical.error", error._tag)),
-          Effect.zipRight(Effect.fail(error))
-        )
-
-      while (true) {
-        attempts++
-        const remaining = deadlineAt - (yield* Clock.currentTimeMillis)
-        const outcome = yield* attempt.pipe(
-          Effect.timeoutTo({
-            duration: Duration.millis(Math.max(0, remaining)),
-            onSuccess: (outcome) => outcome,
-            onTimeout: (): Outcome => ({ _tag: "Failed", error: deadlinePassed() })
-          })
-        )
-        let error: HttpError
-        let status: number | undefined
-        if (outcome._tag === "Answered") {
-          status = outcome.response.status
-          if (isTokenRejected(status) && !tokenRefreshed) {
-            tokenRefreshed = true
-            yield* Effect.logDebug("token rejected; refreshing it and retrying once").pipe(
-              Effect.annotateLogs({ status, generation: outcome.token.generation })
-            )
-            yield* tokens.invalidate(outcome.token)
-            continue
-          }
-          const now = yield* Clock.currentTimeMillis
-          const secrets = [...call.secrets, outcome.token.token, config.applicationId]
-          const read = yield* Effect.either(readJson({ operation, secrets, now }, outcome.response))
-          if (read._tag === "Right") {
-            yield* settle(status)
-            return { status, json: read.right }
-          }
-          error = read.left
-        } else {
-          error = outcome.error
-          status = "status" in error ? error.status : undefined
-        }
-
-        const cause = retryCause(error as ClinicalError)
-        if (cause === undefined || retried >= policy.maxRetries || (call.writes && !config.retryWrites)) {
-          return yield* fail(error, status)
-        }
-        const delay = delayMillis(policy, retried + 1, yield* Random.next, retryAfterOf(error as ClinicalError))
-        if ((yield* Clock.currentTimeMillis) + delay >= deadlineAt) return yield* fail(error, status)
-        retried++
-        yield* Metric.increment(Metric.tagged(retries, "cause", cause))
-        yield* Effect.logDebug("retrying").pipe(
-          Effect.annotateLogs({ cause, retry: retried, delayMillis: Math.round(delay) })
-        )
-        yield* Effect.sleep(Duration.millis(delay))
+  // The call's bookkeeping in one step: attempts histogram, failures counter, span attributes.
+  // Metrics are updated with the fiber's metric tags, as `Metric.update` would.
+  const record = (progress: Progress, status: number | undefined, error: HttpError | undefined) =>
+    Effect.withFiberRuntime<void>((fiber) => {
+      const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
+      const m = metrics[progress.call.operation]
+      m.attempts.unsafeUpdate(progress.attempts, tags)
+      if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
+      const span = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), Tracer.ParentSpan)
+      if (Option.isSome(span) && span.value._tag === "Span") {
+        span.value.attribute("clinical.attempts", progress.attempts)
+        if (status !== undefined) span.value.attribute("http.response.status_code", status)
+        if (error !== undefined) span.value.attribute("clinical.error", error._tag)
       }
+      return Effect.void
+    })
+
+  const fail = (progress: Progress, error: HttpError): Effect.Effect<never, HttpError> =>
+    Effect.zipRight(record(progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
+
+  const succeed = (progress: Progress, status: number, json: unknown): Effect.Effect<JsonResponse> =>
+    Effect.as(record(progress, status, undefined), { status, json })
+
+  // After a failed attempt: retry after a backoff, or end the call with the error.
+  const retryOrFail = (progress: Progress, error: HttpError): Effect.Effect<JsonResponse, HttpError> => {
+    const cause = retryCause(error)
+    if (cause === undefined || progress.retried >= policy.maxRetries || (progress.call.writes && !config.retryWrites)) {
+      return fail(progress, error)
+    }
+    return Effect.flatMap(Effect.zip(Random.next, Clock.currentTimeMillis), ([random, now]) => {
+      const delay = delayMillis(policy, progress.retried + 1, random, retryAfterOf(error))
+      if (now + delay >= progress.deadlineAt) return fail(progress, error)
+      progress.retried++
+      return Metric.increment(metrics[progress.call.operation].retry(cause)).pipe(
+        Effect.zipRight(
+          Effect.logDebug("retrying").pipe(
+            Effect.annotateLogs({ cause, retry: progress.retried, delayMillis: delay })
+          )
+        ),
+        Effect.zipRight(Effect.sleep(Duration.millis(delay))),
+        Effect.zipRight(Effect.suspend(() => attempt(progress)))
+      )
     })
   }
+
+  const answered = (
+    progress: Progress,
+    used: TokenService.AccessToken,
+    response: HttpTransport.TransportResponse
+  ): Effect.Effect<JsonResponse, HttpError> => {
+    const status = response.status
+    if (isTokenRejected(status) && !progress.tokenRefreshed) {
+      progress.tokenRefreshed = true
+      return Effect.logDebug("token rejected; refreshing it and retrying once").pipe(
+        Effect.annotateLogs({ status, generation: used.generation }),
+        Effect.zipRight(tokens.invalidate(used)),
+        Effect.zipRight(Effect.suspend(() => attempt(progress)))
+      )
+    }
+    return Effect.clockWith((clock) => {
+      const read = readJson({
+        operation: progress.call.operation,
+        secrets: () => [...progress.call.secrets(), used.token, config.applicationId],
+        now: clock.unsafeCurrentTimeMillis()
+      }, response)
+      return read._tag === "Right" ? succeed(progress, status, read.right) : retryOrFail(progress, read.left)
+    })
+  }
+
+  const attempt = (progress: Progress): Effect.Effect<JsonResponse, HttpError> => {
+    progress.attempts++
+    return Effect.matchEffect(token(progress), {
+      onFailure: (error) => retryOrFail(progress, error),
+      onSuccess: (used) =>
+        Effect.matchEffect(withTurn(progress, exchange(progress, used)), {
+          onFailure: (error) => retryOrFail(progress, error),
+          onSuccess: (response) => answered(progress, used, response)
+        })
+    })
+  }
+
+  return (call) =>
+    Effect.clockWith((clock) =>
+      attempt({
+        call,
+        deadlineAt: clock.unsafeCurrentTimeMillis() + deadlineMillis,
+        attempts: 0,
+        retried: 0,
+        tokenRefreshed: false
+      })
+    )
 }

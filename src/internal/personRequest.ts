@@ -21,7 +21,8 @@ export interface DateRange {
 /** A checked request body (it holds the PersonUid, so it stays redacted) and the PersonUid itself. */
 export interface PersonRequest {
   readonly body: Redacted.Redacted<string>
-  readonly personUid: Redacted.Redacted<string>
+  /** The PersonUid, redacted; made only when asked for (to scrub it from an error). */
+  readonly personUid: () => Redacted.Redacted<string>
 }
 
 /**
@@ -32,22 +33,26 @@ export const personRequest = (
   operation: Operation,
   personUid: PersonUidInput,
   range: DateRange | undefined
-): Either.Either<PersonRequest, InvalidRequest> =>
-  Either.gen(function*() {
-    const refuse = (field: string) => (reason: string) => new InvalidRequest({ operation, field, reason })
-    const uid = yield* Either.mapLeft(visibleAscii(reveal(personUid), MAX_PERSON_UID_LENGTH), refuse("personUid"))
-    const body: { personuid: string; StartDate?: string; EndDate?: string } = { personuid: uid }
-    if (range?.startDate !== undefined) {
-      body.StartDate = yield* Either.mapLeft(calendarDate(range.startDate), refuse("startDate"))
-    }
-    if (range?.endDate !== undefined) {
-      body.EndDate = yield* Either.mapLeft(calendarDate(range.endDate), refuse("endDate"))
-    }
-    if (body.StartDate !== undefined && body.EndDate !== undefined && body.StartDate > body.EndDate) {
-      return yield* Either.left(refuse("startDate")("is after endDate"))
-    }
-    return {
-      body: Redacted.make(JSON.stringify(body)),
-      personUid: Redacted.isRedacted(personUid) ? personUid : Redacted.make(uid)
-    }
+): Either.Either<PersonRequest, InvalidRequest> => {
+  const refuse = (field: string, reason: string) => Either.left(new InvalidRequest({ operation, field, reason }))
+  const uid = visibleAscii(reveal(personUid), MAX_PERSON_UID_LENGTH)
+  if (Either.isLeft(uid)) return refuse("personUid", uid.left)
+  const body: { personuid: string; StartDate?: string; EndDate?: string } = { personuid: uid.right }
+  if (range?.startDate !== undefined) {
+    const start = calendarDate(range.startDate)
+    if (Either.isLeft(start)) return refuse("startDate", start.left)
+    body.StartDate = start.right
+  }
+  if (range?.endDate !== undefined) {
+    const end = calendarDate(range.endDate)
+    if (Either.isLeft(end)) return refuse("endDate", end.left)
+    body.EndDate = end.right
+  }
+  if (body.StartDate !== undefined && body.EndDate !== undefined && body.StartDate > body.EndDate) {
+    return refuse("startDate", "is after endDate")
+  }
+  return Either.right({
+    body: Redacted.make(JSON.stringify(body)),
+    personUid: Redacted.isRedacted(personUid) ? () => personUid : () => Redacted.make(uid.right)
   })
+}

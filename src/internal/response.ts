@@ -88,8 +88,8 @@ const serverText = (value: unknown, secrets: Iterable<Redacted.Redacted<string>>
 /** What the caller knows about the exchange being read. */
 export interface Exchange {
   readonly operation: Operation
-  /** Secrets the request carried; scrubbed out of any server text kept in an error. */
-  readonly secrets: Iterable<Redacted.Redacted<string>>
+  /** Secrets the request carried; scrubbed out of any server text kept in an error. Asked for only then. */
+  readonly secrets: () => Iterable<Redacted.Redacted<string>>
   /** Local time (epoch ms) the response arrived, for an HTTP-date `Retry-After`. */
   readonly now: number
 }
@@ -108,8 +108,8 @@ export const readJson = (exchange: Exchange, response: TransportResponse): Eithe
       new ApiError({
         operation,
         status: response.status,
-        errorType: serverText(field(json.value, "ErrorType"), exchange.secrets),
-        errorMessage: serverText(field(json.value, "ErrorMessage"), exchange.secrets)
+        errorType: serverText(field(json.value, "ErrorType"), exchange.secrets()),
+        errorMessage: serverText(field(json.value, "ErrorMessage"), exchange.secrets())
       })
     )
   }
