@@ -151,16 +151,11 @@ export const make = (
       )
     })
 
-  // A turn is held only while the request is in flight. A free turn costs no timer; the wait for
-  // one is bounded by the deadline.
-  const withTurn = <A>(progress: Progress, effect: Effect.Effect<A, HttpError>) =>
-    gate.run(effect, (wait) =>
-      Effect.clockWith((clock) =>
-        Effect.timeoutFail(wait, {
-          duration: Duration.millis(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis())),
-          onTimeout: () => deadlinePassed(progress)
-        })
-      ))
+  // A turn is held only while the request is in flight. The wait for one needs no timer of its
+  // own to respect the deadline: turns are given in arrival order, so every call ahead started
+  // earlier, has an earlier deadline, and holds its turn no longer than that (its request's
+  // timeout is cut to it). A turn that comes too late fails at once in `exchange`.
+  const withTurn = <A>(effect: Effect.Effect<A, HttpError>) => gate.run(effect)
 
   // The token: at once when cached; a wait for a refresh is bounded by the deadline.
   const token = (progress: Progress) =>
@@ -246,7 +241,7 @@ export const make = (
     return Effect.matchEffect(token(progress), {
       onFailure: (error) => retryOrFail(progress, error),
       onSuccess: (used) =>
-        Effect.matchEffect(withTurn(progress, exchange(progress, used)), {
+        Effect.matchEffect(withTurn(exchange(progress, used)), {
           onFailure: (error) => retryOrFail(progress, error),
           onSuccess: (response) => answered(progress, used, response)
         })

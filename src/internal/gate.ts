@@ -13,14 +13,8 @@ interface Waiter {
 
 /** The bound; `run` holds a turn while `effect` runs. */
 export interface Gate {
-  /**
-   * Runs `effect` in a turn. `whileWaiting` wraps the wait for a turn when none is free (to bound
-   * it by a deadline); it is not applied, nor anything allocated, when a turn is free at once.
-   */
-  readonly run: <A, E, E2>(
-    effect: Effect.Effect<A, E>,
-    whileWaiting: (wait: Effect.Effect<void>) => Effect.Effect<void, E2>
-  ) => Effect.Effect<A, E | E2>
+  /** Runs `effect` in a turn, waiting for one (in arrival order) when none is free. */
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
 
 /** A gate of `size` turns. */
@@ -51,14 +45,14 @@ export const make = (size: number): Gate => {
   })
 
   return {
-    run: (effect, whileWaiting) =>
+    run: (effect) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {
           if (inFlight < size && queue.length === 0) {
             inFlight++
             return Effect.ensuring(restore(effect), release)
           }
-          return Effect.flatMap(restore(whileWaiting(wait)), () => Effect.ensuring(restore(effect), release))
+          return Effect.flatMap(restore(wait), () => Effect.ensuring(restore(effect), release))
         })
       )
   }
