@@ -1,23 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted, Schema, TestClock } from "effect"
-import { ClinicalError, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { ClinicalError, HttpTransport, MedicationService } from "effect-clinical"
 import * as Fake from "./support/FakeService.js"
-
-/** Runs `body` against a fresh fake service and a fresh client. */
-const withClient = <A, E>(
-  body: (
-    fake: Fake.FakeService
-  ) => Effect.Effect<A, E, MedicationService.MedicationService | TokenService.TokenService>,
-  overrides: Parameters<typeof Fake.clientLayer>[1] = {}
-) =>
-  Effect.gen(function*() {
-    const fake = yield* Fake.make()
-    return yield* body(fake).pipe(Effect.provide(Fake.clientLayer(fake, overrides)))
-  })
 
 describe("MedicationService wire format", () => {
   it.effect("sends the token request, then the medication request, exactly as the interface specifies", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         const result = yield* MedicationService.get(Fake.PERSON_UID, { startDate: "2024-01-01", endDate: "2024-12-31" })
         expect(result.medications).toEqual(Fake.MEDICATIONS)
@@ -47,7 +35,7 @@ describe("MedicationService wire format", () => {
     ))
 
   it.effect("sends only personuid when no dates are given, and reuses the cached token", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         yield* MedicationService.get(Fake.PERSON_UID)
         yield* MedicationService.get(Redacted.make(Fake.PERSON_UID))
@@ -61,7 +49,7 @@ describe("MedicationService wire format", () => {
     ))
 
   it.effect("formats Date bounds as their UTC calendar day", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         yield* MedicationService.get(Fake.PERSON_UID, {
           startDate: new Date(Date.UTC(2024, 1, 29, 23, 59)),
@@ -77,7 +65,7 @@ describe("MedicationService wire format", () => {
     ))
 
   it.effect("joins a base URL with a path prefix and trailing slash", () =>
-    withClient(
+    Fake.withClient(
       (fake) =>
         Effect.gen(function*() {
           yield* MedicationService.get(Fake.PERSON_UID)
@@ -101,7 +89,7 @@ describe("MedicationService response decoding", () => {
   })
 
   it.effect("keeps every field of every item and the raw body", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         const items = [{ Name: "Aspirin", Unknown: { nested: [1, 2] }, Dose: null }]
         const body = envelope(items, { ServerExtra: "kept" })
@@ -113,7 +101,7 @@ describe("MedicationService response decoding", () => {
     ))
 
   it.effect("finds the collection case-insensitively, in a bare array, or as the only array field", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         yield* fake.scriptData(
           Fake.respond(200, { medications: [{ a: 1 }], success: true }),
@@ -127,7 +115,7 @@ describe("MedicationService response decoding", () => {
     ))
 
   it.effect("decodes items with the caller's Schema", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         const Med = Schema.Struct({ Name: Schema.String, StartDate: Schema.optional(Schema.Date) })
         const result = yield* MedicationService.getAs(Med, Fake.PERSON_UID)
@@ -143,7 +131,7 @@ describe("MedicationService response decoding", () => {
     ))
 
   it.effect("Success: false is an ApiError with the server's ErrorType and ErrorMessage, whatever the status", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         const failure = { Success: false, ErrorType: "PersonNotFound", ErrorMessage: "No such person", Medications: [] }
         yield* fake.scriptData(Fake.respond(200, failure), Fake.respond(400, failure), Fake.respond(500, failure))
@@ -162,7 +150,7 @@ describe("MedicationService response decoding", () => {
     ))
 
   it.effect("scrubs the PersonUid, the token and the ApplicationId out of a server's ErrorMessage", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         yield* fake.scriptData((request) =>
           Effect.succeed(HttpTransport.jsonResponse(400, {
@@ -191,7 +179,7 @@ describe("MedicationService response decoding", () => {
   ]
   for (const [name, body, reason] of decodeFailures) {
     it.effect(`${name} is a ResponseDecodeError`, () =>
-      withClient((fake) =>
+      Fake.withClient((fake) =>
         Effect.gen(function*() {
           yield* fake.scriptData(() => Effect.succeed({ status: 200, headers: {}, body }))
           const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
@@ -217,7 +205,7 @@ describe("MedicationService status mapping (retries off, so that each response i
   ]
   for (const [status, tag] of cases) {
     it.effect(`HTTP ${status} gives ${tag}`, () =>
-      withClient((fake) =>
+      Fake.withClient((fake) =>
         Effect.gen(function*() {
           yield* fake.scriptData(Fake.respond(status, { Message: "nope" }))
           const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
@@ -227,7 +215,7 @@ describe("MedicationService status mapping (retries off, so that each response i
   }
 
   it.effect("429 carries Retry-After in seconds or as an HTTP date", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         yield* TestClock.setTime(Date.UTC(2026, 10, 22, 8, 0, 0))
         yield* fake.scriptData(
@@ -249,7 +237,7 @@ describe("MedicationService status mapping (retries off, so that each response i
       }), noRetries))
 
   it.effect("a transport failure is a TransportError naming the operation", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         yield* fake.scriptData((request) =>
           Effect.fail(HttpTransport.transportError(request, "Network", "ECONNRESET: socket hang up"))
@@ -267,7 +255,7 @@ describe("MedicationService status mapping (retries off, so that each response i
       }), noRetries))
 
   it.effect("an attempt slower than requestTimeout is a Timeout TransportError", () =>
-    withClient(
+    Fake.withClient(
       (fake) =>
         Effect.gen(function*() {
           yield* fake.scriptData(() => Effect.never)
@@ -283,7 +271,7 @@ describe("MedicationService status mapping (retries off, so that each response i
 describe("MedicationService 401 and 419", () => {
   for (const status of [401, 419]) {
     it.effect(`${status} then success: one refresh, one retry with the new token`, () =>
-      withClient((fake) =>
+      Fake.withClient((fake) =>
         Effect.gen(function*() {
           yield* fake.scriptData(Fake.respond(status, {}))
           const result = yield* MedicationService.get(Fake.PERSON_UID)
@@ -304,7 +292,7 @@ describe("MedicationService 401 and 419", () => {
   ] as const
   for (const [status, expected] of twice) {
     it.effect(`${status} twice gives ${expected._tag} after exactly two data requests and two token requests`, () =>
-      withClient((fake) =>
+      Fake.withClient((fake) =>
         Effect.gen(function*() {
           yield* fake.scriptData(Fake.respond(status, {}), Fake.respond(status, {}))
           const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
@@ -316,7 +304,7 @@ describe("MedicationService 401 and 419", () => {
   }
 
   it.effect("tokens revoked on the server: every caller recovers with a single shared refresh", () =>
-    withClient((fake) =>
+    Fake.withClient((fake) =>
       Effect.gen(function*() {
         yield* MedicationService.get(Fake.PERSON_UID)
         yield* fake.revokeAll
@@ -352,7 +340,7 @@ describe("MedicationService input checks", () => {
   ]
   for (const [name, personUid, options, field] of refused) {
     it.effect(`${name} is refused with InvalidRequest before anything is sent`, () =>
-      withClient((fake) =>
+      Fake.withClient((fake) =>
         Effect.gen(function*() {
           const error = yield* Effect.flip(
             MedicationService.get(personUid as string, options as MedicationService.GetOptions)
@@ -365,7 +353,7 @@ describe("MedicationService input checks", () => {
   }
 
   it.effect("never echoes the refused value", () =>
-    withClient(() =>
+    Fake.withClient(() =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(MedicationService.get("leaky-value\n"))
         expect(error._tag).toBe("InvalidRequest")

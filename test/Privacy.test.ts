@@ -4,9 +4,10 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Inspectable, Layer, Logger, LogLevel, Redacted, Schema, TestClock, Tracer } from "effect"
+import { Cause, Effect, Exit, Inspectable, Layer, Logger, LogLevel, Redacted, Schema, TestClock } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
+import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
 
 const SECRETS: ReadonlyArray<string> = [
@@ -183,16 +184,7 @@ describe("no secret in logs, errors or causes", () => {
 describe("no secret in span attributes", () => {
   it.scopedLive("through @effect/platform's HttpClient, whose spans record request headers", () =>
     Effect.gen(function*() {
-      const spans: Array<Tracer.Span> = []
-      const native = yield* Effect.tracer
-      const tracer = Tracer.make({
-        span: (...args) => {
-          const span = native.span(...args)
-          spans.push(span)
-          return span
-        },
-        context: native.context
-      })
+      const { spans, tracer } = yield* CapturingTracer.make
       const mock = yield* MockClinicalServer.make({ applicationIds: [Fake.APPLICATION_ID] })
       const baseUrl = yield* MockClinicalServer.serve(mock)
       const person = MockClinicalServer.fixturePersons[0]!.personUid

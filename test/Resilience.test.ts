@@ -3,25 +3,27 @@
  * throttle memory, each driven by TestClock with a fixed jitter, so waits are exact.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Metric, Random, Redacted, TestClock, Tracer } from "effect"
-import { ClinicalConfig, ClinicalError, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { Deferred, Effect, Fiber, Layer, Metric, Random, Redacted, TestClock } from "effect"
+import {
+  type ClinicalClient,
+  ClinicalConfig,
+  ClinicalError,
+  HttpTransport,
+  MedicationService,
+  TokenService
+} from "effect-clinical"
 import * as AuthorizedPost from "../src/internal/authorizedPost.js"
 import * as Telemetry from "../src/internal/telemetry.js"
+import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
 
 /** Jitter fixed at the middle: a retry waits 3/4 of its exponential step (750 ms, 1.5 s, 3 s, ...). */
 const middleJitter = Effect.withRandom(Random.fixed([0.5]))
 
 const withClient = <A, E>(
-  body: (
-    fake: Fake.FakeService
-  ) => Effect.Effect<A, E, MedicationService.MedicationService | TokenService.TokenService>,
+  body: (fake: Fake.FakeService) => Effect.Effect<A, E, ClinicalClient.Services>,
   overrides: Parameters<typeof Fake.clientLayer>[1] = {}
-) =>
-  Effect.gen(function*() {
-    const fake = yield* Fake.make()
-    return yield* body(fake).pipe(Effect.provide(Fake.clientLayer(fake, overrides)), middleJitter)
-  })
+) => middleJitter(Fake.withClient(body, overrides))
 
 const get = MedicationService.get(Fake.PERSON_UID)
 const times = (requests: ReadonlyArray<Fake.Recorded>) => requests.map((r) => r.at)
@@ -421,16 +423,7 @@ describe("spans", () => {
   it.effect("MedicationService.get and TokenService.refresh carry attempts, status and reason", () =>
     withClient((fake) =>
       Effect.gen(function*() {
-        const spans: Array<Tracer.Span> = []
-        const native = yield* Effect.tracer
-        const tracer = Tracer.make({
-          span: (...args) => {
-            const span = native.span(...args)
-            spans.push(span)
-            return span
-          },
-          context: native.context
-        })
+        const { spans, tracer } = yield* CapturingTracer.make
         yield* fake.scriptData(Fake.respond(503, {}))
         yield* Fake.runWithClock(get).pipe(Effect.withTracer(tracer))
         const byName = (name: string) => spans.find((span) => span.name === name)!

@@ -1,22 +1,24 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, FiberRef, Option, TestClock } from "effect"
-import { ClinicalError, HttpDate, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import {
+  type ClinicalClient,
+  ClinicalError,
+  HttpDate,
+  HttpTransport,
+  MedicationService,
+  TokenService
+} from "effect-clinical"
 import * as Fake from "./support/FakeService.js"
 
 const HOUR = 60 * 60 * 1000
 const MINUTE = 60 * 1000
 
+/** A fresh fake service and client; the fake's options first here, as most tests set those. */
 const withTokens = <A, E>(
-  body: (
-    fake: Fake.FakeService
-  ) => Effect.Effect<A, E, TokenService.TokenService | MedicationService.MedicationService>,
+  body: (fake: Fake.FakeService) => Effect.Effect<A, E, ClinicalClient.Services>,
   fakeOptions: Fake.FakeServiceOptions = {},
   overrides: Parameters<typeof Fake.clientLayer>[1] = {}
-) =>
-  Effect.gen(function*() {
-    const fake = yield* Fake.make(fakeOptions)
-    return yield* body(fake).pipe(Effect.provide(Fake.clientLayer(fake, overrides)))
-  })
+) => Fake.withClient(body, overrides, fakeOptions)
 
 /** A token responder that waits for `gate` before the fake service issues the token. */
 const gated = (fake: Fake.FakeService, gate: Deferred.Deferred<void>): Fake.Responder => () =>

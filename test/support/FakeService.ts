@@ -141,6 +141,17 @@ export const clientOptions = {
 export const clientLayer = (fake: FakeService, overrides: Partial<ClinicalConfig.Options> = {}) =>
   ClinicalClient.layer({ ...clientOptions, ...overrides }).pipe(Layer.provide(fake.layer))
 
+/** Runs `body` against a fresh fake service and a fresh client (settings and fake options optional). */
+export const withClient = <A, E>(
+  body: (fake: FakeService) => Effect.Effect<A, E, ClinicalClient.Services>,
+  overrides: Partial<ClinicalConfig.Options> = {},
+  fakeOptions: FakeServiceOptions = {}
+) =>
+  Effect.gen(function*() {
+    const fake = yield* make(fakeOptions)
+    return yield* body(fake).pipe(Effect.provide(clientLayer(fake, overrides)))
+  })
+
 /**
  * Runs `effect` to its end under `TestClock`, moving the clock a step at a time so that backoff
  * sleeps and timeouts fire. Fails the test if it has not ended after `maxSteps` steps.
