@@ -1,0 +1,156 @@
+/**
+ * `npm run bench [-- --quick] [-- --write]`: the client's cost per call against raw undici and the
+ * obvious alternatives. A plain node:http server runs in its own process; each measurement runs
+ * in a child process of its own, after a warm-up, the clients alternating; every figure is the
+ * median of the rounds and is also given as a ratio to raw undici. The library is measured as
+ * built (`dist/`, compiled by tsc), as users run it. `--write` puts the results in
+ * docs/benchmarks.md.
+ */
+import { execFileSync, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import { createInterface } from "node:readline"
+import { type Kind, KINDS, type Measurement } from "./bench/client.js"
+
+const flag = (name: string) => process.argv.includes(name)
+const option = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(name)
+  return i < 0 ? fallback : process.argv[i + 1]!
+}
+const quick = flag("--quick")
+const calls = Number(option("--calls", quick ? "3000" : "20000"))
+const rounds = Number(option("--rounds", quick ? "1" : "3"))
+const concurrencies = option("--concurrency", "1,32,256").split(",").map(Number)
+const kinds = option("--kinds", KINDS.join(",")).split(",") as Array<Kind>
+
+// Children run the compiled library: tsx resolves "effect-clinical" through package.json's
+// exports (dist/) when the tsconfig it uses has no path mapping to src/.
+const childEnv = { ...process.env, TSX_TSCONFIG_PATH: "tsconfig.bench.json" }
+
+const startServer = () =>
+  new Promise<{ url: string; stop: () => void }>((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench/server.ts"], { env: childEnv })
+    child.on("error", reject)
+    createInterface({ input: child.stdout }).once("line", (url) => resolve({ url, stop: () => child.kill() }))
+  })
+
+const runChild = (kind: Kind, url: string, concurrency: number, count = calls) =>
+  new Promise<Measurement>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["--expose-gc", "--import", "tsx", "scripts/bench/client.ts", kind, url, String(count), String(concurrency)],
+      { env: childEnv }
+    )
+    let out = ""
+    let err = ""
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk))
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk))
+    child.on(
+      "close",
+      (code) => code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`${kind}: ${err}`))
+    )
+  })
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" })
+const server = await startServer()
+const results = new Map<string, Array<Measurement>>()
+try {
+  for (const concurrency of concurrencies) {
+    for (let round = 0; round < rounds; round++) {
+      // Alternate the order so that no client always runs first (or last) on a warm machine.
+      const order = kinds.map((_, i) => kinds[(i + round) % kinds.length]!)
+      for (const kind of order) {
+        const result = await runChild(kind, server.url, concurrency)
+        const key = `${kind}@${concurrency}`
+        results.set(key, [...(results.get(key) ?? []), result])
+        process.stderr.write(`  ${key} round ${round + 1}: ${result.cpuMicrosPerCall.toFixed(1)} us/call\n`)
+      }
+    }
+  }
+} finally {
+  server.stop()
+}
+
+interface Row {
+  readonly kind: Kind
+  readonly concurrency: number
+  readonly cpu: number
+  readonly rate: number
+  readonly p50: number
+  readonly p99: number
+  readonly heap: number
+}
+const rows: Array<Row> = []
+for (const concurrency of concurrencies) {
+  for (const kind of kinds) {
+    const all = results.get(`${kind}@${concurrency}`)!
+    rows.push({
+      kind,
+      concurrency,
+      cpu: median(all.map((m) => m.cpuMicrosPerCall)),
+      rate: median(all.map((m) => m.callsPerSecond)),
+      p50: median(all.map((m) => m.p50Millis)),
+      p99: median(all.map((m) => m.p99Millis)),
+      heap: median(all.map((m) => m.heapDeltaBytes))
+    })
+  }
+}
+const baseline = (concurrency: number) => rows.find((r) => r.kind === "raw-undici" && r.concurrency === concurrency)
+const ratio = (value: number, base: number | undefined) => (base === undefined ? "" : `${(value / base).toFixed(2)}x`)
+
+const header = "| client | concurrency | CPU us/call | vs raw | calls/s | vs raw | p50 ms | p99 ms | heap growth |"
+const lines = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+for (const row of rows) {
+  const base = baseline(row.concurrency)
+  lines.push(
+    `| ${row.kind} | ${row.concurrency} | ${row.cpu.toFixed(1)} | ${ratio(row.cpu, base?.cpu)} | ${
+      row.rate.toFixed(0)
+    } | ${ratio(row.rate, base?.rate)} | ${row.p50.toFixed(2)} | ${row.p99.toFixed(2)} | ${
+      (row.heap / 1024).toFixed(0)
+    } KiB |`
+  )
+}
+const table = lines.join("\n")
+
+// Memory: 100,000 calls through the library must end with the heap within 10 MB of where it began.
+const memoryCalls = quick ? 20_000 : 100_000
+const memory = await (async () => {
+  const again = await startServer()
+  try {
+    return await runChild("library-undici", again.url, 32, memoryCalls)
+  } finally {
+    again.stop()
+  }
+})()
+const heapLine = `Heap after ${
+  memoryCalls.toLocaleString("en-US")
+} library-undici calls at concurrency 32, minus before (after forced GCs): ${
+  (memory.heapDeltaBytes / 2 ** 20).toFixed(2)
+} MiB (target: within 10 MB).`
+const machine = `${Os.cpus().length} cores (${Os.cpus()[0]?.model.trim()}), ${
+  (Os.totalmem() / 2 ** 30).toFixed(0)
+} GiB, Node ${process.version}, ${Os.platform()} ${Os.release()}`
+const command = `npm run bench${process.argv.slice(2).length > 0 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`
+console.log(`\n${calls} calls per measurement, ${rounds} round(s), medians; ${machine}\n`)
+console.log(table)
+console.log(`\n${heapLine}`)
+
+if (flag("--write")) {
+  const date = new Date().toISOString().slice(0, 10)
+  const path = "docs/benchmarks.md"
+  const existing = Fs.existsSync(path) ? Fs.readFileSync(path, "utf8") : ""
+  const start = existing.indexOf("<!-- results -->")
+  const end = existing.indexOf("<!-- /results -->")
+  const block =
+    `<!-- results -->\nMeasured ${date} with \`${command}\` on ${machine}: ${calls} calls per measurement, ${rounds} round(s), medians.\n\n${table}\n\n${heapLine}\n<!-- /results -->`
+  Fs.writeFileSync(
+    path,
+    start >= 0 && end > start ? existing.slice(0, start) + block + existing.slice(end + 17) : `${existing}\n${block}\n`
+  )
+  console.log(`\nwritten to ${path}`)
+}

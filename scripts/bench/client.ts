@@ -1,0 +1,274 @@
+/**
+ * One benchmark measurement, in its own process: `node --expose-gc --import tsx
+ * scripts/bench/client.ts <kind> <baseUrl> <calls> <concurrency>`. Warms up, then makes `calls`
+ * medication calls at `concurrency` and prints one JSON line: client CPU per call, calls per
+ * second, latency percentiles and the heap growth (after forced GCs).
+ */
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
+import { Agent, request } from "undici"
+
+export const KINDS = ["raw-undici", "platform-httpclient", "fetch", "library-undici", "library-fetch"] as const
+/** Diagnostic kinds, not part of the published table: the library's transport alone, and an Effect.forEach floor. */
+export const DIAGNOSTIC_KINDS = ["transport-only", "effect-floor"] as const
+export type Kind = (typeof KINDS)[number] | (typeof DIAGNOSTIC_KINDS)[number]
+
+export interface Measurement {
+  readonly kind: Kind
+  readonly concurrency: number
+  readonly calls: number
+  readonly cpuMicrosPerCall: number
+  readonly callsPerSecond: number
+  readonly p50Millis: number
+  readonly p99Millis: number
+  readonly heapDeltaBytes: number
+}
+
+const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
+const PERSON_UID = "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w="
+
+/** A call that resolves when one medication call is done; set up (token included) before timing. */
+type Caller = { readonly call: () => Promise<unknown>; readonly close: () => Promise<void> }
+
+const promisePool = async (
+  calls: number,
+  concurrency: number,
+  call: () => Promise<unknown>,
+  latencies: Array<number>
+) => {
+  let next = 0
+  const worker = async () => {
+    while (next < calls) {
+      next++
+      const started = performance.now()
+      await call()
+      latencies.push(performance.now() - started)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, calls) }, worker))
+}
+
+/** The two calls by hand, over undici: a token once, then POSTs with the headers and a JSON body. */
+const rawUndici = async (baseUrl: string): Promise<Caller> => {
+  const dispatcher = new Agent()
+  const tokenResponse = await request(`${baseUrl}/api/Server/Token`, {
+    method: "POST",
+    dispatcher,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ApplicationId: APPLICATION_ID })
+  })
+  const { Token } = (await tokenResponse.body.json()) as { Token: string }
+  const url = `${baseUrl}/api/clinical/medication/get`
+  return {
+    call: async () => {
+      const response = await request(url, {
+        method: "POST",
+        dispatcher,
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${Token}`,
+          applicationid: APPLICATION_ID
+        },
+        body: JSON.stringify({ personuid: PERSON_UID })
+      })
+      return response.body.json()
+    },
+    close: () => dispatcher.close()
+  }
+}
+
+/** The same two calls by hand, over global fetch. */
+const rawFetch = async (baseUrl: string): Promise<Caller> => {
+  const tokenResponse = await fetch(`${baseUrl}/api/Server/Token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ApplicationId: APPLICATION_ID })
+  })
+  const { Token } = (await tokenResponse.json()) as { Token: string }
+  const url = `${baseUrl}/api/clinical/medication/get`
+  return {
+    call: async () => {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${Token}`,
+          applicationid: APPLICATION_ID
+        },
+        body: JSON.stringify({ personuid: PERSON_UID })
+      })
+      return response.json()
+    },
+    close: async () => {}
+  }
+}
+
+/** Runs an Effect-based client: one runtime, calls through Effect.forEach with the concurrency. */
+const effectPool = <R>(
+  layer: Layer.Layer<R, unknown>,
+  setup: Effect.Effect<Effect.Effect<unknown, unknown, R>, unknown, R>,
+  calls: number,
+  concurrency: number,
+  warmup: number,
+  latencies: Array<number>,
+  measure: <A>(run: () => Promise<A>) => Promise<A>
+) =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const context = yield* Layer.build(layer)
+    const call = yield* Effect.provide(setup, context)
+    const timed = Effect.provide(
+      Effect.suspend(() => {
+        const started = performance.now()
+        return Effect.map(call, () => latencies.push(performance.now() - started))
+      }),
+      context
+    )
+    // The same pool as the promise clients: `concurrency` workers, each making calls one after
+    // another until `n` are done (no fiber forked per call).
+    const run = (n: number) => {
+      let next = 0
+      const worker = Effect.whileLoop({
+        while: () => next < n,
+        body: () => Effect.suspend(() => (next++, timed)),
+        step: () => {}
+      })
+      return Effect.runPromise(
+        Effect.forEach(Array.from({ length: Math.min(concurrency, n) }), () => worker, { concurrency, discard: true })
+      )
+    }
+    yield* Effect.promise(() => run(warmup))
+    latencies.length = 0
+    yield* Effect.promise(() => measure(() => run(calls)))
+  })))
+
+/** The same two calls by hand through @effect/platform's HttpClient over undici. */
+const platformSetup = (baseUrl: string) =>
+  Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    const token = yield* client.execute(
+      HttpClientRequest.post(`${baseUrl}/api/Server/Token`).pipe(
+        HttpClientRequest.bodyUnsafeJson({ ApplicationId: APPLICATION_ID })
+      )
+    ).pipe(Effect.flatMap((response) => response.json))
+    const authorization = `Bearer ${(token as { Token: string }).Token}`
+    const url = `${baseUrl}/api/clinical/medication/get`
+    return Effect.flatMap(
+      client.execute(
+        HttpClientRequest.post(url).pipe(
+          HttpClientRequest.setHeaders({ authorization, applicationid: APPLICATION_ID }),
+          HttpClientRequest.bodyUnsafeJson({ personuid: PERSON_UID })
+        )
+      ),
+      (response) => response.json
+    )
+  })
+
+const libraryLayer = (baseUrl: string, transport: "undici" | "fetch") => {
+  const options = { baseUrl, applicationId: APPLICATION_ID }
+  return transport === "undici"
+    ? ClinicalClient.layerUndici(options)
+    : ClinicalClient.layer(options).pipe(
+      Layer.provide(HttpTransport.layerHttpClient),
+      Layer.provide(FetchHttpClient.layer)
+    )
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
+
+const heapUsed = () => {
+  for (let i = 0; i < 3; i++) globalThis.gc?.()
+  return process.memoryUsage().heapUsed
+}
+
+export const measure = async (
+  kind: Kind,
+  baseUrl: string,
+  calls: number,
+  concurrency: number
+): Promise<Measurement> => {
+  const latencies: Array<number> = []
+  const warmup = Math.max(500, Math.floor(calls / 10))
+  let cpu = 0
+  let wall = 0
+  let heapDelta = 0
+  const timed = async <A>(run: () => Promise<A>) => {
+    const heapBefore = heapUsed()
+    const cpuBefore = process.cpuUsage()
+    const started = performance.now()
+    const result = await run()
+    wall = performance.now() - started
+    const used = process.cpuUsage(cpuBefore)
+    cpu = used.user + used.system
+    heapDelta = heapUsed() - heapBefore
+    return result
+  }
+  if (kind === "raw-undici" || kind === "fetch") {
+    const caller = kind === "raw-undici" ? await rawUndici(baseUrl) : await rawFetch(baseUrl)
+    await promisePool(warmup, concurrency, caller.call, latencies)
+    latencies.length = 0
+    await timed(() => promisePool(calls, concurrency, caller.call, latencies))
+    await caller.close()
+  } else if (kind === "platform-httpclient") {
+    await effectPool(NodeHttpClient.layerUndici, platformSetup(baseUrl), calls, concurrency, warmup, latencies, timed)
+  } else if (kind === "transport-only" || kind === "effect-floor") {
+    const setup = Effect.gen(function*() {
+      const transport = yield* HttpTransport.HttpTransport
+      const tokenResponse = yield* transport.send({
+        method: "POST",
+        url: `${baseUrl}/api/Server/Token`,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ApplicationId: APPLICATION_ID })
+      })
+      const authorization = `Bearer ${JSON.parse(tokenResponse.body).Token}`
+      const url = `${baseUrl}/api/clinical/medication/get`
+      const call = Effect.suspend(() =>
+        transport.send({
+          method: "POST",
+          url,
+          headers: { "content-type": "application/json", authorization, applicationid: APPLICATION_ID },
+          body: JSON.stringify({ personuid: PERSON_UID }),
+          ...(process.env.BENCH_TIMEOUT === "0" ? {} : { timeoutMillis: 30_000 })
+        })
+      ).pipe(Effect.map((response) => JSON.parse(response.body)))
+      return kind === "transport-only" ? call : Effect.promise(() => Promise.resolve(1))
+    })
+    await effectPool(HttpTransport.layerUndici(), setup, calls, concurrency, warmup, latencies, timed)
+  } else {
+    const layer = libraryLayer(baseUrl, kind === "library-undici" ? "undici" : "fetch")
+    await effectPool(
+      layer,
+      Effect.succeed(MedicationService.get(PERSON_UID)),
+      calls,
+      concurrency,
+      warmup,
+      latencies,
+      timed
+    )
+  }
+  const sorted = latencies.sort((a, b) => a - b)
+  return {
+    kind,
+    concurrency,
+    calls,
+    cpuMicrosPerCall: cpu / calls,
+    callsPerSecond: calls / (wall / 1000),
+    p50Millis: percentile(sorted, 0.5),
+    p99Millis: percentile(sorted, 0.99),
+    heapDeltaBytes: heapDelta
+  }
+}
+
+if (process.argv[1]?.endsWith("client.ts")) {
+  const [kind, baseUrl, calls, concurrency] = process.argv.slice(2)
+  if (![...KINDS, ...DIAGNOSTIC_KINDS].includes(kind as Kind)) throw new Error(`unknown kind ${kind}`)
+  measure(kind as Kind, baseUrl!, Number(calls), Number(concurrency)).then(
+    (result) => console.log(JSON.stringify(result)),
+    (error) => {
+      console.error(error)
+      process.exitCode = 1
+    }
+  )
+}
