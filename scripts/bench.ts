@@ -21,7 +21,8 @@ const quick = flag("--quick")
 const calls = Number(option("--calls", quick ? "3000" : "20000"))
 const rounds = Number(option("--rounds", quick ? "1" : "3"))
 const concurrencies = option("--concurrency", "1,32,256").split(",").map(Number)
-const kinds = option("--kinds", KINDS.join(",")).split(",") as Array<Kind>
+// transport-only is a diagnostic: the library's undici transport alone, driven through Effect.
+const kinds = option("--kinds", [...KINDS, "transport-only"].join(",")).split(",") as Array<Kind>
 
 // Children run the compiled library: tsx resolves "effect-clinical" through package.json's
 // exports (dist/) when the tsconfig it uses has no path mapping to src/.

@@ -327,8 +327,9 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     }
 
     const acquire = (maxWaitMillis: number | undefined): Effect.Effect<AccessToken, HttpError> =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.flatMap(SynchronizedRef.get(state), (current) => {
+      Effect.flatMap(SynchronizedRef.get(state), (current) =>
+        Effect.clockWith((clock) => {
+          const now = clock.unsafeCurrentTimeMillis()
           const cached = current.cached
           // Fast path: a fresh token, no lock taken, no timer.
           if (cached !== undefined && now < cached.softAt) return Effect.succeed(cached.token)
@@ -360,6 +361,10 @@ export const get: Effect.Effect<AccessToken, HttpError, TokenService> = Effect.f
   TokenService,
   (service) => service.get
 )
+
+/** A valid token from the `TokenService` in context, waiting at most `maxWait` for one being fetched. */
+export const getWithin = (maxWait: Duration.DurationInput): Effect.Effect<AccessToken, HttpError, TokenService> =>
+  Effect.flatMap(TokenService, (service) => service.getWithin(maxWait))
 
 /** Drops `token` from the `TokenService` in context if it is still the cached one. */
 export const invalidate = (token: AccessToken): Effect.Effect<void, never, TokenService> =>

@@ -341,6 +341,29 @@ describe("TokenService failures", () => {
       ))
   }
 
+  it.effect("getWithin bounds the wait for a token being fetched; a cached one comes at once", () =>
+    withTokens(
+      (fake) =>
+        Effect.gen(function*() {
+          const gate = yield* Deferred.make<void>()
+          yield* fake.scriptToken(gated(fake, gate))
+          const bounded = yield* Effect.fork(Effect.flip(TokenService.getWithin("2 seconds")))
+          const patient = yield* Effect.fork(TokenService.get)
+          yield* TestClock.adjust("2 seconds")
+          expect(yield* Fiber.join(bounded)).toMatchObject({
+            _tag: "TransportError",
+            reason: "Deadline",
+            operation: "token"
+          })
+          yield* Deferred.succeed(gate, undefined)
+          const token = yield* Fiber.join(patient)
+          expect(yield* TokenService.getWithin(0)).toBe(token)
+          expect(yield* fake.tokenRequests).toHaveLength(1)
+        }),
+      {},
+      { tokenTimeout: "1 minute" }
+    ))
+
   it.effect("invalidate drops only the token that is still cached", () =>
     withTokens((fake) =>
       Effect.gen(function*() {
