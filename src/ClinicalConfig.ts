@@ -149,6 +149,27 @@ const check = <A>(setting: keyof Options, result: Either.Either<A, string>): Eit
 const positive = { allowZero: false }
 const nonNegative = { allowZero: true }
 
+type DurationSetting =
+  | "tokenTimeout"
+  | "requestTimeout"
+  | "softRefreshWindow"
+  | "hardRefreshWindow"
+  | "retryBaseDelay"
+  | "retryMaxDelay"
+  | "deadline"
+
+/** A duration setting, or its default. */
+const durationSetting = (options: Options, setting: DurationSetting, allowed: { readonly allowZero: boolean }) =>
+  check(setting, duration(options[setting], defaults[setting], allowed))
+
+/** A whole-number setting within bounds, or its default. */
+const integerSetting = (
+  options: Options,
+  setting: "maxRetries" | "maxConcurrentRequests" | "maxResponseBytes",
+  min: number,
+  max: number
+) => check(setting, integer(options[setting], defaults[setting], min, max))
+
 /** Validates options into the resolved settings. Fails with `InvalidConfig` naming the first bad setting. */
 export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
   Effect.gen(function*() {
@@ -156,49 +177,28 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
     const authUrl = options.authUrl === undefined ? baseUrl : yield* check("authUrl", validate.baseUrl(options.authUrl))
     const applicationId = yield* check("applicationId", validate.guid(validate.reveal(options.applicationId)))
     const tokenPath = yield* check("tokenPath", validate.urlPath(options.tokenPath ?? defaults.tokenPath))
-    const tokenTimeout = yield* check("tokenTimeout", duration(options.tokenTimeout, defaults.tokenTimeout, positive))
-    const requestTimeout = yield* check(
-      "requestTimeout",
-      duration(options.requestTimeout, defaults.requestTimeout, positive)
-    )
-    const softRefreshWindow = yield* check(
-      "softRefreshWindow",
-      duration(options.softRefreshWindow, defaults.softRefreshWindow, nonNegative)
-    )
-    const hardRefreshWindow = yield* check(
-      "hardRefreshWindow",
-      duration(options.hardRefreshWindow, defaults.hardRefreshWindow, nonNegative)
-    )
+    const tokenTimeout = yield* durationSetting(options, "tokenTimeout", positive)
+    const requestTimeout = yield* durationSetting(options, "requestTimeout", positive)
+    const softRefreshWindow = yield* durationSetting(options, "softRefreshWindow", nonNegative)
+    const hardRefreshWindow = yield* durationSetting(options, "hardRefreshWindow", nonNegative)
     if (Duration.greaterThan(hardRefreshWindow, softRefreshWindow)) {
       return yield* check("hardRefreshWindow", Either.left("must not be longer than softRefreshWindow"))
     }
-    const maxRetries = yield* check("maxRetries", integer(options.maxRetries, defaults.maxRetries, 0, 100))
-    const retryBaseDelay = yield* check(
-      "retryBaseDelay",
-      duration(options.retryBaseDelay, defaults.retryBaseDelay, nonNegative)
-    )
-    const retryMaxDelay = yield* check(
-      "retryMaxDelay",
-      duration(options.retryMaxDelay, defaults.retryMaxDelay, nonNegative)
-    )
+    const maxRetries = yield* integerSetting(options, "maxRetries", 0, 100)
+    const retryBaseDelay = yield* durationSetting(options, "retryBaseDelay", nonNegative)
+    const retryMaxDelay = yield* durationSetting(options, "retryMaxDelay", nonNegative)
     if (Duration.greaterThan(retryBaseDelay, retryMaxDelay)) {
       return yield* check("retryBaseDelay", Either.left("must not be longer than retryMaxDelay"))
     }
-    const deadline = yield* check("deadline", duration(options.deadline, defaults.deadline, positive))
+    const deadline = yield* durationSetting(options, "deadline", positive)
     const retryWrites = yield* check(
       "retryWrites",
       options.retryWrites === undefined || typeof options.retryWrites === "boolean"
         ? Either.right(options.retryWrites ?? defaults.retryWrites)
         : Either.left("must be true or false")
     )
-    const maxConcurrentRequests = yield* check(
-      "maxConcurrentRequests",
-      integer(options.maxConcurrentRequests, defaults.maxConcurrentRequests, 1, 100_000)
-    )
-    const maxResponseBytes = yield* check(
-      "maxResponseBytes",
-      integer(options.maxResponseBytes, defaults.maxResponseBytes, 1, 1024 * 1024 * 1024)
-    )
+    const maxConcurrentRequests = yield* integerSetting(options, "maxConcurrentRequests", 1, 100_000)
+    const maxResponseBytes = yield* integerSetting(options, "maxResponseBytes", 1, 1024 * 1024 * 1024)
     return {
       baseUrl,
       authUrl,
