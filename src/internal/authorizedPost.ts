@@ -28,6 +28,7 @@ import type * as ClinicalConfig from "../ClinicalConfig.js"
 import { type HttpError, type Operation, TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import type * as TokenService from "../TokenService.js"
+import { labelled } from "./attempt.js"
 import * as Gate from "./gate.js"
 import { isTokenRejected, readJson } from "./response.js"
 import { delayMillis, fromConfig, retryAfterOf, retryCause } from "./retryPolicy.js"
@@ -98,15 +99,6 @@ export const make = (
   const gate = Gate.make(config.maxConcurrentRequests)
   const metrics = { medications: operationMetrics("medications"), token: operationMetrics("token") }
 
-  const labelled = (error: TransportError, progress: Progress): HttpError =>
-    new TransportError({
-      operation: progress.call.operation,
-      reason: error.reason,
-      method: error.method,
-      url: error.url,
-      detail: error.detail
-    })
-
   const deadlinePassed = (progress: Progress): HttpError =>
     new TransportError({
       operation: progress.call.operation,
@@ -147,7 +139,7 @@ export const make = (
           error
         ): HttpError => (byDeadline && error.reason === "Timeout"
           ? deadlinePassed(progress)
-          : labelled(error, progress))
+          : labelled(error, progress.call.operation))
       )
     })
 
