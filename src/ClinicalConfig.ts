@@ -46,6 +46,16 @@ export interface Options {
   readonly retryBaseDelay?: Duration.DurationInput | undefined
   /** Cap on one backoff delay (a longer `Retry-After` is still honoured). Default 30 seconds. */
   readonly retryMaxDelay?: Duration.DurationInput | undefined
+  /**
+   * Cap on a server's `Retry-After`: the longest the client waits before one retry, and the longest
+   * it remembers a throttled token endpoint. At most 1 hour. Default 60 seconds.
+   */
+  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  /**
+   * Cap on a token's lifetime: a longer one (a `TOKEN_EXPIRES` years ahead) is cut to this, with a
+   * warning. The documented lifetime is one hour. Default 24 hours.
+   */
+  readonly maxTokenLifetime?: Duration.DurationInput | undefined
   /** Longest a whole call may take, retries and waits included. Default 60 seconds. */
   readonly deadline?: Duration.DurationInput | undefined
   /** Whether operations that write may be retried too. The documented operations only read. Default false. */
@@ -71,6 +81,8 @@ export interface Service {
   readonly maxRetries: number
   readonly retryBaseDelay: Duration.Duration
   readonly retryMaxDelay: Duration.Duration
+  readonly maxRetryAfter: Duration.Duration
+  readonly maxTokenLifetime: Duration.Duration
   readonly deadline: Duration.Duration
   readonly retryWrites: boolean
   readonly maxConcurrentRequests: number
@@ -90,6 +102,8 @@ export const defaults = {
   maxRetries: 3,
   retryBaseDelay: Duration.seconds(1),
   retryMaxDelay: Duration.seconds(30),
+  maxRetryAfter: Duration.seconds(60),
+  maxTokenLifetime: Duration.hours(24),
   deadline: Duration.seconds(60),
   retryWrites: false,
   maxConcurrentRequests: 64,
@@ -109,16 +123,24 @@ export const environment: { readonly [K in keyof Options]-?: string } = {
   maxRetries: "CLINICAL_MAX_RETRIES",
   retryBaseDelay: "CLINICAL_RETRY_BASE_DELAY",
   retryMaxDelay: "CLINICAL_RETRY_MAX_DELAY",
+  maxRetryAfter: "CLINICAL_MAX_RETRY_AFTER",
+  maxTokenLifetime: "CLINICAL_MAX_TOKEN_LIFETIME",
   deadline: "CLINICAL_DEADLINE",
   retryWrites: "CLINICAL_RETRY_WRITES",
   maxConcurrentRequests: "CLINICAL_MAX_CONCURRENT_REQUESTS",
   maxResponseBytes: "CLINICAL_MAX_RESPONSE_BYTES"
 }
 
+interface DurationBounds {
+  readonly allowZero: boolean
+  /** Longest allowed, with its wording for the refusal. */
+  readonly max?: { readonly duration: Duration.Duration; readonly words: string } | undefined
+}
+
 const duration = (
   value: Duration.DurationInput | undefined,
   fallback: Duration.Duration,
-  { allowZero }: { readonly allowZero: boolean }
+  { allowZero, max }: DurationBounds
 ): Either.Either<Duration.Duration, string> => {
   if (value === undefined) return Either.right(fallback)
   // Duration clamps negative numbers to zero; a negative setting is a mistake worth naming.
@@ -128,6 +150,9 @@ const duration = (
   const millis = Duration.toMillis(decoded.value)
   if (!Number.isFinite(millis)) return Either.left("must be finite")
   if (allowZero ? millis < 0 : millis <= 0) return Either.left(allowZero ? "must not be negative" : "must be positive")
+  if (max !== undefined && Duration.greaterThan(decoded.value, max.duration)) {
+    return Either.left(`must be at most ${max.words}`)
+  }
   return Either.right(decoded.value)
 }
 
@@ -143,11 +168,15 @@ const integer = (
     : Either.left(`must be a whole number from ${min} to ${max}`)
 }
 
-const check = <A>(setting: keyof Options, result: Either.Either<A, string>): Either.Either<A, InvalidConfig> =>
-  Either.mapLeft(result, (reason) => new InvalidConfig({ setting, reason }))
+const check = <A>(
+  setting: keyof Options | "options",
+  result: Either.Either<A, string>
+): Either.Either<A, InvalidConfig> => Either.mapLeft(result, (reason) => new InvalidConfig({ setting, reason }))
 
-const positive = { allowZero: false }
-const nonNegative = { allowZero: true }
+const positive: DurationBounds = { allowZero: false }
+const nonNegative: DurationBounds = { allowZero: true }
+const upToAnHour: DurationBounds = { allowZero: false, max: { duration: Duration.hours(1), words: "1 hour" } }
+const upToAYear: DurationBounds = { allowZero: false, max: { duration: Duration.days(365), words: "365 days" } }
 
 type DurationSetting =
   | "tokenTimeout"
@@ -156,10 +185,12 @@ type DurationSetting =
   | "hardRefreshWindow"
   | "retryBaseDelay"
   | "retryMaxDelay"
+  | "maxRetryAfter"
+  | "maxTokenLifetime"
   | "deadline"
 
 /** A duration setting, or its default. */
-const durationSetting = (options: Options, setting: DurationSetting, allowed: { readonly allowZero: boolean }) =>
+const durationSetting = (options: Options, setting: DurationSetting, allowed: DurationBounds) =>
   check(setting, duration(options[setting], defaults[setting], allowed))
 
 /** A whole-number setting within bounds, or its default. */
@@ -173,6 +204,10 @@ const integerSetting = (
 /** Validates options into the resolved settings. Fails with `InvalidConfig` naming the first bad setting. */
 export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
   Effect.gen(function*() {
+    // JavaScript callers and JSON configuration can pass anything at all.
+    if (typeof options !== "object" || options === null) {
+      return yield* check("options", Either.left("must be an object with at least baseUrl and applicationId"))
+    }
     const baseUrl = yield* check("baseUrl", validate.baseUrl(options.baseUrl))
     const authUrl = options.authUrl === undefined ? baseUrl : yield* check("authUrl", validate.baseUrl(options.authUrl))
     const applicationId = yield* check("applicationId", validate.guid(validate.reveal(options.applicationId)))
@@ -190,6 +225,8 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
     if (Duration.greaterThan(retryBaseDelay, retryMaxDelay)) {
       return yield* check("retryBaseDelay", Either.left("must not be longer than retryMaxDelay"))
     }
+    const maxRetryAfter = yield* durationSetting(options, "maxRetryAfter", upToAnHour)
+    const maxTokenLifetime = yield* durationSetting(options, "maxTokenLifetime", upToAYear)
     const deadline = yield* durationSetting(options, "deadline", positive)
     const retryWrites = yield* check(
       "retryWrites",
@@ -211,6 +248,8 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
       maxRetries,
       retryBaseDelay,
       retryMaxDelay,
+      maxRetryAfter,
+      maxTokenLifetime,
       deadline,
       retryWrites,
       maxConcurrentRequests,
@@ -238,6 +277,8 @@ export const options: Config.Config<Options> = Config.all({
   maxRetries: optional(Config.integer(environment.maxRetries)),
   retryBaseDelay: optional(Config.duration(environment.retryBaseDelay)),
   retryMaxDelay: optional(Config.duration(environment.retryMaxDelay)),
+  maxRetryAfter: optional(Config.duration(environment.maxRetryAfter)),
+  maxTokenLifetime: optional(Config.duration(environment.maxTokenLifetime)),
   deadline: optional(Config.duration(environment.deadline)),
   retryWrites: optional(Config.boolean(environment.retryWrites)),
   maxConcurrentRequests: optional(Config.integer(environment.maxConcurrentRequests)),

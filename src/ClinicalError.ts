@@ -40,10 +40,11 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
 
 /**
  * Why a request got no usable response: the network failed (`Network`), an attempt outlived its
- * timeout (`Timeout`), the call outlived its deadline (`Deadline`), or the body was larger than
- * allowed (`ResponseTooLarge`).
+ * timeout (`Timeout`), the call outlived its deadline (`Deadline`), the body was larger than
+ * allowed (`ResponseTooLarge`), or the `HttpClient` under `layerHttpClient` followed a redirect to
+ * another URL, which the client refuses to read (`Redirected`).
  */
-export const TransportFailure = Schema.Literal("Network", "Timeout", "Deadline", "ResponseTooLarge")
+export const TransportFailure = Schema.Literal("Network", "Timeout", "Deadline", "ResponseTooLarge", "Redirected")
 
 /** No usable HTTP response: the network failed, a timeout or the deadline fired, or the body was too large. */
 export class TransportError extends Schema.TaggedError<TransportError>()("TransportError", {
@@ -113,13 +114,20 @@ export class ServerError extends Schema.TaggedError<ServerError>()("ServerError"
   }
 }
 
-/** Any other non-2xx status (405 included). */
+/**
+ * Any other non-2xx status (405 included). A redirect (3xx) is one: the client never follows it,
+ * and `location` holds only the origin it pointed to (scheme, host and port; no path or query).
+ */
 export class UnexpectedStatus extends Schema.TaggedError<UnexpectedStatus>()("UnexpectedStatus", {
   operation: Operation,
-  status: Schema.Number
+  status: Schema.Number,
+  location: Schema.optional(Schema.String)
 }) {
   override get message(): string {
-    return `${withStatus(this.operation, this.status)} got an unexpected status`
+    const redirect = this.status < 300 || this.status > 399
+      ? ""
+      : `: a redirect${this.location === undefined ? "" : ` to ${this.location}`}, which the client never follows`
+    return `${withStatus(this.operation, this.status)} got an unexpected status${redirect}`
   }
 }
 

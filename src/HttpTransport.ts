@@ -5,6 +5,7 @@
  * `Redacted` values; a transport reveals them only when it writes the bytes (`wireHeaders`,
  * `wireBody`). Interrupting `send` aborts the request on the socket.
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Headers from "@effect/platform/Headers"
 import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
@@ -14,11 +15,13 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Agent, type Dispatcher } from "undici"
-import { TransportError } from "./ClinicalError.js"
+import { InvalidConfig, TransportError } from "./ClinicalError.js"
 import { scrub } from "./internal/redaction.js"
 
 /** A header value or body, kept `Redacted` when it holds a secret. */
@@ -108,7 +111,7 @@ const exceedsLimit = (request: TransportRequest, bytes: number): boolean =>
   request.maxResponseBytes !== undefined && bytes > request.maxResponseBytes
 
 /** The failure of a request that outlived its `timeoutMillis`. */
-const timedOut = (request: TransportRequest): TransportError =>
+const timedOutError = (request: TransportRequest): TransportError =>
   transportError(request, "Timeout", `no response within ${request.timeoutMillis} ms`)
 
 /** Timers above this many milliseconds fire at once in Node; such a timeout is no limit at all. */
@@ -186,7 +189,7 @@ export const fromUndiciAgent = (agent: Dispatcher): Service => ({
         settle(Effect.fail(failure))
         abort(new Error(failure.reason))
       }
-      if (hasTimeout(request)) timer = setTimeout(() => stop(timedOut(request)), request.timeoutMillis)
+      if (hasTimeout(request)) timer = setTimeout(() => stop(timedOutError(request)), request.timeoutMillis)
       try {
         agent.dispatch({
           origin,
@@ -232,17 +235,26 @@ export const fromUndiciAgent = (agent: Dispatcher): Service => ({
     })
 })
 
+/** `InvalidConfig` for an argument a JavaScript caller got wrong. */
+const invalidArgument = (setting: string, reason: string) => new InvalidConfig({ setting, reason })
+
 /**
  * The default transport: undici called directly, on an `Agent` (keep-alive connection pool) that
  * this layer owns and closes with its scope. Skips `@effect/platform`'s HttpClient, which measured
- * about 3.7 times the client CPU per request of undici alone.
+ * about 3.7 times the client CPU per request of undici alone. Options undici refuses fail the layer
+ * with `InvalidConfig`.
  */
-export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport> =>
+export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport, InvalidConfig> =>
   Layer.scoped(
     HttpTransport,
     Effect.map(
       Effect.acquireRelease(
-        Effect.sync(() => new Agent(options)),
+        options !== undefined && (typeof options !== "object" || options === null)
+          ? Effect.fail(invalidArgument("agentOptions", "must be an object of undici Agent options"))
+          : Effect.try({
+            try: () => new Agent(options),
+            catch: (cause) => invalidArgument("agentOptions", `were refused by undici: ${describe(cause)}`)
+          }),
         (agent) => Effect.promise(() => agent.close())
       ),
       fromUndiciAgent
@@ -252,57 +264,127 @@ export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport>
 /** Header names `@effect/platform` must redact in its spans, beyond its own list. */
 const REDACTED_HEADER_NAMES = ["authorization", "applicationid"]
 
-/** Reads a platform response body, never holding more than the request allows. */
+/** The declared size of a body that arrives exactly as sent (no Content-Encoding), if any. */
+const plainLength = (headers: Readonly<Record<string, string>>): number | undefined => {
+  const encoding = headers["content-encoding"]
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") return undefined
+  const length = headers["content-length"]
+  return length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined
+}
+
+/**
+ * Reads a platform response body, never holding more than the request allows. A body sent as it
+ * is with a declared length is read whole when that length is within the limit and refused at once
+ * when it is not; any other body (chunked, or one the client decodes, as fetch inflates gzip) is
+ * counted while it streams, after decoding, and the read stops at the limit.
+ */
 const readPlatformBody = (
   request: TransportRequest,
   response: HttpClientResponse.HttpClientResponse,
   network: (error: HttpClientError.HttpClientError) => TransportError
 ): Effect.Effect<string, TransportError> => {
   const limit = request.maxResponseBytes
-  const declared = Number(response.headers["content-length"])
-  if (limit === undefined || Number.isFinite(declared)) {
-    return exceedsLimit(request, declared)
-      ? Effect.fail(tooLarge(request, limit!))
-      : Effect.mapError(response.text, network)
+  if (limit === undefined) return Effect.mapError(response.text, network)
+  const declared = plainLength(response.headers)
+  if (declared !== undefined) {
+    return declared > limit ? Effect.fail(tooLarge(request, limit)) : Effect.mapError(response.text, network)
   }
   return response.stream.pipe(
     Stream.mapError(network),
     Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (read, chunk) => {
       read.size += chunk.length
       read.chunks.push(chunk)
-      return exceedsLimit(request, read.size) ? Effect.fail(tooLarge(request, limit)) : Effect.succeed(read)
+      return read.size > limit ? Effect.fail(tooLarge(request, limit)) : Effect.succeed(read)
     }),
     Effect.map((read) => Buffer.concat(read.chunks, read.size).toString("utf8"))
   )
 }
 
-/** A transport over any `@effect/platform` HttpClient. */
-export const fromHttpClient = (client: HttpClient.HttpClient): Service => ({
-  send: (request) => {
-    const body = sendableBody(request)
-    const headers = wireHeaders(request)
-    const contentType = Object.entries(headers).find(([name]) => name.toLowerCase() === "content-type")?.[1]
-    const httpRequest = HttpClientRequest.make(request.method)(request.url, {
-      headers,
-      ...(body === undefined ? {} : { body: HttpBody.text(body, contentType) })
-    })
-    const network = (error: HttpClientError.HttpClientError) =>
-      transportError(request, "Network", `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`)
-    const exchange = client.execute(httpRequest).pipe(
-      Effect.mapError(network),
-      Effect.flatMap((response) =>
-        Effect.map(readPlatformBody(request, response, network), (text): TransportResponse => ({
-          status: response.status,
-          headers: { ...response.headers },
-          body: text
-        }))
-      ),
-      // The platform client records request headers as span attributes: keep ours redacted there.
-      Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...REDACTED_HEADER_NAMES])
-    )
-    return withTimeout(request, exchange)
+/** The origin of a URL, or the URL itself if it has none. */
+const originOf = (url: string): string => {
+  try {
+    return new URL(url).origin
+  } catch {
+    return url
   }
-})
+}
+
+/**
+ * A transport over any `@effect/platform` HttpClient.
+ *
+ * - Redirects are never followed: fetch is told `redirect: "manual"` (so a 3xx comes back as it
+ *   is), and a response whose request is not ours (a client wrapped in `followRedirects`) is
+ *   refused with `Redirected`.
+ * - Each request runs under a scope of its own (`HttpClient.withScope`), so the platform hands it
+ *   our abort signal: the timeout is a plain timer that closes the scope, and any exchange that
+ *   does not end with a body read whole (a failure, a refused body, an interruption) closes it too,
+ *   which aborts the request on the socket at once. No fiber is forked for the timeout.
+ */
+export const fromHttpClient = (client: HttpClient.HttpClient): Service => {
+  const scoped = HttpClient.withScope(client)
+  return {
+    send: (request) => {
+      const body = sendableBody(request)
+      const headers = wireHeaders(request)
+      const contentType = Object.entries(headers).find(([name]) => name.toLowerCase() === "content-type")?.[1]
+      const httpRequest = HttpClientRequest.make(request.method)(request.url, {
+        headers,
+        ...(body === undefined ? {} : { body: HttpBody.text(body, contentType) })
+      })
+      let timedOut = false
+      const network = (error: HttpClientError.HttpClientError) =>
+        timedOut ? timedOutError(request) : transportError(
+          request,
+          "Network",
+          `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`
+        )
+      const exchange = Effect.flatMap(
+        Effect.mapError(scoped.execute(httpRequest), network),
+        (response) =>
+          response.request.url !== httpRequest.url
+            ? Effect.fail(transportError(
+              request,
+              "Redirected",
+              `the HttpClient followed a redirect to ${
+                originOf(response.request.url)
+              }; use a client that does not follow redirects`
+            ))
+            : Effect.map(readPlatformBody(request, response, network), (text): TransportResponse => ({
+              status: response.status,
+              headers: { ...response.headers },
+              body: text
+            }))
+      )
+      return Effect.flatMap(Scope.make(), (scope) => {
+        const abort = Scope.close(scope, Exit.void)
+        const timer = hasTimeout(request)
+          ? setTimeout(() => {
+            timedOut = true
+            Effect.runFork(abort)
+          }, request.timeoutMillis)
+          : undefined
+        return exchange.pipe(
+          Effect.mapError((error) => (timedOut ? timedOutError(request) : error)),
+          Effect.onExit((exit) => {
+            clearTimeout(timer)
+            // A body read whole leaves the connection to the pool; anything else is aborted.
+            return Exit.isSuccess(exit) ? Effect.void : abort
+          }),
+          // The request's scope, and fetch told not to follow redirects (on top of the application's options).
+          Effect.mapInputContext((context: Context.Context<never>) =>
+            Context.add(
+              Context.add(context, Scope.Scope, scope),
+              FetchHttpClient.RequestInit,
+              { ...Context.getOrElse(context, FetchHttpClient.RequestInit, () => ({})), redirect: "manual" }
+            )
+          ),
+          // The platform client records request headers as span attributes: keep ours redacted there.
+          Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...REDACTED_HEADER_NAMES])
+        )
+      })
+    }
+  }
+}
 
 /** A transport over the `@effect/platform` HttpClient the application provides (fetch, node, ...). */
 export const layerHttpClient: Layer.Layer<HttpTransport, never, HttpClient.HttpClient> = Layer.effect(
@@ -316,7 +398,7 @@ const withTimeout = <E>(
   effect: Effect.Effect<TransportResponse, E>
 ): Effect.Effect<TransportResponse, E | TransportError> =>
   hasTimeout(request)
-    ? Effect.timeoutFail(effect, { duration: request.timeoutMillis, onTimeout: () => timedOut(request) })
+    ? Effect.timeoutFail(effect, { duration: request.timeoutMillis, onTimeout: () => timedOutError(request) })
     : effect
 
 /**
@@ -347,4 +429,7 @@ export const memory: (
  */
 export const layerMemory = (
   handler: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
-): Layer.Layer<HttpTransport> => Layer.succeed(HttpTransport, memory(handler))
+): Layer.Layer<HttpTransport, InvalidConfig> =>
+  typeof handler === "function"
+    ? Layer.succeed(HttpTransport, memory(handler))
+    : Layer.fail(invalidArgument("handler", "must be a function from a request to an Effect of a response"))

@@ -10,12 +10,13 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ClinicalConfig } from "./ClinicalConfig.js"
-import { type ClinicalError, ResponseDecodeError } from "./ClinicalError.js"
+import { type ClinicalError, InvalidRequest, ResponseDecodeError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as AuthorizedPost from "./internal/authorizedPost.js"
+import { field, isRecord } from "./internal/json.js"
 import { type DateRange, personRequest, type PersonUidInput } from "./internal/personRequest.js"
 import { scrub } from "./internal/redaction.js"
-import { describeParseError, field, isRecord } from "./internal/response.js"
+import { describeParseError } from "./internal/response.js"
 import { TokenService } from "./TokenService.js"
 
 /** Path of the operation under `baseUrl`. */
@@ -154,7 +155,11 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
 
     return MedicationService.of({
       get: (personUid, options) => traced(keepWhole, personUid, options),
-      getAs: (schema, personUid, options) => traced(itemsDecoder(schema), personUid, options)
+      getAs: (schema, personUid, options) =>
+        // A JavaScript caller can pass anything as the schema.
+        Schema.isSchema(schema)
+          ? traced(itemsDecoder(schema), personUid, options)
+          : Effect.fail(new InvalidRequest({ operation: "medications", field: "schema", reason: "must be a Schema" }))
     })
   }
 )

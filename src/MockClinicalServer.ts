@@ -26,8 +26,8 @@ import * as Http from "node:http"
 import { InvalidConfig, type TransportError } from "./ClinicalError.js"
 import * as HttpDate from "./HttpDate.js"
 import * as HttpTransport from "./HttpTransport.js"
+import { field, isRecord, parse } from "./internal/json.js"
 import { DEMO_APPLICATION_ID, FIXTURE_PERSONS, type MockMedication, type MockPerson } from "./internal/mockFixture.js"
-import { field, isRecord } from "./internal/response.js"
 
 export type { MockMedication, MockPerson }
 
@@ -219,13 +219,7 @@ const pathOf = (url: string): string => {
   return end < 0 ? url.slice(start) : url.slice(start, end)
 }
 
-const parseJson = (body: string | undefined): unknown => {
-  try {
-    return body === undefined ? undefined : JSON.parse(body)
-  } catch {
-    return undefined
-  }
-}
+const parseJson = (body: string | undefined): unknown => Option.getOrUndefined(parse(body))
 
 interface IssuedToken {
   readonly applicationId: string
@@ -273,10 +267,37 @@ const offsetOf = (millis: number): Effect.Effect<number, InvalidConfig> =>
       })
     )
 
+/** The option that a JavaScript caller (or a JSON file) got wrong, and why; `undefined` when all are fine. */
+const refusedOption = (options: unknown): InvalidConfig | undefined => {
+  const refuse = (setting: string, reason: string) => new InvalidConfig({ setting, reason })
+  if (typeof options !== "object" || options === null) return refuse("options", "must be an object")
+  const { applicationIds, persons, requestLogLimit, seed } = options as Options
+  if (
+    applicationIds !== undefined &&
+    !(Array.isArray(applicationIds) && applicationIds.every((id) => typeof id === "string"))
+  ) {
+    return refuse("applicationIds", "must be an array of strings")
+  }
+  if (
+    persons !== undefined &&
+    !(Array.isArray(persons) && persons.every((p) => isRecord(p) && typeof p.personUid === "string"))
+  ) {
+    return refuse("persons", "must be an array of persons, each with a personUid")
+  }
+  if (requestLogLimit !== undefined && !(Number.isInteger(requestLogLimit) && requestLogLimit >= 0)) {
+    return refuse("requestLogLimit", "must be a whole number, 0 or more")
+  }
+  if (seed !== undefined && !Number.isFinite(seed)) return refuse("seed", "must be a finite number")
+  return undefined
+}
+
 /** Builds a mock. Its state lives as long as the returned service. Bad options fail with `InvalidConfig`. */
-export const make = (options: Options = {}): Effect.Effect<Service, InvalidConfig> =>
-  Effect.all([lifetimeOf(options.tokenLifetime ?? Duration.hours(1)), offsetOf(options.clockOffsetMillis ?? 0)])
+export const make = (options: Options = {}): Effect.Effect<Service, InvalidConfig> => {
+  const refused = refusedOption(options)
+  if (refused !== undefined) return Effect.fail(refused)
+  return Effect.all([lifetimeOf(options.tokenLifetime ?? Duration.hours(1)), offsetOf(options.clockOffsetMillis ?? 0)])
     .pipe(Effect.map(([initialLifetime, initialOffset]) => build(options, initialLifetime, initialOffset)))
+}
 
 const build = (options: Options, initialLifetime: number, initialOffset: number): Service => {
   const applicationIds = options.applicationIds ?? [DEMO_APPLICATION_ID]

@@ -30,11 +30,11 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { ClinicalConfig } from "./ClinicalConfig.js"
-import { type HttpError, RateLimited, ServerError, TransportError } from "./ClinicalError.js"
+import { type HttpError, InvalidRequest, RateLimited, ServerError, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as RetryPolicy from "./internal/retryPolicy.js"
 import * as Telemetry from "./internal/telemetry.js"
-import { type IssuedToken, requestToken } from "./internal/tokenRequest.js"
+import { type IssuedToken, requestToken, tokenUrl } from "./internal/tokenRequest.js"
 
 /** A token ready to use. All times are epoch milliseconds on the local clock. */
 export interface AccessToken {
@@ -48,8 +48,10 @@ export interface AccessToken {
   readonly issuedAt: number
   /** When the token expires: `issuedAt` plus the lifetime the server gave. */
   readonly expiresAt: number
-  /** The lifetime the server gave (`TOKEN_EXPIRES - Date`). */
+  /** The lifetime used: the one the server gave (`TOKEN_EXPIRES - Date`), at most `maxTokenLifetime`. */
   readonly lifetimeMillis: number
+  /** The lifetime the server gave; larger than `lifetimeMillis` when the cap cut it. */
+  readonly serverLifetimeMillis: number
   /** The server's clock minus ours, from its `Date` header; `undefined` when it sent none. */
   readonly serverClockSkewMillis: number | undefined
 }
@@ -60,10 +62,11 @@ export interface Service {
   readonly get: Effect.Effect<AccessToken, HttpError>
   /**
    * Like `get`, but waits at most `maxWait` for a token being fetched; then fails with a
-   * `TransportError` (`Deadline`). A fresh token is returned at once, with no timer.
+   * `TransportError` (`Deadline`). A fresh token is returned at once, with no timer. A `maxWait`
+   * that is not a duration is an `InvalidRequest`.
    */
-  readonly getWithin: (maxWait: Duration.DurationInput) => Effect.Effect<AccessToken, HttpError>
-  /** Drops `token` from the cache if, and only if, it is still the cached one. */
+  readonly getWithin: (maxWait: Duration.DurationInput) => Effect.Effect<AccessToken, HttpError | InvalidRequest>
+  /** Drops `token` from the cache if, and only if, it is still the cached one (anything else: nothing happens). */
   readonly invalidate: (token: AccessToken) => Effect.Effect<void>
 }
 
@@ -145,6 +148,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           issuedAt: issued.sentAt,
           expiresAt,
           lifetimeMillis: lifetime,
+          serverLifetimeMillis: issued.serverLifetimeMillis,
           serverClockSkewMillis: issued.serverClockSkewMillis
         },
         softAt: expiresAt - Math.min(softWindow, lifetime / 2),
@@ -201,6 +205,19 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         }]
       })
 
+    // An absurd lifetime is cut to maxTokenLifetime; the operator hears of it once, not on every refresh.
+    let clampReported = false
+    const reportClamp = (token: AccessToken) => {
+      if (clampReported || token.lifetimeMillis >= token.serverLifetimeMillis) return Effect.void
+      clampReported = true
+      return Effect.logWarning("the token endpoint gave a lifetime longer than maxTokenLifetime; using the cap").pipe(
+        Effect.annotateLogs({
+          serverLifetimeSeconds: Math.round(token.serverLifetimeMillis / 1000),
+          lifetimeSeconds: Math.round(token.lifetimeMillis / 1000)
+        })
+      )
+    }
+
     const report = (outcome: Exit.Exit<AccessToken, HttpError>) =>
       Exit.match(outcome, {
         onFailure: (cause) => {
@@ -223,11 +240,14 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             Effect.annotateCurrentSpan({
               "clinical.token.generation": facts.generation,
               "clinical.token.lifetime_seconds": facts.lifetimeSeconds,
+              "clinical.token.server_lifetime_seconds": Math.round(token.serverLifetimeMillis / 1000),
               "clinical.server_clock_skew_ms": facts.serverClockSkewMillis
             }),
+            Metric.set(Telemetry.tokenLifetime, facts.lifetimeSeconds),
             token.serverClockSkewMillis === undefined
               ? Effect.void
               : Metric.set(Telemetry.serverClockSkew, token.serverClockSkewMillis),
+            reportClamp(token),
             Effect.logDebug("token issued").pipe(Effect.annotateLogs(facts))
           ], { discard: true })
         }
@@ -309,7 +329,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         }
       ))
 
-    const tokenUrl = `${config.authUrl}${config.tokenPath}`
+    const url = tokenUrl(config)
     const follow = (maxWaitMillis: number | undefined) => (next: Next): Effect.Effect<AccessToken, HttpError> => {
       if (next._tag === "Now") return next.outcome
       const waiting = Deferred.await(next.deferred)
@@ -320,7 +340,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             operation: "token",
             reason: "Deadline",
             method: "POST",
-            url: tokenUrl,
+            url,
             detail: `no token within ${maxWaitMillis} ms`
           })
       })
@@ -340,16 +360,25 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       SynchronizedRef.update(
         state,
         (current) =>
-          current.cached !== undefined && current.cached.token.generation === token.generation
+          current.cached !== undefined && typeof token === "object" && token !== null &&
+            current.cached.token.generation === token.generation
             ? { ...current, cached: undefined }
             : current
       )
 
-    return TokenService.of({
-      get: acquire(undefined),
-      getWithin: (maxWait) => acquire(Duration.toMillis(Duration.decode(maxWait))),
-      invalidate
-    })
+    // The call path passes a plain number of milliseconds: no Duration is decoded on it.
+    const getWithin = (maxWait: Duration.DurationInput): Effect.Effect<AccessToken, HttpError | InvalidRequest> => {
+      if (typeof maxWait === "number" && maxWait >= 0) return acquire(maxWait)
+      // Duration reads NaN as zero; as an argument it is a mistake.
+      const decoded = Number.isNaN(maxWait) ? Option.none() : Duration.decodeUnknown(maxWait)
+      return Option.isSome(decoded)
+        ? acquire(Duration.toMillis(decoded.value))
+        : Effect.fail(
+          new InvalidRequest({ operation: "token", field: "maxWait", reason: "must be a duration, e.g. \"5 seconds\"" })
+        )
+    }
+
+    return TokenService.of({ get: acquire(undefined), getWithin, invalidate })
   }
 )
 
@@ -363,7 +392,9 @@ export const get: Effect.Effect<AccessToken, HttpError, TokenService> = Effect.f
 )
 
 /** A valid token from the `TokenService` in context, waiting at most `maxWait` for one being fetched. */
-export const getWithin = (maxWait: Duration.DurationInput): Effect.Effect<AccessToken, HttpError, TokenService> =>
+export const getWithin = (
+  maxWait: Duration.DurationInput
+): Effect.Effect<AccessToken, HttpError | InvalidRequest, TokenService> =>
   Effect.flatMap(TokenService, (service) => service.getWithin(maxWait))
 
 /** Drops `token` from the `TokenService` in context if it is still the cached one. */

@@ -5,10 +5,19 @@
 import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Scope } from "effect"
-import { ClinicalClient, type ClinicalConfig, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import {
+  ClinicalClient,
+  type ClinicalConfig,
+  type ClinicalError,
+  HttpTransport,
+  MedicationService,
+  TokenService
+} from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 
-const transports: ReadonlyArray<readonly [string, Layer.Layer<HttpTransport.HttpTransport>]> = [
+const transports: ReadonlyArray<
+  readonly [string, Layer.Layer<HttpTransport.HttpTransport, ClinicalError.InvalidConfig>]
+> = [
   ["layerUndici", HttpTransport.layerUndici()],
   ["layerHttpClient + FetchHttpClient", HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer))]
 ]
@@ -17,7 +26,7 @@ const persons = MockClinicalServer.fixturePersons
 
 /** A mock served on loopback for this test, and a client layer pointed at it. */
 const setup = (
-  transport: Layer.Layer<HttpTransport.HttpTransport>,
+  transport: Layer.Layer<HttpTransport.HttpTransport, ClinicalError.InvalidConfig>,
   options?: MockClinicalServer.Options,
   wrap: (inner: HttpTransport.Service) => HttpTransport.Service = (inner) => inner,
   clientOptions: Partial<ClinicalConfig.Options> = {}

@@ -5,11 +5,13 @@
 import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Redacted } from "effect"
-import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
+import { ClinicalClient, type ClinicalError, HttpTransport, MedicationService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as Raw from "./support/RawServer.js"
 
-const transports: ReadonlyArray<readonly [string, Layer.Layer<HttpTransport.HttpTransport>]> = [
+const transports: ReadonlyArray<
+  readonly [string, Layer.Layer<HttpTransport.HttpTransport, ClinicalError.InvalidConfig>]
+> = [
   ["layerUndici", HttpTransport.layerUndici()],
   ["layerHttpClient + FetchHttpClient", HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer))]
 ]

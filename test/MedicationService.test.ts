@@ -16,7 +16,7 @@ describe("MedicationService wire format", () => {
           method: "POST",
           url: `${Fake.AUTH_URL}/api/Server/Token`,
           path: "/api/Server/Token",
-          headers: { "Content-Type": "application/json" },
+          headers: { "Content-Type": "application/json", "Accept-Encoding": "identity" },
           body: JSON.stringify({ ApplicationId: Fake.APPLICATION_ID })
         })
         expect(data).toEqual({
@@ -26,6 +26,7 @@ describe("MedicationService wire format", () => {
           path: "/api/clinical/medication/get",
           headers: {
             "Content-Type": "application/json",
+            "Accept-Encoding": "identity",
             Authorization: `Bearer ${Fake.tokenValue(1)}`,
             ApplicationId: Fake.APPLICATION_ID
           },

@@ -225,8 +225,7 @@ describe("Retry-After", () => {
               : new ClinicalError.ServerError({ operation: "medications", status, retryAfterMillis: 120_000 })
           )
           expect(yield* fake.dataRequests).toHaveLength(1)
-        })
-      ))
+        }), { maxRetryAfter: "1 hour" }))
   }
 })
 
@@ -325,6 +324,46 @@ describe("token endpoint throttle memory", () => {
         expect(results).toHaveLength(50)
         expect(yield* fake.tokenRequests).toHaveLength(2)
       })
+    ))
+})
+
+describe("an absurd Retry-After is capped at maxRetryAfter", () => {
+  it.effect("a token endpoint's Retry-After of 99999999 s pauses token requests for 60 s by default", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptToken(Fake.respond(429, {}, { "Retry-After": "99999999" }))
+          expect(yield* Effect.flip(get)).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 60_000 })
+          yield* TestClock.adjust("59999 millis")
+          expect(yield* Effect.flip(get)).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 1 })
+          expect(yield* fake.tokenRequests).toHaveLength(1)
+          yield* TestClock.adjust("1 millis")
+          expect((yield* get).medications).toHaveLength(2)
+          expect(yield* fake.tokenRequests).toHaveLength(2)
+        }),
+      { maxRetries: 0 }
+    ))
+
+  it.effect("an HTTP-date Retry-After years ahead is capped as well", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptToken(Fake.respond(503, {}, { "Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT" }))
+          expect(yield* Effect.flip(get)).toMatchObject({ _tag: "ServerError", retryAfterMillis: 60_000 })
+        }),
+      { maxRetries: 0 }
+    ))
+
+  it.effect("a single wait before a retry is capped too, and then the retry is made", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(Fake.respond(503, {}, { "Retry-After": "99999999" }))
+          const result = yield* Fake.runWithClock(get, "1 second")
+          expect(result.medications).toHaveLength(2)
+          expect(times(yield* fake.dataRequests)).toEqual([0, 5_000])
+        }),
+      { maxRetryAfter: "5 seconds" }
     ))
 })
 

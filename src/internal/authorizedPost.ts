@@ -25,7 +25,7 @@ import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
 import * as Tracer from "effect/Tracer"
 import type * as ClinicalConfig from "../ClinicalConfig.js"
-import { type HttpError, type Operation, TransportError } from "../ClinicalError.js"
+import { type ClinicalError, type HttpError, type Operation, TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import type * as TokenService from "../TokenService.js"
 import { labelled } from "./attempt.js"
@@ -53,7 +53,7 @@ export interface Call {
 }
 
 /** Makes one call and returns its JSON body, or the typed error it ended in. */
-export type AuthorizedPost = (call: Call) => Effect.Effect<JsonResponse, HttpError>
+export type AuthorizedPost = (call: Call) => Effect.Effect<JsonResponse, ClinicalError>
 
 /** The state of one call across its attempts. */
 interface Progress {
@@ -96,6 +96,7 @@ export const make = (
   const policy = fromConfig(config)
   const deadlineMillis = Duration.toMillis(config.deadline)
   const requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
+  const maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
   const gate = Gate.make(config.maxConcurrentRequests)
   const metrics = { medications: operationMetrics("medications"), token: operationMetrics("token") }
 
@@ -117,6 +118,8 @@ export const make = (
     url: call.url,
     headers: {
       "Content-Type": "application/json",
+      // No compression: nothing to inflate, so nothing to inflate without bound.
+      "Accept-Encoding": "identity",
       Authorization: token.authorization,
       ApplicationId: config.applicationId
     },
@@ -153,15 +156,15 @@ export const make = (
   const token = (progress: Progress) =>
     Effect.clockWith((clock) =>
       Effect.mapError(
-        tokens.getWithin(Duration.millis(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis()))),
-        (error): HttpError =>
+        tokens.getWithin(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis())),
+        (error): ClinicalError =>
           error._tag === "TransportError" && error.reason === "Deadline" ? deadlinePassed(progress) : error
       )
     )
 
   // The call's bookkeeping in one step: attempts histogram, failures counter, span attributes.
   // Metrics are updated with the fiber's metric tags, as `Metric.update` would.
-  const record = (progress: Progress, status: number | undefined, error: HttpError | undefined) =>
+  const record = (progress: Progress, status: number | undefined, error: ClinicalError | undefined) =>
     Effect.withFiberRuntime<void>((fiber) => {
       const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
       const m = metrics[progress.call.operation]
@@ -176,14 +179,14 @@ export const make = (
       return Effect.void
     })
 
-  const fail = (progress: Progress, error: HttpError): Effect.Effect<never, HttpError> =>
+  const fail = (progress: Progress, error: ClinicalError): Effect.Effect<never, ClinicalError> =>
     Effect.zipRight(record(progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
 
   const succeed = (progress: Progress, status: number, json: unknown): Effect.Effect<JsonResponse> =>
     Effect.as(record(progress, status, undefined), { status, json })
 
   // After a failed attempt: retry after a backoff, or end the call with the error.
-  const retryOrFail = (progress: Progress, error: HttpError): Effect.Effect<JsonResponse, HttpError> => {
+  const retryOrFail = (progress: Progress, error: ClinicalError): Effect.Effect<JsonResponse, ClinicalError> => {
     const cause = retryCause(error)
     if (cause === undefined || progress.retried >= policy.maxRetries || (progress.call.writes && !config.retryWrites)) {
       return fail(progress, error)
@@ -208,7 +211,7 @@ export const make = (
     progress: Progress,
     used: TokenService.AccessToken,
     response: HttpTransport.TransportResponse
-  ): Effect.Effect<JsonResponse, HttpError> => {
+  ): Effect.Effect<JsonResponse, ClinicalError> => {
     const status = response.status
     if (isTokenRejected(status) && !progress.tokenRefreshed) {
       progress.tokenRefreshed = true
@@ -221,14 +224,16 @@ export const make = (
     return Effect.clockWith((clock) => {
       const read = readJson({
         operation: progress.call.operation,
+        url: progress.call.url,
         secrets: () => [...progress.call.secrets(), used.token, config.applicationId],
-        now: clock.unsafeCurrentTimeMillis()
+        now: clock.unsafeCurrentTimeMillis(),
+        maxRetryAfterMillis
       }, response)
       return read._tag === "Right" ? succeed(progress, status, read.right) : retryOrFail(progress, read.left)
     })
   }
 
-  const attempt = (progress: Progress): Effect.Effect<JsonResponse, HttpError> => {
+  const attempt = (progress: Progress): Effect.Effect<JsonResponse, ClinicalError> => {
     progress.attempts++
     return Effect.matchEffect(token(progress), {
       onFailure: (error) => retryOrFail(progress, error),

@@ -32,11 +32,15 @@ export interface PersonRequest {
 export const personRequest = (
   operation: Operation,
   personUid: PersonUidInput,
-  range: DateRange | undefined
+  range: DateRange | null | undefined
 ): Either.Either<PersonRequest, InvalidRequest> => {
   const refuse = (field: string, reason: string) => Either.left(new InvalidRequest({ operation, field, reason }))
   const uid = visibleAscii(reveal(personUid), MAX_PERSON_UID_LENGTH)
   if (Either.isLeft(uid)) return refuse("personUid", uid.left)
+  // JavaScript callers: `null` means no options; anything else that is not an object is a mistake.
+  if (range !== undefined && range !== null && typeof range !== "object") {
+    return refuse("options", "must be an object such as { startDate, endDate }")
+  }
   const body: { personuid: string; StartDate?: string; EndDate?: string } = { personuid: uid.right }
   if (range?.startDate !== undefined) {
     const start = calendarDate(range.startDate)

@@ -1,10 +1,11 @@
 /**
  * Turning an HTTP response into a JSON value or a typed error: the one place where statuses, the
- * service's envelope (`Success`, `ErrorType`, `ErrorMessage`) and `Retry-After` are read.
+ * service's envelope (`Success`, `ErrorType`, `ErrorMessage`), redirects and `Retry-After` are read.
+ * Whatever the server sends, the answer is a value or a typed error, never a thrown exception.
  */
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
+import type * as ParseResult from "effect/ParseResult"
 import type * as Redacted from "effect/Redacted"
 import {
   ApiError,
@@ -20,35 +21,52 @@ import {
 } from "../ClinicalError.js"
 import * as HttpDate from "../HttpDate.js"
 import type { TransportResponse } from "../HttpTransport.js"
+import * as Json from "./json.js"
 import { scrub } from "./redaction.js"
 
 /** The statuses that mean "this token is no good": refresh once and retry once. */
 export const isTokenRejected = (status: number): boolean => status === 401 || status === 419
 
-/** A property by name, exact first, then case-insensitively (the service writes PascalCase). */
-export const field = (record: { readonly [key: string]: unknown }, name: string): unknown => {
-  if (name in record) return record[name]
-  const wanted = name.toLowerCase()
-  for (const key in record) {
-    if (key.toLowerCase() === wanted) return record[key]
-  }
-  return undefined
-}
-
-/** A plain JSON object (not null, not an array). */
-export const isRecord = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
-/** `Retry-After` as milliseconds from `now`: delta-seconds or an HTTP date; `undefined` when absent or bad. */
-export const retryAfterMillis = (value: string | undefined, now: number): number | undefined => {
+/**
+ * `Retry-After` as milliseconds from `now` (delta-seconds or an HTTP date), at most `max`: one
+ * absurd value must not pause the client for years. `undefined` when absent or malformed.
+ */
+export const retryAfterMillis = (value: string | undefined, now: number, max: number): number | undefined => {
   if (value === undefined) return undefined
   const text = value.trim()
-  if (/^\d{1,10}$/.test(text)) return Number(text) * 1000
-  return Option.getOrUndefined(Option.map(HttpDate.parseMillis(text, { now }), (at) => Math.max(0, at - now)))
+  const millis = /^\d{1,10}$/.test(text)
+    ? Number(text) * 1000
+    : Option.getOrUndefined(Option.map(HttpDate.parseMillis(text, { now }), (at) => Math.max(0, at - now)))
+  return millis === undefined ? undefined : Math.min(millis, max)
 }
 
-const statusError = (operation: Operation, response: TransportResponse, now: number): HttpError => {
+/** What the caller knows about the exchange being read. */
+export interface Exchange {
+  readonly operation: Operation
+  /** The request's URL, against which a redirect's `Location` is resolved. */
+  readonly url: string
+  /** Secrets the request carried; scrubbed out of any server text kept in an error. Asked for only then. */
+  readonly secrets: () => Iterable<Redacted.Redacted<string>>
+  /** Local time (epoch ms) the response arrived, for an HTTP-date `Retry-After`. */
+  readonly now: number
+  /** Cap on a `Retry-After`, in milliseconds. */
+  readonly maxRetryAfterMillis: number
+}
+
+/** The origin (scheme, host, port) a `Location` points to, scrubbed; never its path or query. */
+const redirectOrigin = (exchange: Exchange, location: string | undefined): string | undefined => {
+  if (location === undefined) return undefined
+  try {
+    return scrub(new URL(location, exchange.url).origin, exchange.secrets())
+  } catch {
+    return "an invalid Location"
+  }
+}
+
+const statusError = (exchange: Exchange, response: TransportResponse): HttpError => {
+  const { operation } = exchange
   const status = response.status
+  const retryAfter = () => retryAfterMillis(response.headers["retry-after"], exchange.now, exchange.maxRetryAfterMillis)
   switch (status) {
     case 400:
       return new BadRequest({ operation, status })
@@ -57,90 +75,131 @@ const statusError = (operation: Operation, response: TransportResponse, now: num
     case 419:
       return new TokenExpired({ operation, status })
     case 429: {
-      const retryAfter = retryAfterMillis(response.headers["retry-after"], now)
-      return new RateLimited({
-        operation,
-        status,
-        ...(retryAfter === undefined ? {} : { retryAfterMillis: retryAfter })
-      })
+      const after = retryAfter()
+      return new RateLimited({ operation, status, ...(after === undefined ? {} : { retryAfterMillis: after }) })
     }
   }
   if (status >= 500 && status <= 599) {
-    const retryAfter = retryAfterMillis(response.headers["retry-after"], now)
-    return new ServerError({ operation, status, ...(retryAfter === undefined ? {} : { retryAfterMillis: retryAfter }) })
+    const after = retryAfter()
+    return new ServerError({ operation, status, ...(after === undefined ? {} : { retryAfterMillis: after }) })
   }
-  return new UnexpectedStatus({ operation, status })
+  const location = status >= 300 && status <= 399 ? redirectOrigin(exchange, response.headers["location"]) : undefined
+  return new UnexpectedStatus({ operation, status, ...(location === undefined ? {} : { location }) })
 }
 
-const parseJson = (body: string): Option.Option<unknown> => {
-  try {
-    return Option.some(JSON.parse(body))
-  } catch {
-    return Option.none()
+/** What the envelope's `Success` says. .NET services and proxies also write it as a string or a number. */
+type Outcome = "success" | "failure" | "absent" | "invalid"
+
+const outcomeOf = (value: unknown): Outcome => {
+  if (value === undefined) return "absent"
+  if (value === true || value === 1) return "success"
+  if (value === false || value === 0) return "failure"
+  if (typeof value === "string") {
+    const lower = value.toLowerCase()
+    if (lower === "true") return "success"
+    if (lower === "false") return "failure"
   }
+  return "invalid"
 }
 
+/** Server text for an error: scrubbed of every secret, bounded, whatever the value's shape. */
 const serverText = (value: unknown, secrets: Iterable<Redacted.Redacted<string>>): string | null =>
-  value === null || value === undefined
-    ? null
-    : scrub(typeof value === "string" ? value : JSON.stringify(value), secrets)
+  value === null || value === undefined ? null : scrub(Json.render(value), secrets)
 
-/** What the caller knows about the exchange being read. */
-export interface Exchange {
-  readonly operation: Operation
-  /** Secrets the request carried; scrubbed out of any server text kept in an error. Asked for only then. */
-  readonly secrets: () => Iterable<Redacted.Redacted<string>>
-  /** Local time (epoch ms) the response arrived, for an HTTP-date `Retry-After`. */
-  readonly now: number
+const decodeError = (exchange: Exchange, status: number, reason: string) =>
+  new ResponseDecodeError({ operation: exchange.operation, status, reason })
+
+/** Why a body is not JSON; a compressed one says so (the client asks for none: `Accept-Encoding: identity`). */
+const notJson = (response: TransportResponse): string => {
+  const encoding = response.headers["content-encoding"]?.trim()
+  return encoding === undefined || encoding === "" || encoding.toLowerCase() === "identity"
+    ? "the body is not JSON"
+    : `the body is not JSON (it came with Content-Encoding: ${encoding.slice(0, 40)}, which the client did not ask for)`
 }
 
 /**
  * The JSON body of a successful response, or the typed error the response stands for:
  * 401 and 419 by status; then the envelope's `Success: false` (`ApiError`), whatever the status;
- * then any other non-2xx by status; then a 2xx body that is not JSON.
+ * then any other non-2xx by status (a 3xx with its `Location` origin); then a 2xx body that is not
+ * JSON, whose `Success` is neither true nor false, or that nests deeper than {@link Json.MAX_DEPTH}.
  */
 export const readJson = (exchange: Exchange, response: TransportResponse): Either.Either<unknown, HttpError> => {
-  const { operation, now } = exchange
-  if (isTokenRejected(response.status)) return Either.left(statusError(operation, response, now))
-  const json = parseJson(response.body)
-  if (Option.isSome(json) && isRecord(json.value) && field(json.value, "Success") === false) {
+  const status = response.status
+  if (isTokenRejected(status)) return Either.left(statusError(exchange, response))
+  const json = Json.parse(response.body)
+  const record = Option.isSome(json) && Json.isRecord(json.value) ? json.value : undefined
+  const outcome = record === undefined ? "absent" : outcomeOf(Json.field(record, "Success"))
+  if (outcome === "failure") {
     return Either.left(
       new ApiError({
-        operation,
-        status: response.status,
-        errorType: serverText(field(json.value, "ErrorType"), exchange.secrets()),
-        errorMessage: serverText(field(json.value, "ErrorMessage"), exchange.secrets())
+        operation: exchange.operation,
+        status,
+        errorType: serverText(Json.field(record!, "ErrorType"), exchange.secrets()),
+        errorMessage: serverText(Json.field(record!, "ErrorMessage"), exchange.secrets())
       })
     )
   }
-  if (response.status < 200 || response.status > 299) return Either.left(statusError(operation, response, now))
-  if (Option.isNone(json)) {
-    return Either.left(new ResponseDecodeError({ operation, status: response.status, reason: "the body is not JSON" }))
+  if (status < 200 || status > 299) return Either.left(statusError(exchange, response))
+  if (Option.isNone(json)) return Either.left(decodeError(exchange, status, notJson(response)))
+  if (outcome === "invalid") {
+    return Either.left(decodeError(exchange, status, "the envelope's Success is neither true nor false"))
+  }
+  if (Json.deeperThan(json.value, Json.MAX_DEPTH)) {
+    return Either.left(decodeError(exchange, status, `the body nests deeper than ${Json.MAX_DEPTH} levels`))
   }
   return Either.right(json.value)
 }
 
-const ISSUE_WORDS: Record<ParseResult.ArrayFormatterIssue["_tag"], string> = {
+const ISSUE_WORDS = {
   Missing: "is missing",
   Unexpected: "is not expected",
   Type: "has the wrong type",
   Refinement: "has a value that is not allowed",
   Transformation: "could not be transformed",
-  Forbidden: "could not be decoded synchronously",
-  Pointer: "is invalid",
-  Composite: "is invalid"
+  Forbidden: "could not be decoded synchronously"
+} as const
+
+interface Leaf {
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly words: string
+}
+
+/** The failures of a decode, where they are and what kind; never the value found there. */
+const leaves = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, out: Array<Leaf>): void => {
+  switch (issue._tag) {
+    case "Type":
+    case "Missing":
+    case "Unexpected":
+    case "Forbidden":
+      out.push({ path, words: ISSUE_WORDS[issue._tag] })
+      return
+    case "Pointer":
+      return leaves(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path])], out)
+    case "Refinement":
+      return issue.kind === "Predicate"
+        ? void out.push({ path, words: ISSUE_WORDS.Refinement })
+        : leaves(issue.issue, path, out)
+    case "Transformation":
+      return issue.kind === "Transformation"
+        ? void out.push({ path, words: ISSUE_WORDS.Transformation })
+        : leaves(issue.issue, path, out)
+    case "Composite":
+      for (const inner of Array.isArray(issue.issues) ? issue.issues : [issue.issues]) leaves(inner, path, out)
+      return
+  }
 }
 
 /**
  * Describes a Schema decode failure by where and how it failed, never by the value found (values
- * here are tokens or patient data). At most five issues are listed.
+ * here are tokens or patient data, and formatting one may recurse through it). At most five
+ * failures are listed.
  */
 export const describeParseError = (error: ParseResult.ParseError, root: string): string => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-  const listed = issues.slice(0, 5).map((issue) => {
-    const path = issue.path.map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`)).join("")
-    return `${root}${path} ${ISSUE_WORDS[issue._tag]}`
-  })
-  const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : ""
+  const found: Array<Leaf> = []
+  leaves(error.issue, [], found)
+  const listed = found.slice(0, 5).map(({ path, words }) =>
+    `${root}${path.map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`)).join("")} ${words}`
+  )
+  const more = found.length > 5 ? ` (and ${found.length - 5} more)` : ""
   return `${listed.join("; ")}${more}`
 }

@@ -22,6 +22,11 @@ export const serverClockSkew = Metric.gauge("clinical_server_clock_skew_millis",
   description: "Server Date header minus local time when the token response arrived"
 })
 
+/** The lifetime of the last token obtained, in seconds, after the `maxTokenLifetime` cap. */
+export const tokenLifetime = Metric.gauge("clinical_token_lifetime_seconds", {
+  description: "Lifetime of the last token obtained (TOKEN_EXPIRES minus Date), after the maxTokenLifetime cap"
+})
+
 /** Retries, by `operation` and `cause` (network, timeout, or the status code). */
 export const retries = Metric.counter("clinical_retries_total", {
   description: "Retried attempts, by operation and cause",

@@ -15,7 +15,8 @@ import { type HttpError, ResponseDecodeError } from "../ClinicalError.js"
 import * as HttpDate from "../HttpDate.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import { send } from "./attempt.js"
-import { describeParseError, field, isRecord, readJson } from "./response.js"
+import { field, isRecord } from "./json.js"
+import { describeParseError, readJson } from "./response.js"
 import * as Telemetry from "./telemetry.js"
 import { MAX_TOKEN_LENGTH, visibleAscii } from "./validate.js"
 
@@ -32,17 +33,22 @@ export interface IssuedToken {
   readonly token: Redacted.Redacted<string>
   /** Local time (epoch ms) the request was sent. */
   readonly sentAt: number
-  /** `TOKEN_EXPIRES - Date`, both from the server's clock, so clock skew cancels out. */
+  /** `TOKEN_EXPIRES - Date`, both from the server's clock (so clock skew cancels out), at most `maxTokenLifetime`. */
   readonly lifetimeMillis: number
+  /** The lifetime the server gave, before the cap; larger than `lifetimeMillis` when it was cut. */
+  readonly serverLifetimeMillis: number
   /** Server `Date` minus the local time the response arrived; `undefined` without a `Date` header. */
   readonly serverClockSkewMillis: number | undefined
 }
 
+/** Where token requests go. */
+export const tokenUrl = (config: ClinicalConfig.Service): string => `${config.authUrl}${config.tokenPath}`
+
 /** The token request as it goes to the transport. The body holds the ApplicationId, so it is redacted. */
 export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.TransportRequest => ({
   method: "POST",
-  url: `${config.authUrl}${config.tokenPath}`,
-  headers: { "Content-Type": "application/json" },
+  url: tokenUrl(config),
+  headers: { "Content-Type": "application/json", "Accept-Encoding": "identity" },
   body: Redacted.make(JSON.stringify({ ApplicationId: Redacted.value(config.applicationId) })),
   maxResponseBytes: config.maxResponseBytes,
   timeoutMillis: Duration.toMillis(config.tokenTimeout)
@@ -58,10 +64,13 @@ export const readTokenResponse = (
   config: ClinicalConfig.Service
 ): Either.Either<IssuedToken, HttpError> =>
   Either.gen(function*() {
-    const json = yield* readJson(
-      { operation: "token", secrets: () => [config.applicationId], now: receivedAt },
-      response
-    )
+    const json = yield* readJson({
+      operation: "token",
+      url: tokenUrl(config),
+      secrets: () => [config.applicationId],
+      now: receivedAt,
+      maxRetryAfterMillis: Duration.toMillis(config.maxRetryAfter)
+    }, response)
     const status = response.status
     if (!isRecord(json)) return yield* Either.left(decodeError(status, "the body is not a JSON object"))
     const body = yield* Either.mapLeft(
@@ -82,8 +91,8 @@ export const readTokenResponse = (
     )
     // With the server's Date, the lifetime is measured on the server's clock alone; without it,
     // TOKEN_EXPIRES can only be compared with the local clock.
-    const lifetimeMillis = Option.isSome(serverDate) ? expires.value - serverDate.value : expires.value - sentAt
-    if (!(lifetimeMillis > 0)) {
+    const serverLifetimeMillis = Option.isSome(serverDate) ? expires.value - serverDate.value : expires.value - sentAt
+    if (!(serverLifetimeMillis > 0)) {
       return yield* Either.left(
         decodeError(status, "the token's lifetime is not positive (TOKEN_EXPIRES is not later)")
       )
@@ -91,7 +100,8 @@ export const readTokenResponse = (
     return {
       token: Redacted.make(body.Token),
       sentAt,
-      lifetimeMillis,
+      lifetimeMillis: Math.min(serverLifetimeMillis, Duration.toMillis(config.maxTokenLifetime)),
+      serverLifetimeMillis,
       serverClockSkewMillis: Option.isSome(serverDate) ? serverDate.value - receivedAt : undefined
     }
   })

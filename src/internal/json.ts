@@ -1,0 +1,96 @@
+/**
+ * Reading JSON that a server (or a user) wrote: parsing without throwing, looking fields up the way
+ * ASP.NET writes them, and handling values of any depth or size without ever recursing into them
+ * without bound (a 100,000-level array parses fine, but `JSON.stringify` or a recursive walk of it
+ * overflows the stack).
+ */
+import * as Option from "effect/Option"
+
+/** A plain JSON object (not null, not an array). */
+export const isRecord = (u: unknown): u is { readonly [key: string]: unknown } =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The parsed value, or `None` when `text` is not JSON. (V8's `JSON.parse` is iterative: depth cannot crash it.) */
+export const parse = (text: string | undefined): Option.Option<unknown> => {
+  if (text === undefined) return Option.none()
+  try {
+    return Option.some(JSON.parse(text))
+  } catch {
+    return Option.none()
+  }
+}
+
+/** A property by name, exact first, then case-insensitively (the service writes PascalCase). */
+export const field = (record: { readonly [key: string]: unknown }, name: string): unknown => {
+  if (name in record) return record[name]
+  const wanted = name.toLowerCase()
+  for (const key in record) {
+    if (key.toLowerCase() === wanted) return record[key]
+  }
+  return undefined
+}
+
+/**
+ * Deepest nesting of a response the client accepts. The serializers of .NET (System.Text.Json,
+ * Json.NET) refuse to read deeper than 64 levels by default, and no documented payload comes close;
+ * a deeper body is refused rather than handed to code (ours, a Schema, the user's) that recurses.
+ */
+export const MAX_DEPTH = 64
+
+/** True when `value` nests objects or arrays more than `max` levels deep. Iterative; stops at the first such path. */
+export const deeperThan = (value: unknown, max: number): boolean => {
+  if (typeof value !== "object" || value === null) return false
+  const stack: Array<object> = [value]
+  const depths: Array<number> = [1]
+  while (stack.length > 0) {
+    const node = stack.pop()! as { readonly [key: string]: unknown }
+    const depth = depths.pop()!
+    if (depth > max) return true
+    for (const key in node) {
+      const child = node[key]
+      if (typeof child === "object" && child !== null) {
+        stack.push(child)
+        depths.push(depth + 1)
+      }
+    }
+  }
+  return false
+}
+
+/** Longest rendering of a foreign value kept in an error. */
+const MAX_RENDERED = 500
+/** Levels rendered before a nested value is shown as `[...]` or `{...}`. */
+const MAX_RENDERED_DEPTH = 8
+
+/**
+ * A short JSON-like rendering of any value, bounded in depth and length, for server text that is
+ * not a string (an `ErrorMessage` that is an object, say). Strings are returned as they are.
+ */
+export const render = (value: unknown): string => {
+  if (typeof value === "string") return value
+  let out = ""
+  const write = (v: unknown, depth: number): void => {
+    if (out.length > MAX_RENDERED) return
+    if (typeof v !== "object" || v === null) {
+      out += typeof v === "string" ? JSON.stringify(v) : String(v)
+      return
+    }
+    const isArray = Array.isArray(v)
+    if (depth >= MAX_RENDERED_DEPTH) {
+      out += isArray ? "[...]" : "{...}"
+      return
+    }
+    out += isArray ? "[" : "{"
+    let first = true
+    for (const key in v) {
+      if (out.length > MAX_RENDERED) break
+      if (!first) out += ","
+      first = false
+      if (!isArray) out += `${JSON.stringify(key)}:`
+      write((v as { readonly [key: string]: unknown })[key], depth + 1)
+    }
+    out += isArray ? "]" : "}"
+  }
+  write(value, 0)
+  return out.length > MAX_RENDERED ? `${out.slice(0, MAX_RENDERED)}...` : out
+}

@@ -1,0 +1,105 @@
+/**
+ * JavaScript callers and JSON configuration can pass anything at all: every public entry point
+ * refuses a bad argument with a typed error (`InvalidConfig` for a layer, `InvalidRequest` for a
+ * call) that names it, and sends nothing. Never a `TypeError`, never a defect.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer, Option, type Schema } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
+import * as Fake from "./support/FakeService.js"
+
+/** The typed failure of an exit; fails the test on a success or a defect. */
+const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure, got a success")
+  return Option.getOrThrowWith(Cause.failureOption(exit.cause), () => new Error(Cause.pretty(exit.cause)))
+}
+
+const anything = (value: unknown) => value as never
+
+describe("bad arguments are typed errors", () => {
+  for (const [label, options] of [["undefined", undefined], ["null", null], ["a string", "x"], ["a number", 42]]) {
+    it.effect(`ClinicalClient.layer(${label}) fails with InvalidConfig`, () =>
+      Effect.gen(function*() {
+        const fake = yield* Fake.make()
+        const exit = yield* Effect.exit(
+          TokenService.get.pipe(Effect.provide(ClinicalClient.layer(anything(options)).pipe(Layer.provide(fake.layer))))
+        )
+        expect(failureOf(exit)).toMatchObject({ _tag: "InvalidConfig", setting: "options" })
+        expect(yield* fake.requests).toHaveLength(0)
+      }))
+  }
+
+  it.effect("ClinicalClient.layerUndici(undefined) and HttpTransport.layerUndici(null) fail with InvalidConfig", () =>
+    Effect.gen(function*() {
+      const client = yield* Effect.exit(
+        Effect.provide(TokenService.get, ClinicalClient.layerUndici(anything(undefined)))
+      )
+      expect(failureOf(client)).toMatchObject({ _tag: "InvalidConfig", setting: "options" })
+      const agent = yield* Effect.exit(
+        Effect.provide(HttpTransport.HttpTransport, HttpTransport.layerUndici(anything(null)))
+      )
+      expect(failureOf(agent)).toMatchObject({ _tag: "InvalidConfig", setting: "agentOptions" })
+    }))
+
+  it.effect("HttpTransport.layerMemory without a handler fails with InvalidConfig", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(
+        Effect.provide(HttpTransport.HttpTransport, HttpTransport.layerMemory(anything(5)))
+      )
+      expect(failureOf(exit)).toMatchObject({ _tag: "InvalidConfig", setting: "handler" })
+    }))
+
+  it.effect("MockClinicalServer.make refuses options that are not what it reads", () =>
+    Effect.gen(function*() {
+      for (
+        const [options, setting] of [
+          [null, "options"],
+          [{ persons: "everyone" }, "persons"],
+          [{ applicationIds: [1] }, "applicationIds"],
+          [{ requestLogLimit: -1 }, "requestLogLimit"]
+        ] as const
+      ) {
+        const exit = yield* Effect.exit(MockClinicalServer.make(anything(options)))
+        expect(failureOf(exit)).toMatchObject({ _tag: "InvalidConfig", setting })
+      }
+    }))
+
+  it.effect("MedicationService calls refuse a bad PersonUid, options or Schema with InvalidRequest, sending nothing", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        const calls: ReadonlyArray<
+          readonly [Effect.Effect<unknown, unknown, MedicationService.MedicationService>, string]
+        > = [
+          [MedicationService.get(anything(undefined)), "personUid"],
+          [MedicationService.get(anything(12345)), "personUid"],
+          [MedicationService.get(Fake.PERSON_UID, anything("2024-01-01")), "options"],
+          [MedicationService.get(Fake.PERSON_UID, anything({ startDate: 20240101 })), "startDate"],
+          [MedicationService.getAs(anything(undefined), Fake.PERSON_UID), "schema"],
+          [MedicationService.getAs(anything({ fields: {} }) as Schema.Schema<unknown>, Fake.PERSON_UID), "schema"]
+        ]
+        for (const [call, field] of calls) {
+          expect(failureOf(yield* Effect.exit(call))).toMatchObject({ _tag: "InvalidRequest", field })
+        }
+        expect(yield* fake.requests).toHaveLength(0)
+        // null options mean none: the call is made.
+        expect((yield* MedicationService.get(Fake.PERSON_UID, anything(null))).medications).toHaveLength(2)
+      })
+    ))
+
+  it.effect("TokenService.getWithin refuses what is not a duration; invalidate ignores what is not a token", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        for (const maxWait of ["soon", Number.NaN, {}, undefined]) {
+          expect(failureOf(yield* Effect.exit(TokenService.getWithin(anything(maxWait))))).toMatchObject({
+            _tag: "InvalidRequest",
+            field: "maxWait"
+          })
+        }
+        const token = yield* TokenService.get
+        for (const notAToken of [undefined, null, {}, "token"]) yield* TokenService.invalidate(anything(notAToken))
+        expect((yield* TokenService.get).generation).toBe(token.generation)
+        expect(yield* fake.tokenRequests).toHaveLength(1)
+      })
+    ))
+})

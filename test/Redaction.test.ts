@@ -1,0 +1,70 @@
+/**
+ * The one function that scrubs secrets out of text we did not write: every form a server
+ * plausibly echoes a value in, every occurrence, and the cap applied after scrubbing.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Redacted } from "effect"
+import { MAX_TEXT, scrub } from "../src/internal/redaction.js"
+
+const GUID = "3F2504E0-4F89-11D3-9A0C-0305E82C3301"
+const TOKEN = "c2VjcmV0LXRva2Vu+/YWJj=="
+const PASS = "pass word/é"
+
+describe("scrub", () => {
+  const forms: ReadonlyArray<readonly [string, string, string]> = [
+    ["a GUID as sent", GUID, GUID],
+    ["a GUID in lower case (.NET's default)", GUID, GUID.toLowerCase()],
+    ["a GUID without hyphens", GUID, GUID.replace(/-/g, "")],
+    ["a GUID without hyphens, lower case", GUID, GUID.replace(/-/g, "").toLowerCase()],
+    ["a GUID given lower case, echoed upper case", GUID.toLowerCase(), GUID],
+    ["a GUID percent-encoded", GUID, encodeURIComponent(GUID)],
+    ["a token as sent", TOKEN, TOKEN],
+    ["a token in another case", TOKEN, TOKEN.toUpperCase()],
+    ["a token JSON-escaped with \\/", TOKEN, TOKEN.replace(/\//g, "\\/")],
+    ["a token JSON-escaped with \\u002B", TOKEN, TOKEN.replace(/\+/g, "\\u002B")],
+    ["a token JSON-escaped with lower-case hex", TOKEN, TOKEN.replace(/\+/g, "\\u002b")],
+    ["a token percent-encoded", TOKEN, encodeURIComponent(TOKEN)],
+    ["a token percent-encoded in lower case", TOKEN, encodeURIComponent(TOKEN).toLowerCase()],
+    ["a pass code with a space, form-encoded", PASS, "pass+word%2F%C3%A9"],
+    ["a pass code with non-ASCII, \\u-escaped", PASS, "pass word\\/\\u00e9"]
+  ]
+  for (const [title, secret, echoed] of forms) {
+    it(title, () => {
+      expect(scrub(`before ${echoed} after`, [secret])).toBe("before <redacted> after")
+      expect(scrub(`before ${echoed} after`, [Redacted.make(secret)])).toBe("before <redacted> after")
+    })
+  }
+
+  it("a GUID in braces loses its digits, not its braces", () => {
+    expect(scrub(`id {${GUID.toLowerCase()}}`, [GUID])).toBe("id {<redacted>}")
+  })
+
+  it("replaces every occurrence, of every secret", () => {
+    expect(scrub(`${GUID} and ${TOKEN}, again ${GUID.toLowerCase()} and ${TOKEN}`, [GUID, TOKEN]))
+      .toBe("<redacted> and <redacted>, again <redacted> and <redacted>")
+  })
+
+  it("replaces a secret that contains another whole", () => {
+    expect(scrub(`x${TOKEN}${GUID}x`, [GUID, `${TOKEN}${GUID}`])).toBe("x<redacted>x")
+  })
+
+  it("leaves other text alone, including what only looks like a secret", () => {
+    expect(scrub("3F2504E0-4F89-11D3-9A0C-0305E82C3302 is another id", [GUID]))
+      .toBe("3F2504E0-4F89-11D3-9A0C-0305E82C3302 is another id")
+    expect(scrub("no secrets here", [])).toBe("no secrets here")
+    expect(scrub("an empty secret matches nothing", [""])).toBe("an empty secret matches nothing")
+  })
+
+  it("takes regular-expression characters in a secret literally", () => {
+    expect(scrub("a.b*c(d)[e]{f}|g^h$i?j\\k", ["a.b*c(d)[e]{f}|g^h$i?j\\k"])).toBe("<redacted>")
+    expect(scrub("aXb", ["a.b"])).toBe("aXb")
+  })
+
+  it(`caps the text at ${MAX_TEXT} characters, after scrubbing, so no piece of a secret survives the cut`, () => {
+    const padding = "x".repeat(MAX_TEXT - 10)
+    const scrubbed = scrub(`${padding}${TOKEN}${"y".repeat(1000)}`, [TOKEN])
+    expect(scrubbed).toBe(`${padding}<redacted>...`)
+    expect(scrub("z".repeat(MAX_TEXT), [])).toBe("z".repeat(MAX_TEXT))
+    expect(scrub("z".repeat(MAX_TEXT + 1), [])).toBe(`${"z".repeat(MAX_TEXT)}...`)
+  })
+})
