@@ -1,5 +1,6 @@
 /**
- * The whole client in one layer: settings, token cache and medication operation.
+ * The whole client in one layer: settings, token cache, authenticate, and every person-data
+ * operation (`PersonData`, and `MedicationService` as its typed view of medications).
  *
  * `layer` / `layerConfig` leave the `HttpTransport` to the application (that is what lets tests
  * swap in the in-memory one); `layerUndici` / `layerUndiciConfig` include the default undici
@@ -12,12 +13,22 @@ import * as ClinicalConfig from "./ClinicalConfig.js"
 import type { InvalidConfig } from "./ClinicalError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as MedicationService from "./MedicationService.js"
+import * as PersonAuthentication from "./PersonAuthentication.js"
+import * as PersonData from "./PersonData.js"
 import * as TokenService from "./TokenService.js"
 
 /** Everything the client layers provide. */
-export type Services = ClinicalConfig.ClinicalConfig | TokenService.TokenService | MedicationService.MedicationService
+export type Services =
+  | ClinicalConfig.ClinicalConfig
+  | TokenService.TokenService
+  | PersonAuthentication.PersonAuthentication
+  | PersonData.PersonData
+  | MedicationService.MedicationService
 
-const services = MedicationService.layer.pipe(Layer.provideMerge(TokenService.layer))
+// The operations share one token cache and, through it, one bound on requests in flight.
+const services = Layer.mergeAll(PersonAuthentication.layer, PersonData.layer, MedicationService.layer).pipe(
+  Layer.provideMerge(TokenService.layer)
+)
 
 const withConfig = <E>(
   config: Layer.Layer<ClinicalConfig.ClinicalConfig, E>

@@ -25,6 +25,18 @@ export interface Options {
   readonly applicationId: string | Redacted.Redacted<string>
   /** Path of the token operation under `authUrl`. Default `/api/Server/Token`. */
   readonly tokenPath?: string | undefined
+  /**
+   * The host of the authenticate operation (pass code and date of birth to PersonUid). The
+   * service documents it on both hosts. Defaults to `baseUrl`.
+   */
+  readonly authenticateUrl?: string | URL | undefined
+  /** Path of the authenticate operation under `authenticateUrl`. Default `/api/Server/Authenticate`. */
+  readonly authenticatePath?: string | undefined
+  /**
+   * How a date of birth is written in the authenticate request: `MM`, `DD` and `YYYY` once each,
+   * joined by `/`, `-` or `.`. Default `MM/DD/YYYY`, the form of the service's only sample.
+   */
+  readonly dateOfBirthFormat?: string | undefined
   /** Longest wait for one token request. Default 10 seconds. */
   readonly tokenTimeout?: Duration.DurationInput | undefined
   /** Longest wait for one data request attempt. Default 30 seconds. */
@@ -74,6 +86,10 @@ export interface Service {
   readonly authUrl: string
   readonly applicationId: Redacted.Redacted<string>
   readonly tokenPath: string
+  /** Authenticate host, no trailing slash. */
+  readonly authenticateUrl: string
+  readonly authenticatePath: string
+  readonly dateOfBirthFormat: string
   readonly tokenTimeout: Duration.Duration
   readonly requestTimeout: Duration.Duration
   readonly softRefreshWindow: Duration.Duration
@@ -95,6 +111,8 @@ export class ClinicalConfig extends Context.Tag("effect-clinical/ClinicalConfig"
 /** Defaults of the optional settings. */
 export const defaults = {
   tokenPath: "/api/Server/Token",
+  authenticatePath: "/api/Server/Authenticate",
+  dateOfBirthFormat: "MM/DD/YYYY",
   tokenTimeout: Duration.seconds(10),
   requestTimeout: Duration.seconds(30),
   softRefreshWindow: Duration.minutes(5),
@@ -116,6 +134,9 @@ export const environment: { readonly [K in keyof Options]-?: string } = {
   authUrl: "CLINICAL_AUTH_URL",
   applicationId: "CLINICAL_APPLICATION_ID",
   tokenPath: "CLINICAL_TOKEN_PATH",
+  authenticateUrl: "CLINICAL_AUTHENTICATE_URL",
+  authenticatePath: "CLINICAL_AUTHENTICATE_PATH",
+  dateOfBirthFormat: "CLINICAL_DATE_OF_BIRTH_FORMAT",
   tokenTimeout: "CLINICAL_TOKEN_TIMEOUT",
   requestTimeout: "CLINICAL_REQUEST_TIMEOUT",
   softRefreshWindow: "CLINICAL_SOFT_REFRESH_WINDOW",
@@ -212,6 +233,17 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
     const authUrl = options.authUrl === undefined ? baseUrl : yield* check("authUrl", validate.baseUrl(options.authUrl))
     const applicationId = yield* check("applicationId", validate.guid(validate.reveal(options.applicationId)))
     const tokenPath = yield* check("tokenPath", validate.urlPath(options.tokenPath ?? defaults.tokenPath))
+    const authenticateUrl = options.authenticateUrl === undefined
+      ? baseUrl
+      : yield* check("authenticateUrl", validate.baseUrl(options.authenticateUrl))
+    const authenticatePath = yield* check(
+      "authenticatePath",
+      validate.urlPath(options.authenticatePath ?? defaults.authenticatePath)
+    )
+    const dateOfBirthFormat = yield* check(
+      "dateOfBirthFormat",
+      validate.dayFormat(options.dateOfBirthFormat ?? defaults.dateOfBirthFormat)
+    )
     const tokenTimeout = yield* durationSetting(options, "tokenTimeout", positive)
     const requestTimeout = yield* durationSetting(options, "requestTimeout", positive)
     const softRefreshWindow = yield* durationSetting(options, "softRefreshWindow", nonNegative)
@@ -241,6 +273,9 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
       authUrl,
       applicationId: Redacted.make(applicationId),
       tokenPath,
+      authenticateUrl,
+      authenticatePath,
+      dateOfBirthFormat,
       tokenTimeout,
       requestTimeout,
       softRefreshWindow,
@@ -270,6 +305,9 @@ export const options: Config.Config<Options> = Config.all({
   authUrl: optional(Config.string(environment.authUrl)),
   applicationId: Config.redacted(environment.applicationId),
   tokenPath: optional(Config.string(environment.tokenPath)),
+  authenticateUrl: optional(Config.string(environment.authenticateUrl)),
+  authenticatePath: optional(Config.string(environment.authenticatePath)),
+  dateOfBirthFormat: optional(Config.string(environment.dateOfBirthFormat)),
   tokenTimeout: optional(Config.duration(environment.tokenTimeout)),
   requestTimeout: optional(Config.duration(environment.requestTimeout)),
   softRefreshWindow: optional(Config.duration(environment.softRefreshWindow)),

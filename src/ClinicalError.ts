@@ -8,8 +8,11 @@
  */
 import * as Schema from "effect/Schema"
 
-/** The operation a failure belongs to. */
-export const Operation = Schema.Literal("token", "medications")
+/**
+ * The operation a failure belongs to: `token`, `authenticate`, or the name of a `PersonData`
+ * operation (`medications`, `ethnicities`, ..., or one the application defined).
+ */
+export const Operation = Schema.String
 
 /** The operation a failure belongs to. */
 export type Operation = typeof Operation.Type
@@ -46,13 +49,18 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
  */
 export const TransportFailure = Schema.Literal("Network", "Timeout", "Deadline", "ResponseTooLarge", "Redirected")
 
-/** No usable HTTP response: the network failed, a timeout or the deadline fired, or the body was too large. */
+/**
+ * No usable HTTP response: the network failed, a timeout or the deadline fired, or the body was too
+ * large. `requestSent` is `false` when the request surely never reached the server (the connection
+ * was refused, the host not found), absent when that is not known.
+ */
 export class TransportError extends Schema.TaggedError<TransportError>()("TransportError", {
   operation: Schema.optional(Operation),
   reason: TransportFailure,
   method: Schema.String,
   url: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  requestSent: Schema.optional(Schema.Boolean)
 }) {
   override get message(): string {
     const what = this.operation === undefined ? "request" : `${this.operation} request`

@@ -94,14 +94,55 @@ const secretsOf = function*(request: TransportRequest): Generator<Redacted.Redac
 
 /**
  * A `TransportError` for a request, with a detail that cannot carry the request's secrets (any
- * `Redacted` header or body value found in the detail is scrubbed out).
+ * `Redacted` header or body value found in the detail is scrubbed out). `requestSent: false` says
+ * the request surely never reached the server (see {@link neverConnected}).
  */
 export const transportError = (
   request: TransportRequest,
   reason: TransportError["reason"],
-  detail: string
+  detail: string,
+  requestSent?: boolean
 ): TransportError =>
-  new TransportError({ reason, method: request.method, url: request.url, detail: scrub(detail, secretsOf(request)) })
+  new TransportError({
+    reason,
+    method: request.method,
+    url: request.url,
+    detail: scrub(detail, secretsOf(request)),
+    ...(requestSent === undefined ? {} : { requestSent })
+  })
+
+/** Error codes of a connection that was never made: whatever the request was, the server never saw it. */
+const NEVER_CONNECTED = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT"
+])
+
+/**
+ * True when a failure surely came before the request reached a server: no connection was made
+ * (refused, no such host, connect timeout). The code is looked for down the cause chain (fetch
+ * wraps it twice); an `AggregateError` (several addresses tried) counts when all of its errors do.
+ */
+export const neverConnected = (cause: unknown): boolean => {
+  let current = cause
+  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
+    if (current instanceof AggregateError) {
+      return current.errors.length > 0 && current.errors.every(neverConnected)
+    }
+    const code = (current as { readonly code?: unknown }).code
+    if (typeof code === "string" && NEVER_CONNECTED.has(code)) return true
+    current = (current as { readonly cause?: unknown }).cause
+  }
+  return false
+}
+
+/** A `Network` failure, with what is known of whether the request was sent. */
+const networkError = (request: TransportRequest, detail: string, cause: unknown): TransportError =>
+  transportError(request, "Network", detail, neverConnected(cause) ? false : undefined)
 
 /** The failure of a response whose body is larger than the request allowed. */
 const tooLarge = (request: TransportRequest, limit: number): TransportError =>
@@ -221,10 +262,10 @@ export const fromUndiciAgent = (agent: Dispatcher): Service => ({
               : Buffer.concat(chunks, size).toString("utf8")
             settle(Effect.succeed({ status, headers, body }))
           },
-          onResponseError: (_, cause) => settle(Effect.fail(transportError(request, "Network", describe(cause))))
+          onResponseError: (_, cause) => settle(Effect.fail(networkError(request, describe(cause), cause)))
         })
       } catch (cause) {
-        settle(Effect.fail(transportError(request, "Network", describe(cause))))
+        settle(Effect.fail(networkError(request, describe(cause), cause)))
       }
       // Interruption: stop the timer and abort the request on the socket.
       return Effect.sync(() => {
@@ -333,11 +374,9 @@ export const fromHttpClient = (client: HttpClient.HttpClient): Service => {
       })
       let timedOut = false
       const network = (error: HttpClientError.HttpClientError) =>
-        timedOut ? timedOutError(request) : transportError(
-          request,
-          "Network",
-          `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`
-        )
+        timedOut
+          ? timedOutError(request)
+          : networkError(request, `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`, error)
       const exchange = Effect.flatMap(
         Effect.mapError(scoped.execute(httpRequest), network),
         (response) =>

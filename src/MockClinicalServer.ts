@@ -27,21 +27,31 @@ import { InvalidConfig, type TransportError } from "./ClinicalError.js"
 import * as HttpDate from "./HttpDate.js"
 import * as HttpTransport from "./HttpTransport.js"
 import { field, isRecord, parse } from "./internal/json.js"
-import { DEMO_APPLICATION_ID, FIXTURE_PERSONS, type MockMedication, type MockPerson } from "./internal/mockFixture.js"
+import {
+  DEMO_APPLICATION_ID,
+  FIXTURE_PERSONS,
+  type MockDevice,
+  type MockEthnicity,
+  type MockMedication,
+  type MockPerson
+} from "./internal/mockFixture.js"
 
-export type { MockMedication, MockPerson }
+export type { MockDevice, MockEthnicity, MockMedication, MockPerson }
 
 /** The ApplicationId the mock accepts by default (a made-up GUID). */
 export const demoApplicationId: string = DEMO_APPLICATION_ID
 
-/** The built-in persons: three, with two to six invented medications each. */
+/** The built-in persons: three, with two to six invented medications each, ethnicities and devices. */
 export const fixturePersons: ReadonlyArray<MockPerson> = FIXTURE_PERSONS
 
 /** Paths of the operations the mock serves (matched case-insensitively). */
 export const paths = {
   token: "/api/Server/Token",
   authenticate: "/api/Server/Authenticate",
-  medications: "/api/clinical/medication/get"
+  medications: "/api/clinical/medication/get",
+  ethnicities: "/api/Demographics/ethnicity/get",
+  detailedEthnicities: "/api/Demographics/detailedethnicity/get",
+  uniqueDeviceIdentifiers: "/api/Clinical/UniqueDeviceIdentifier/Get"
 } as const
 
 /** An operation of the mock, or `any` for fault targets. */
@@ -109,7 +119,9 @@ export interface Counters {
   readonly tokensIssued: number
   readonly medicationRequests: number
   readonly authenticateRequests: number
-  /** Medication and authenticate requests. */
+  /** Requests by operation (token and authenticate included). */
+  readonly requestsByOperation: Readonly<Record<Operation, number>>
+  /** Every request but token requests: authenticate and the person-data operations. */
   readonly dataRequests: number
   readonly dropped: number
   /** Responses by status code. */
@@ -204,13 +216,11 @@ const makeToken = (random: () => number): string =>
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const DAY = /^(\d{4}-\d{2}-\d{2})/
 
-const operationOf = (path: string): Operation | undefined => {
-  const lower = path.toLowerCase()
-  if (lower === paths.token.toLowerCase()) return "token"
-  if (lower === paths.medications.toLowerCase()) return "medications"
-  if (lower === paths.authenticate.toLowerCase()) return "authenticate"
-  return undefined
-}
+const OPERATIONS = Object.keys(paths) as ReadonlyArray<Operation>
+
+const byLowerCasePath = new Map(OPERATIONS.map((operation) => [paths[operation].toLowerCase(), operation]))
+
+const operationOf = (path: string): Operation | undefined => byLowerCasePath.get(path.toLowerCase())
 
 const pathOf = (url: string): string => {
   const start = url.indexOf("/", url.indexOf("//") + 2)
@@ -221,25 +231,53 @@ const pathOf = (url: string): string => {
 
 const parseJson = (body: string | undefined): unknown => Option.getOrUndefined(parse(body))
 
+/** The operations that answer a person's data. */
+type PersonDataOperation = Exclude<Operation, "token" | "authenticate">
+
+/**
+ * Each person-data operation: the collection it answers with, the person's items, and the day by
+ * which the date range selects an item (none: the item is always selected).
+ */
+const PERSON_DATA: {
+  readonly [K in PersonDataOperation]: {
+    readonly collection: string
+    readonly itemsOf: (person: MockPerson) => ReadonlyArray<object>
+    readonly dateOf: (item: object) => string | undefined
+  }
+} = {
+  medications: {
+    collection: "Medications",
+    itemsOf: (person) => person.medications,
+    dateOf: (item) => (item as MockMedication).StartDate
+  },
+  ethnicities: { collection: "Ethnicities", itemsOf: (person) => person.ethnicities ?? [], dateOf: () => undefined },
+  detailedEthnicities: {
+    collection: "Ethnicities",
+    itemsOf: (person) => person.detailedEthnicities ?? [],
+    dateOf: () => undefined
+  },
+  uniqueDeviceIdentifiers: {
+    collection: "UniqueDeviceIdentifier",
+    itemsOf: (person) => person.uniqueDeviceIdentifiers ?? [],
+    dateOf: (item) => (item as MockDevice).ImplantDate
+  }
+}
+
 interface IssuedToken {
   readonly applicationId: string
   readonly expiresAt: number
 }
 
 interface Totals {
-  tokenRequests: number
   tokensIssued: number
-  medicationRequests: number
-  authenticateRequests: number
+  byOperation: Record<Operation, number>
   dropped: number
   byStatus: Record<number, number>
 }
 
 const zeroTotals = (): Totals => ({
-  tokenRequests: 0,
   tokensIssued: 0,
-  medicationRequests: 0,
-  authenticateRequests: 0,
+  byOperation: Object.fromEntries(OPERATIONS.map((operation) => [operation, 0])) as Record<Operation, number>,
   dropped: 0,
   byStatus: {}
 })
@@ -368,12 +406,14 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
     return undefined
   }
 
-  const medications = (request: HttpTransport.TransportRequest, now: number) => {
+  /** A person-data operation: the BaseRequest body (PersonUid, StartDate, EndDate), the envelope with the collection. */
+  const personData = (operation: PersonDataOperation) => (request: HttpTransport.TransportRequest, now: number) => {
     const refused = authorize(request, now)
     if (refused !== undefined) return refused
     const body = parseJson(HttpTransport.wireBody(request))
     if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
-    const none = { Medications: null }
+    const { collection, dateOf, itemsOf } = PERSON_DATA[operation]
+    const none = { [collection]: null }
     const personUid = field(body, "PersonUid")
     if (typeof personUid !== "string" || personUid.length === 0) {
       return envelope(400, now, "MissingData", "PersonUid is required.", none)
@@ -391,10 +431,11 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
       }
     }
     const [from, to] = bounds
-    const selected = person.medications.filter((m) =>
-      (from === undefined || m.StartDate >= from) && (to === undefined || m.StartDate <= to)
-    )
-    return json(200, { Medications: selected, Success: true, ErrorMessage: null, ErrorType: null }, now)
+    const selected = itemsOf(person).filter((item) => {
+      const day = dateOf(item)
+      return day === undefined || ((from === undefined || day >= from) && (to === undefined || day <= to))
+    })
+    return json(200, { [collection]: selected, Success: true, ErrorMessage: null, ErrorType: null }, now)
   }
 
   const authenticate = (request: HttpTransport.TransportRequest, now: number) => {
@@ -423,12 +464,12 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
     switch (operation) {
       case "token":
         return issueToken(request, now)
-      case "medications":
-        return medications(request, now)
       case "authenticate":
         return authenticate(request, now)
       case undefined:
         return json(404, { Message: "No HTTP resource was found that matches the request URI." }, now)
+      default:
+        return personData(operation)(request, now)
     }
   }
 
@@ -505,9 +546,7 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
     Effect.gen(function*() {
       const path = pathOf(request.url)
       const operation = operationOf(path)
-      if (operation === "token") totals.tokenRequests++
-      else if (operation === "medications") totals.medicationRequests++
-      else if (operation === "authenticate") totals.authenticateRequests++
+      if (operation !== undefined) totals.byOperation[operation]++
       let fault = nextFault(operation)
       if (fault?._tag === "Delay") {
         yield* Effect.sleep(Duration.millis(fault.millis))
@@ -555,9 +594,17 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
       randomFaults.clear()
     }),
     counters: Effect.sync(() => ({
-      ...totals,
-      byStatus: { ...totals.byStatus },
-      dataRequests: totals.medicationRequests + totals.authenticateRequests
+      tokenRequests: totals.byOperation.token,
+      tokensIssued: totals.tokensIssued,
+      medicationRequests: totals.byOperation.medications,
+      authenticateRequests: totals.byOperation.authenticate,
+      requestsByOperation: { ...totals.byOperation },
+      dataRequests: OPERATIONS.reduce(
+        (sum, operation) => sum + (operation === "token" ? 0 : totals.byOperation[operation]),
+        0
+      ),
+      dropped: totals.dropped,
+      byStatus: { ...totals.byStatus }
     })),
     requestLog: Effect.sync(() => [...log]),
     resetCounters: Effect.sync(() => {

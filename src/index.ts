@@ -17,8 +17,14 @@ export * as HttpDate from "./HttpDate.js"
 /** The pluggable transport: undici (default), any `@effect/platform` HttpClient, or in memory. */
 export * as HttpTransport from "./HttpTransport.js"
 
-/** A person's medications. */
+/** A person's medications: the typed view of `PersonData.medications`. */
 export * as MedicationService from "./MedicationService.js"
+
+/** Authenticating a person: pass code and date of birth to PersonUid. */
+export * as PersonAuthentication from "./PersonAuthentication.js"
+
+/** A person's data: every documented operation, and any other, from a one-line definition. */
+export * as PersonData from "./PersonData.js"
 
 /** The bearer token, cached and kept fresh. */
 export * as TokenService from "./TokenService.js"

@@ -4,13 +4,15 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
 import {
   ClinicalClient,
   type ClinicalConfig,
   type ClinicalError,
   HttpTransport,
   MedicationService,
+  PersonAuthentication,
+  PersonData,
   TokenService
 } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
@@ -50,6 +52,34 @@ const getAll = Effect.forEach(persons, (person) => MedicationService.get(person.
 describe("end to end over loopback HTTP", () => {
   for (const [name, transport] of transports) {
     describe(name, () => {
+      it.scopedLive("authenticates each fixture person, then reads their medications and ethnicities", () =>
+        Effect.gen(function*() {
+          const { client, mock } = yield* setup(transport)
+          const read = Effect.forEach(persons, (person) =>
+            Effect.gen(function*() {
+              const personUid = yield* PersonAuthentication.authenticate({
+                passCode: person.passCode,
+                dateOfBirth: person.dateOfBirth
+              })
+              const { medications } = yield* MedicationService.get(personUid)
+              const ethnicities = yield* PersonData.getAs(PersonData.ethnicities, PersonData.Ethnicity, personUid)
+              return { personUid: Redacted.value(personUid), medications, ethnicities: ethnicities.items }
+            }))
+          const results = yield* Effect.provide(read, client)
+          expect(results).toEqual(persons.map((person) => ({
+            personUid: person.personUid,
+            medications: person.medications,
+            ethnicities: person.ethnicities
+          })))
+          const counters = yield* mock.counters
+          expect(counters.requestsByOperation).toMatchObject({
+            token: 1,
+            authenticate: 3,
+            medications: 3,
+            ethnicities: 3
+          })
+        }))
+
       it.scopedLive("reads the medications of every fixture person", () =>
         Effect.gen(function*() {
           const { client, mock } = yield* setup(transport)

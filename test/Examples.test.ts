@@ -34,6 +34,21 @@ describe.concurrent("examples", () => {
     expect(run.stdout).toContain("Requests made: 1 token request(s), 3 data request(s)")
   }, 60_000)
 
+  it("authenticate.ts authenticates a fixture person and reads their data, never printing a secret", async () => {
+    const run = await tsx("examples/authenticate.ts")
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toContain("Authenticated; PersonUid obtained (printed redacted: <redacted>)")
+    expect(run.stdout).toContain("5 medication(s): Lisinopril, Metformin Hydrochloride")
+    expect(run.stdout).toContain("Ethnicities: Not Hispanic or Latino (2186-5)")
+    expect(run.stdout).toContain(
+      "A wrong pass code: ApiError: authenticate request (HTTP 400) reported failure AuthenticationFailed"
+    )
+    const eleanor = MockClinicalServer.fixturePersons[0]!
+    for (const secret of [eleanor.personUid, eleanor.passCode, "not-the-code", "1945"]) {
+      expect(run.stdout + run.stderr).not.toContain(secret)
+    }
+  }, 60_000)
+
   it("custom-transport.ts reads through FetchHttpClient", async () => {
     const run = await tsx("examples/custom-transport.ts")
     expect(run.code, run.stderr).toBe(0)

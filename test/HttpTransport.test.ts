@@ -103,17 +103,17 @@ describe("HttpTransport over real sockets", () => {
           }))
       }
 
-      it.scopedLive("a refused connection is a TransportError that names the request", () =>
+      it.scopedLive("a refused connection is a TransportError that names the request and says it was not sent", () =>
         Effect.gen(function*() {
-          const error = yield* send({ method: "POST", url: "http://127.0.0.1:1/api/Server/Token", headers: {} }).pipe(
-            Effect.provide(transport),
-            Effect.flip
-          )
+          const url = `${yield* Raw.closedPortUrl}/api/Server/Token`
+          const error = yield* send({ method: "POST", url, headers: {} }).pipe(Effect.provide(transport), Effect.flip)
           expect(error).toMatchObject({
             _tag: "TransportError",
             reason: "Network",
             method: "POST",
-            url: "http://127.0.0.1:1/api/Server/Token"
+            url,
+            // No connection was made: the server surely never saw the request (authenticate may resend it).
+            requestSent: false
           })
         }))
     })

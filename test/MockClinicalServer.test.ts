@@ -222,6 +222,69 @@ describe("MockClinicalServer medications", () => {
       })
     ))
 
+  it.effect("answers every person-data operation with the person's invented items, in the envelope", () =>
+    withMock((mock) =>
+      Effect.gen(function*() {
+        const token = yield* getToken(mock)
+        const headers = { Authorization: `Bearer ${token}`, ApplicationId: APP }
+        const ask = (operation: keyof typeof MockClinicalServer.paths, personUid: string) =>
+          Effect.map(mock.handle(post(MockClinicalServer.paths[operation], { PersonUid: personUid }, headers)), json)
+        expect(yield* ask("ethnicities", MARCUS!.personUid)).toEqual({
+          Ethnicities: [{ Name: "Hispanic or Latino", Code: "2135-2" }],
+          Success: true,
+          ErrorMessage: null,
+          ErrorType: null
+        })
+        expect((yield* ask("detailedEthnicities", MARCUS!.personUid)).Ethnicities).toEqual([
+          { Name: "Mexican", Code: "2148-5" }
+        ])
+        expect((yield* ask("uniqueDeviceIdentifiers", ELEANOR!.personUid)).UniqueDeviceIdentifier).toEqual(
+          ELEANOR!.uniqueDeviceIdentifiers
+        )
+        expect(yield* ask("uniqueDeviceIdentifiers", MockClinicalServer.fixturePersons[2]!.personUid))
+          .toMatchObject({ UniqueDeviceIdentifier: [], Success: true })
+        expect(yield* ask("ethnicities", "nobody")).toMatchObject({
+          Ethnicities: null,
+          Success: false,
+          ErrorType: "PersonNotFound"
+        })
+        const counters = yield* mock.counters
+        expect(counters.requestsByOperation).toEqual({
+          token: 1,
+          authenticate: 0,
+          medications: 0,
+          ethnicities: 2,
+          detailedEthnicities: 1,
+          uniqueDeviceIdentifiers: 2
+        })
+        expect(counters.dataRequests).toBe(5)
+      })
+    ))
+
+  it.effect("a person supplied without ethnicities or devices has none", () =>
+    withMock(
+      (mock) =>
+        Effect.gen(function*() {
+          const token = yield* getToken(mock)
+          const response = yield* mock.handle(
+            post(MockClinicalServer.paths.ethnicities, { PersonUid: "p1" }, {
+              Authorization: `Bearer ${token}`,
+              ApplicationId: APP
+            })
+          )
+          expect(json(response)).toMatchObject({ Ethnicities: [], Success: true })
+        }),
+      {
+        persons: [{
+          personUid: "p1",
+          passCode: "P-1",
+          dateOfBirth: "01/01/1980",
+          displayName: "Test",
+          medications: []
+        }]
+      }
+    ))
+
   it.effect("serves persons the caller supplies", () =>
     withMock(
       (mock) =>

@@ -3,16 +3,8 @@
  * throttle memory, each driven by TestClock with a fixed jitter, so waits are exact.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Metric, Random, Redacted, TestClock } from "effect"
-import {
-  type ClinicalClient,
-  ClinicalConfig,
-  ClinicalError,
-  HttpTransport,
-  MedicationService,
-  TokenService
-} from "effect-clinical"
-import * as AuthorizedPost from "../src/internal/authorizedPost.js"
+import { Deferred, Effect, Fiber, Metric, Random, TestClock } from "effect"
+import { type ClinicalClient, ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
 import * as Telemetry from "../src/internal/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
@@ -163,21 +155,16 @@ describe("retries", () => {
       Effect.gen(function*() {
         const fake = yield* Fake.make()
         yield* fake.scriptData(Fake.respond(503, {}))
-        const outcome = yield* Effect.gen(function*() {
-          const post = AuthorizedPost.make(
-            yield* ClinicalConfig.ClinicalConfig,
-            yield* HttpTransport.HttpTransport,
-            yield* TokenService.TokenService
-          )
-          const call = {
-            operation: "medications",
-            url: `${Fake.BASE_URL}${Fake.MEDICATION_PATH}`,
-            body: Redacted.make(JSON.stringify({ personuid: Fake.PERSON_UID })),
-            secrets: () => [],
-            writes: true
-          } as const
-          return yield* Effect.either(Fake.runWithClock(post(call)))
-        }).pipe(Effect.provide(Layer.merge(Fake.clientLayer(fake, { retryWrites }), fake.layer)), middleJitter)
+        const writing = PersonData.operation({
+          name: "medicationsWrite",
+          path: Fake.MEDICATION_PATH,
+          collection: "Medications",
+          writes: true
+        })
+        const outcome = yield* Effect.either(Fake.runWithClock(PersonData.get(writing, Fake.PERSON_UID))).pipe(
+          Effect.provide(Fake.clientLayer(fake, { retryWrites })),
+          middleJitter
+        )
         expect(outcome._tag).toBe(retryWrites ? "Right" : "Left")
         expect(yield* fake.dataRequests).toHaveLength(retryWrites ? 2 : 1)
       }))
@@ -459,14 +446,14 @@ describe("response body limit", () => {
 })
 
 describe("spans", () => {
-  it.effect("MedicationService.get and TokenService.refresh carry attempts, status and reason", () =>
+  it.effect("PersonData.medications (the span of MedicationService.get) and TokenService.refresh carry attempts, status and reason", () =>
     withClient((fake) =>
       Effect.gen(function*() {
         const { spans, tracer } = yield* CapturingTracer.make
         yield* fake.scriptData(Fake.respond(503, {}))
         yield* Fake.runWithClock(get).pipe(Effect.withTracer(tracer))
         const byName = (name: string) => spans.find((span) => span.name === name)!
-        expect(Object.fromEntries(byName("MedicationService.get").attributes)).toMatchObject({
+        expect(Object.fromEntries(byName("PersonData.medications").attributes)).toMatchObject({
           "clinical.operation": "medications",
           "clinical.attempts": 2,
           "http.response.status_code": 200

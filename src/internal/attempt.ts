@@ -3,12 +3,29 @@
  * the body limit travel in the request itself: every transport enforces them.)
  */
 import * as Effect from "effect/Effect"
+import type * as Redacted from "effect/Redacted"
 import { type Operation, TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
+import { scrub } from "./redaction.js"
 
-/** A transport's failure, labelled with the operation it belongs to. */
-export const labelled = (error: TransportError, operation: Operation): TransportError =>
-  new TransportError({ operation, reason: error.reason, method: error.method, url: error.url, detail: error.detail })
+/**
+ * A transport's failure, labelled with the operation it belongs to; its detail scrubbed of
+ * `secrets` too (the transport only knows the request's redacted headers and body as a whole, not
+ * a pass code inside the body).
+ */
+export const labelled = (
+  error: TransportError,
+  operation: Operation,
+  secrets: ReadonlyArray<Redacted.Redacted<string>> = []
+): TransportError =>
+  new TransportError({
+    operation,
+    reason: error.reason,
+    method: error.method,
+    url: error.url,
+    detail: secrets.length === 0 ? error.detail : scrub(error.detail, secrets),
+    ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
+  })
 
 /** Sends `request` through `transport`; a `TransportError` gets `operation`. */
 export const send = (

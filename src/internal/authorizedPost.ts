@@ -5,7 +5,8 @@
  * - A 401 or 419 drops the token that was used (only if it is still the cached one), takes a
  *   fresh token and tries again at once; once per call. A second 401/419 is the caller's error.
  * - Transport failures, attempt timeouts, 429, 500, 502, 503 and 504 are retried with jittered
- *   exponential backoff, at least as long as any `Retry-After`, up to `maxRetries` times.
+ *   exponential backoff, at least as long as any `Retry-After`, up to `maxRetries` times; a call
+ *   that is not `resendable` (authenticate) only where its request surely never reached the server.
  * - The whole call has a deadline. A wait that would pass it is not started: the call fails at
  *   once with the error that asked for it (carrying its `Retry-After`).
  * - At most `maxConcurrentRequests` data requests are in flight per client; others wait for a turn.
@@ -48,8 +49,12 @@ export interface Call {
   readonly body: Redacted.Redacted<string>
   /** Secrets the request carries besides the token and ApplicationId, to scrub from server text (asked for only then). */
   readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>
-  /** True for an operation that changes data: retried only when `retryWrites` allows it. */
-  readonly writes: boolean
+  /**
+   * Whether the request may be sent again once it may have reached the server. Reads may. An
+   * operation that consumes something (a single-use pass code) or writes may not: it is sent again
+   * only where the server surely did not act (no connection was made; a 401/419 refused the token).
+   */
+  readonly resendable: boolean
 }
 
 /** Makes one call and returns its JSON body, or the typed error it ended in. */
@@ -87,7 +92,29 @@ const operationMetrics = (operation: Operation) => {
   }
 }
 
-/** Builds the call function over the given services. */
+/** The call function of each client, keyed by its token cache: every service of a client shares one gate. */
+const perClient = new WeakMap<
+  TokenService.Service,
+  { readonly config: ClinicalConfig.Service; readonly transport: HttpTransport.Service; readonly post: AuthorizedPost }
+>()
+
+/**
+ * The call function of the client these services make up: built once per token cache, so that
+ * `maxConcurrentRequests` bounds the requests of all the client's operations together.
+ */
+export const forClient = (
+  config: ClinicalConfig.Service,
+  transport: HttpTransport.Service,
+  tokens: TokenService.Service
+): AuthorizedPost => {
+  const known = perClient.get(tokens)
+  if (known !== undefined && known.config === config && known.transport === transport) return known.post
+  const post = make(config, transport, tokens)
+  perClient.set(tokens, { config, transport, post })
+  return post
+}
+
+/** Builds a call function over the given services (with a gate of its own: see {@link forClient}). */
 export const make = (
   config: ClinicalConfig.Service,
   transport: HttpTransport.Service,
@@ -98,7 +125,13 @@ export const make = (
   const requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
   const maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
   const gate = Gate.make(config.maxConcurrentRequests)
-  const metrics = { medications: operationMetrics("medications"), token: operationMetrics("token") }
+  // Tagged once per operation name: the names come from definitions in code, a small fixed set.
+  const metricsByOperation = new Map<Operation, ReturnType<typeof operationMetrics>>()
+  const metricsOf = (operation: Operation) => {
+    let metrics = metricsByOperation.get(operation)
+    if (metrics === undefined) metricsByOperation.set(operation, metrics = operationMetrics(operation))
+    return metrics
+  }
 
   const deadlinePassed = (progress: Progress): HttpError =>
     new TransportError({
@@ -142,7 +175,7 @@ export const make = (
           error
         ): HttpError => (byDeadline && error.reason === "Timeout"
           ? deadlinePassed(progress)
-          : labelled(error, progress.call.operation))
+          : labelled(error, progress.call.operation, progress.call.secrets()))
       )
     })
 
@@ -167,7 +200,7 @@ export const make = (
   const record = (progress: Progress, status: number | undefined, error: ClinicalError | undefined) =>
     Effect.withFiberRuntime<void>((fiber) => {
       const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
-      const m = metrics[progress.call.operation]
+      const m = metricsOf(progress.call.operation)
       m.attempts.unsafeUpdate(progress.attempts, tags)
       if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
       const span = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), Tracer.ParentSpan)
@@ -185,17 +218,22 @@ export const make = (
   const succeed = (progress: Progress, status: number, json: unknown): Effect.Effect<JsonResponse> =>
     Effect.as(record(progress, status, undefined), { status, json })
 
-  // After a failed attempt: retry after a backoff, or end the call with the error.
-  const retryOrFail = (progress: Progress, error: ClinicalError): Effect.Effect<JsonResponse, ClinicalError> => {
+  // After a failed attempt: retry after a backoff, or end the call with the error. `sent` says
+  // whether the request may have reached the server (a call that is not resendable stops there).
+  const retryOrFail = (
+    progress: Progress,
+    error: ClinicalError,
+    sent: boolean
+  ): Effect.Effect<JsonResponse, ClinicalError> => {
     const cause = retryCause(error)
-    if (cause === undefined || progress.retried >= policy.maxRetries || (progress.call.writes && !config.retryWrites)) {
+    if (cause === undefined || progress.retried >= policy.maxRetries || (sent && !progress.call.resendable)) {
       return fail(progress, error)
     }
     return Effect.flatMap(Effect.zip(Random.next, Clock.currentTimeMillis), ([random, now]) => {
       const delay = delayMillis(policy, progress.retried + 1, random, retryAfterOf(error))
       if (now + delay >= progress.deadlineAt) return fail(progress, error)
       progress.retried++
-      return Metric.increment(metrics[progress.call.operation].retry(cause)).pipe(
+      return Metric.increment(metricsOf(progress.call.operation).retry(cause)).pipe(
         Effect.zipRight(
           Effect.logDebug("retrying").pipe(
             Effect.annotateLogs({ cause, retry: progress.retried, delayMillis: delay })
@@ -229,17 +267,19 @@ export const make = (
         now: clock.unsafeCurrentTimeMillis(),
         maxRetryAfterMillis
       }, response)
-      return read._tag === "Right" ? succeed(progress, status, read.right) : retryOrFail(progress, read.left)
+      return read._tag === "Right" ? succeed(progress, status, read.right) : retryOrFail(progress, read.left, true)
     })
   }
 
   const attempt = (progress: Progress): Effect.Effect<JsonResponse, ClinicalError> => {
     progress.attempts++
     return Effect.matchEffect(token(progress), {
-      onFailure: (error) => retryOrFail(progress, error),
+      // Nothing of this call was sent yet: a token failure may always be retried.
+      onFailure: (error) => retryOrFail(progress, error, false),
       onSuccess: (used) =>
         Effect.matchEffect(withTurn(exchange(progress, used)), {
-          onFailure: (error) => retryOrFail(progress, error),
+          onFailure: (error) =>
+            retryOrFail(progress, error, !(error._tag === "TransportError" && error.requestSent === false)),
           onSuccess: (response) => answered(progress, used, response)
         })
     })

@@ -1,9 +1,11 @@
 /**
  * The mock server's built-in persons and medications.
  *
- * INVENTED DATA. The service does not publish its medication fields, so these records are our own:
- * realistic drug names, strengths and instructions, with RxNorm-style codes that are not to be
- * relied on clinically. No real patient is described.
+ * INVENTED DATA. The service does not publish its medication or device fields, so these records
+ * are our own: realistic drug names, strengths and instructions, with RxNorm-style codes that are
+ * not to be relied on clinically; device identifiers in the GS1 UDI form with made-up numbers. The
+ * ethnicity items use the documented `{ Name, Code }` shape with CDC race and ethnicity codes. No
+ * real patient or device is described.
  */
 
 /** One medication as the mock serves it (PascalCase, as the service writes its other payloads). */
@@ -20,6 +22,22 @@ export interface MockMedication {
   readonly Prescriber: string
 }
 
+/** An ethnicity, as the service documents its items. */
+export interface MockEthnicity {
+  readonly Name: string
+  readonly Code: string
+}
+
+/** One device (the real item fields are not published: these are invented). */
+export interface MockDevice {
+  readonly UniqueDeviceIdentifier: string
+  readonly DeviceIdentifier: string
+  readonly Description: string
+  /** `YYYY-MM-DD`. */
+  readonly ImplantDate: string
+  readonly Status: "Active" | "Inactive"
+}
+
 /** One person the mock knows. */
 export interface MockPerson {
   /** The encrypted identifier data requests carry. */
@@ -31,6 +49,12 @@ export interface MockPerson {
   /** A display name for demos; the service never sends it. */
   readonly displayName: string
   readonly medications: ReadonlyArray<MockMedication>
+  /** Answered by the ethnicity operation; none when absent. */
+  readonly ethnicities?: ReadonlyArray<MockEthnicity> | undefined
+  /** Answered by the detailed ethnicity operation; none when absent. */
+  readonly detailedEthnicities?: ReadonlyArray<MockEthnicity> | undefined
+  /** Answered by the unique device identifier operation; none when absent. */
+  readonly uniqueDeviceIdentifiers?: ReadonlyArray<MockDevice> | undefined
 }
 
 /** The ApplicationId the mock accepts by default. A made-up GUID. */
@@ -57,13 +81,24 @@ const med = (
   Prescriber
 })
 
-/** Three persons with two to six medications each. */
+const NOT_HISPANIC: MockEthnicity = { Name: "Not Hispanic or Latino", Code: "2186-5" }
+
+/** Three persons with two to six medications each, their ethnicities, and a device for two of them. */
 export const FIXTURE_PERSONS: ReadonlyArray<MockPerson> = [
   {
     personUid: "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w=",
     passCode: "EW-2719-KQ",
     dateOfBirth: "03/14/1945",
     displayName: "Eleanor Whitfield (fixture)",
+    ethnicities: [NOT_HISPANIC],
+    detailedEthnicities: [],
+    uniqueDeviceIdentifiers: [{
+      UniqueDeviceIdentifier: "(01)00812345000019(17)310101(10)PM4471(21)SN0099123",
+      DeviceIdentifier: "00812345000019",
+      Description: "Implantable cardiac pacemaker, dual chamber (fixture)",
+      ImplantDate: "2022-08-17",
+      Status: "Active"
+    }],
     medications: [
       med(
         "Lisinopril",
@@ -110,6 +145,15 @@ export const FIXTURE_PERSONS: ReadonlyArray<MockPerson> = [
     passCode: "MD-5531-TX",
     dateOfBirth: "11/02/1958",
     displayName: "Marcus Delgado (fixture)",
+    ethnicities: [{ Name: "Hispanic or Latino", Code: "2135-2" }],
+    detailedEthnicities: [{ Name: "Mexican", Code: "2148-5" }],
+    uniqueDeviceIdentifiers: [{
+      UniqueDeviceIdentifier: "(01)00812345000026(17)330630(10)KN2207(21)SN0045567",
+      DeviceIdentifier: "00812345000026",
+      Description: "Total knee replacement, tibial component (fixture)",
+      ImplantDate: "2021-03-02",
+      Status: "Active"
+    }],
     medications: [
       med(
         "Levothyroxine Sodium",
@@ -136,6 +180,9 @@ export const FIXTURE_PERSONS: ReadonlyArray<MockPerson> = [
     passCode: "PR-8804-LM",
     dateOfBirth: "07/29/1972",
     displayName: "Priya Raman (fixture)",
+    ethnicities: [NOT_HISPANIC],
+    detailedEthnicities: [{ Name: "Asian Indian", Code: "2029-7" }],
+    uniqueDeviceIdentifiers: [],
     medications: [
       med(
         "Albuterol Sulfate HFA",

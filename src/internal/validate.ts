@@ -41,28 +41,84 @@ export const visibleAscii = (value: unknown, maxLength: number): Either.Either<s
 }
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+const US_DATE = /^(\d{2})\/(\d{2})\/(\d{4})$/
 
 const pad = (n: number, width: number): string => String(n).padStart(width, "0")
+
+/** A day of the calendar (proleptic Gregorian, years 1 to 9999). */
+export interface Day {
+  readonly year: number
+  readonly month: number
+  readonly day: number
+}
+
+const isRealDay = ({ day, month, year }: Day): boolean => {
+  const probe = new Date(0)
+  probe.setUTCFullYear(year, month - 1, day)
+  return year >= 1 && probe.getUTCFullYear() === year && probe.getUTCMonth() === month - 1 && probe.getUTCDate() === day
+}
+
+/**
+ * A day given as a `Date` (its UTC calendar day), `YYYY-MM-DD`, or also `MM/DD/YYYY` when
+ * `allowUs` (the service's own sample form). It must name a real day.
+ */
+export const day = (value: unknown, allowUs: boolean): Either.Either<Day, string> => {
+  const expected = allowUs ? "a YYYY-MM-DD or MM/DD/YYYY string or a Date" : "a YYYY-MM-DD string or a Date"
+  if (value instanceof Date) {
+    const year = value.getUTCFullYear()
+    if (Number.isNaN(value.getTime()) || year < 1 || year > 9999) return Either.left("is an invalid Date")
+    return Either.right({ year, month: value.getUTCMonth() + 1, day: value.getUTCDate() })
+  }
+  if (typeof value !== "string") return Either.left(`must be ${expected}`)
+  const iso = ISO_DATE.exec(value)
+  const us = allowUs ? US_DATE.exec(value) : null
+  const found: Day | undefined = iso !== null
+    ? { year: Number(iso[1]), month: Number(iso[2]), day: Number(iso[3]) }
+    : us !== null
+    ? { year: Number(us[3]), month: Number(us[1]), day: Number(us[2]) }
+    : undefined
+  if (found === undefined) return Either.left(`must be written as ${expected.replace(" or a Date", "")}`)
+  return isRealDay(found) ? Either.right(found) : Either.left("is not a real calendar date")
+}
+
+/** A day written `YYYY-MM-DD`. */
+export const isoDay = ({ day, month, year }: Day): string => `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}`
 
 /**
  * A calendar date, written `YYYY-MM-DD`. A string must already be in that form and name a real day;
  * a `Date` gives its UTC calendar day (the service ignores any time part).
  */
-export const calendarDate = (value: unknown): Either.Either<string, string> => {
-  if (value instanceof Date) {
-    const year = value.getUTCFullYear()
-    if (Number.isNaN(value.getTime()) || year < 1 || year > 9999) return Either.left("is an invalid Date")
-    return Either.right(`${pad(year, 4)}-${pad(value.getUTCMonth() + 1, 2)}-${pad(value.getUTCDate(), 2)}`)
-  }
-  if (typeof value !== "string") return Either.left("must be a YYYY-MM-DD string or a Date")
-  const match = ISO_DATE.exec(value)
-  if (match === null) return Either.left("must be written YYYY-MM-DD")
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
-  const probe = new Date(0)
-  probe.setUTCFullYear(year, month - 1, day)
-  const real = year >= 1 && probe.getUTCFullYear() === year && probe.getUTCMonth() === month - 1 &&
-    probe.getUTCDate() === day
-  return real ? Either.right(value) : Either.left("is not a real calendar date")
+export const calendarDate = (value: unknown): Either.Either<string, string> => Either.map(day(value, false), isoDay)
+
+/** A pattern for writing a day: `MM`, `DD` and `YYYY` once each, joined by one of `/`, `-`, `.`. */
+const DAY_FORMAT = /^(MM|DD|YYYY)([/.-])(MM|DD|YYYY)\2(MM|DD|YYYY)$/
+
+/** A day format such as `MM/DD/YYYY`. */
+export const dayFormat = (value: unknown): Either.Either<string, string> => {
+  const match = typeof value === "string" ? DAY_FORMAT.exec(value) : null
+  return match !== null && new Set([match[1], match[3], match[4]]).size === 3
+    ? Either.right(value as string)
+    : Either.left("must be MM, DD and YYYY once each, joined by '/', '-' or '.', e.g. MM/DD/YYYY")
+}
+
+/** Writes a day in a format accepted by {@link dayFormat}. */
+export const formatDay = ({ day, month, year }: Day, format: string): string =>
+  format.replace("YYYY", pad(year, 4)).replace("MM", pad(month, 2)).replace("DD", pad(day, 2))
+
+/** Longest pass code accepted. */
+export const MAX_PASS_CODE_LENGTH = 256
+
+/** Control characters, DEL, C1 controls, line and paragraph separators: not printable. */
+const NOT_PRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
+
+/** A non-empty string of printable characters (spaces and non-ASCII allowed), at most `maxLength` long. */
+export const printable = (value: unknown, maxLength: number): Either.Either<string, string> => {
+  if (typeof value !== "string") return Either.left("must be a string")
+  if (value.trim().length === 0) return Either.left("is empty")
+  if (value.length > maxLength) return Either.left(`is longer than ${maxLength} characters`)
+  return NOT_PRINTABLE.test(value)
+    ? Either.left("contains characters that are not printable (control characters or line breaks)")
+    : Either.right(value)
 }
 
 const LOOPBACK_V4 = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/

@@ -50,3 +50,12 @@ export const serve = Effect.acquireRelease(
       server.close(() => resume(Effect.void))
     })
 ).pipe(Effect.map(({ state }) => state))
+
+/** `http://127.0.0.1:<port>` of a port that was free a moment ago and has nothing listening: connections are refused. */
+export const closedPortUrl = Effect.async<string>((resume) => {
+  const server = Http.createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const { port } = server.address() as AddressInfo
+    server.close(() => resume(Effect.succeed(`http://127.0.0.1:${port}`)))
+  })
+})

@@ -1,0 +1,297 @@
+/**
+ * A person's data: every operation the service documents with the "BaseRequest" body (a PersonUid
+ * and an optional date range) and the usual envelope, each from a one-line definition.
+ *
+ * ```ts
+ * const allergies = PersonData.operation({ name: "allergies", path: "/api/clinical/allergy/get", collection: "Allergies" })
+ * const { items } = yield* PersonData.get(allergies, personUid)
+ * ```
+ *
+ * An operation gets the token handling, retries, deadline, concurrency bound, spans, metrics and
+ * typed errors of every other; its `name` labels its errors, span and metrics.
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { ClinicalConfig } from "./ClinicalConfig.js"
+import { type ClinicalError, InvalidRequest, ResponseDecodeError } from "./ClinicalError.js"
+import { HttpTransport } from "./HttpTransport.js"
+import * as AuthorizedPost from "./internal/authorizedPost.js"
+import { field, isRecord } from "./internal/json.js"
+import { type DateRange, personRequest, type PersonUidInput } from "./internal/personRequest.js"
+import { scrub } from "./internal/redaction.js"
+import { describeParseError } from "./internal/response.js"
+import * as validate from "./internal/validate.js"
+import { TokenService } from "./TokenService.js"
+
+/** A person-data operation: where it is, and the name of the collection its answer carries. */
+export interface Operation {
+  /** Labels the operation's errors (`operation`), span and metrics. Letters, digits, `_`, `.`, `-`; at most 64. */
+  readonly name: string
+  /** Path under `baseUrl`, e.g. `/api/clinical/medication/get`. */
+  readonly path: string
+  /** The payload collection, found by this name in any letter case, e.g. `Medications`. */
+  readonly collection: string
+  /** True for an operation that changes data: sent again after it may have reached the server only with `retryWrites`. */
+  readonly writes: boolean
+}
+
+/** What {@link operation} takes. */
+export interface Definition {
+  readonly name: string
+  readonly path: string
+  readonly collection: string
+  /** Default false: the documented operations only read. */
+  readonly writes?: boolean | undefined
+}
+
+/**
+ * Defines a person-data operation. A definition that is not valid is refused when it is used,
+ * with an `InvalidRequest` naming the field.
+ */
+export const operation = (definition: Definition): Operation => ({
+  name: definition?.name,
+  path: definition?.path,
+  collection: definition?.collection,
+  writes: definition?.writes === true
+})
+
+/** A person's medications. The item fields are not published: items are kept whole. */
+export const medications: Operation = operation({
+  name: "medications",
+  path: "/api/clinical/medication/get",
+  collection: "Medications"
+})
+
+/** A person's ethnicities: items `{ Name, Code }` (see {@link Ethnicity}). */
+export const ethnicities: Operation = operation({
+  name: "ethnicities",
+  path: "/api/Demographics/ethnicity/get",
+  collection: "Ethnicities"
+})
+
+/** A person's detailed ethnicities: items `{ Name, Code }` (see {@link Ethnicity}). */
+export const detailedEthnicities: Operation = operation({
+  name: "detailedEthnicities",
+  path: "/api/Demographics/detailedethnicity/get",
+  collection: "Ethnicities"
+})
+
+/** A person's unique device identifiers (UDI). The item fields are not published: items are kept whole. */
+export const uniqueDeviceIdentifiers: Operation = operation({
+  name: "uniqueDeviceIdentifiers",
+  path: "/api/Clinical/UniqueDeviceIdentifier/Get",
+  collection: "UniqueDeviceIdentifier"
+})
+
+/** An item of the two ethnicity operations, as the service documents it. Other fields are dropped. */
+export const Ethnicity = Schema.Struct({ Name: Schema.String, Code: Schema.String })
+
+/** An item of the two ethnicity operations. */
+export type Ethnicity = typeof Ethnicity.Type
+
+/** One item with every field the server sent. */
+export type Item = { readonly [field: string]: unknown }
+
+/** Schema of {@link Item}: any JSON object, kept whole. */
+export const Item: Schema.Schema<Item> = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** Options of a request: the optional date range (the service filters by it; time parts are ignored). */
+export type GetOptions = DateRange
+
+/** A PersonUid, plain or `Redacted`. It identifies a patient: it is redacted from the moment it enters. */
+export type PersonUid = PersonUidInput
+
+/** What a request returns. */
+export interface Result<A> {
+  /** The items of the response's collection, decoded. */
+  readonly items: ReadonlyArray<A>
+  /** The whole response body as parsed JSON, with every field the server sent (the envelope included). */
+  readonly raw: unknown
+}
+
+/** The person-data operations. */
+export interface Service {
+  /** The person's items of `operation`, each kept whole. */
+  readonly get: (
+    operation: Operation,
+    personUid: PersonUid,
+    options?: GetOptions
+  ) => Effect.Effect<Result<Item>, ClinicalError>
+  /** The person's items of `operation`, each decoded with `schema` (a failure is a `ResponseDecodeError`). */
+  readonly getAs: <A, I>(
+    operation: Operation,
+    schema: Schema.Schema<A, I, never>,
+    personUid: PersonUid,
+    options?: GetOptions
+  ) => Effect.Effect<Result<A>, ClinicalError>
+}
+
+/** The tag of the person-data operations. */
+export class PersonData extends Context.Tag("effect-clinical/PersonData")<PersonData, Service>() {}
+
+const OPERATION_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
+
+/** The operation's name for an error about it: its own when valid. */
+const nameOf = (op: Operation): string =>
+  typeof op?.name === "string" && OPERATION_NAME.test(op.name) ? op.name : "unknown"
+
+/** Why a definition cannot be used (the field and the reason), or `undefined`. */
+const refusal = (op: Operation): readonly [string, string] | undefined => {
+  if (typeof op !== "object" || op === null) return ["operation", "must be a PersonData.operation(...)"]
+  if (typeof op.name !== "string" || !OPERATION_NAME.test(op.name)) {
+    return ["operation.name", "must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter"]
+  }
+  const path = validate.urlPath(op.path)
+  if (Either.isLeft(path)) return ["operation.path", path.left]
+  if (typeof op.collection !== "string" || op.collection.length === 0 || op.collection.length > 128) {
+    return ["operation.collection", "must be the name of the payload collection"]
+  }
+  return undefined
+}
+
+/** `Medications` -> `medication`, `Ethnicities` -> `ethnicit`: what a variant name of the collection contains. */
+const stemOf = (collection: string): string => {
+  const lower = collection.toLowerCase()
+  return lower.endsWith("ies") ? lower.slice(0, -3) : lower.endsWith("s") ? lower.slice(0, -1) : lower
+}
+
+/**
+ * Finds the collection: the body itself when it is an array; else the field named after it (any
+ * letter case; `null` means none); else the only array-valued field whose name contains the
+ * collection's stem (`MedicationList`, ...). A body with no such collection is an error rather than
+ * an empty list: reporting "none" for a response we could not read would be a clinical error.
+ */
+const collectionOf = (op: Operation, json: unknown): Either.Either<ReadonlyArray<unknown>, string> => {
+  if (Array.isArray(json)) return Either.right(json)
+  if (!isRecord(json)) return Either.left("the body is neither a JSON object nor an array")
+  const named = field(json, op.collection)
+  if (Array.isArray(named)) return Either.right(named)
+  if (named === null) return Either.right([])
+  if (named !== undefined) return Either.left(`${op.collection} is not an array`)
+  const stem = stemOf(op.collection)
+  const arrays: Array<ReadonlyArray<unknown>> = []
+  for (const key in json) {
+    const value = json[key]
+    if (Array.isArray(value) && key.toLowerCase().includes(stem)) arrays.push(value)
+  }
+  return arrays.length === 1 ? Either.right(arrays[0]!) : Either.left(`the body has no ${op.collection} collection`)
+}
+
+/** Decodes the items of the collection, or says why not (by path and kind, never by value). */
+type ItemsDecoder<A> = (op: Operation, items: ReadonlyArray<unknown>) => Either.Either<ReadonlyArray<A>, string>
+
+/**
+ * `get`'s decoder: what `Schema.Array(Item)` accepts (every item a JSON object), checked directly,
+ * and the items kept as parsed rather than copied. It runs on every call.
+ */
+const keepWhole: ItemsDecoder<Item> = (op, items) => {
+  for (let i = 0; i < items.length; i++) {
+    if (!isRecord(items[i])) return Either.left(`${op.collection}[${i}] has the wrong type`)
+  }
+  return Either.right(items as ReadonlyArray<Item>)
+}
+
+/** A caller's Schema compiles into a decoder once, not on every call. */
+const decoders = new WeakMap<Schema.Schema.Any, ItemsDecoder<unknown>>()
+
+const itemsDecoder = <A, I>(schema: Schema.Schema<A, I, never>): ItemsDecoder<A> => {
+  let decoder = decoders.get(schema)
+  if (decoder === undefined) {
+    const decode = Schema.decodeUnknownEither(Schema.Array(schema))
+    decoder = (op, items) => Either.mapLeft(decode(items), (error) => describeParseError(error, op.collection))
+    decoders.set(schema, decoder)
+  }
+  return decoder as ItemsDecoder<A>
+}
+
+/** Builds the person-data operations over the services they need. */
+export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | TokenService> = Effect.gen(
+  function*() {
+    const config = yield* ClinicalConfig
+    const post = AuthorizedPost.forClient(config, yield* HttpTransport, yield* TokenService)
+
+    const request = <A>(
+      op: Operation,
+      decodeItems: ItemsDecoder<A>,
+      personUid: PersonUid,
+      options: GetOptions | undefined
+    ): Effect.Effect<Result<A>, ClinicalError> =>
+      Effect.flatMap(personRequest(op.name, personUid, options), (person) =>
+        Effect.flatMap(
+          post({
+            operation: op.name,
+            url: `${config.baseUrl}${op.path}`,
+            body: person.body,
+            secrets: () => [person.personUid()],
+            resendable: !op.writes || config.retryWrites
+          }),
+          ({ json, status }) => {
+            const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
+            return Either.isRight(decoded)
+              ? Effect.succeed({ items: decoded.right, raw: json })
+              : Effect.fail(
+                new ResponseDecodeError({
+                  operation: op.name,
+                  status,
+                  // A decode failure's path may hold keys the server sent: scrub the PersonUid out.
+                  reason: scrub(decoded.left, [person.personUid()])
+                })
+              )
+          }
+        ))
+
+    const traced = <A>(
+      op: Operation,
+      decodeItems: ItemsDecoder<A>,
+      personUid: PersonUid,
+      options: GetOptions | undefined
+    ): Effect.Effect<Result<A>, ClinicalError> => {
+      const refused = refusal(op)
+      if (refused !== undefined) {
+        return Effect.fail(new InvalidRequest({ operation: nameOf(op), field: refused[0], reason: refused[1] }))
+      }
+      return Effect.withSpan(request(op, decodeItems, personUid, options), `PersonData.${op.name}`, {
+        kind: "client",
+        attributes: { "clinical.operation": op.name },
+        captureStackTrace: false
+      })
+    }
+
+    return PersonData.of({
+      get: (op, personUid, options) => traced(op, keepWhole, personUid, options),
+      getAs: (op, schema, personUid, options) =>
+        // A JavaScript caller can pass anything as the schema.
+        Schema.isSchema(schema)
+          ? traced(op, itemsDecoder(schema), personUid, options)
+          : Effect.fail(
+            new InvalidRequest({ operation: nameOf(op), field: "schema", reason: "must be a Schema" })
+          )
+    })
+  }
+)
+
+/** The person-data operations, over the services the application provides. */
+export const layer: Layer.Layer<PersonData, never, ClinicalConfig | HttpTransport | TokenService> = Layer.effect(
+  PersonData,
+  make
+)
+
+/** The person's items of `operation`, each kept whole, from the `PersonData` in context. */
+export const get = (
+  operation: Operation,
+  personUid: PersonUid,
+  options?: GetOptions
+): Effect.Effect<Result<Item>, ClinicalError, PersonData> =>
+  Effect.flatMap(PersonData, (service) => service.get(operation, personUid, options))
+
+/** The person's items of `operation` decoded with `schema`, from the `PersonData` in context. */
+export const getAs = <A, I>(
+  operation: Operation,
+  schema: Schema.Schema<A, I, never>,
+  personUid: PersonUid,
+  options?: GetOptions
+): Effect.Effect<Result<A>, ClinicalError, PersonData> =>
+  Effect.flatMap(PersonData, (service) => service.getAs(operation, schema, personUid, options))

@@ -1,0 +1,217 @@
+/**
+ * The person-data operations: one definition each, the same request body ("BaseRequest"), the
+ * same envelope, the same machinery. What goes over the wire for each documented operation, how
+ * each answer is read, an operation the library does not know, and definitions that are refused.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Metric, type Schema, TestClock } from "effect"
+import { ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
+import * as Telemetry from "../src/internal/telemetry.js"
+import * as CapturingTracer from "./support/CapturingTracer.js"
+import * as Fake from "./support/FakeService.js"
+
+const documented: ReadonlyArray<readonly [PersonData.Operation, string, string, ReadonlyArray<object>]> = [
+  [PersonData.medications, "/api/clinical/medication/get", "Medications", [{ Name: "Lisinopril", Strength: "10 mg" }]],
+  [PersonData.ethnicities, "/api/Demographics/ethnicity/get", "Ethnicities", [{
+    Name: "Hispanic or Latino",
+    Code: "2135-2"
+  }]],
+  [PersonData.detailedEthnicities, "/api/Demographics/detailedethnicity/get", "Ethnicities", [{
+    Name: "Mexican",
+    Code: "2148-5"
+  }]],
+  [PersonData.uniqueDeviceIdentifiers, "/api/Clinical/UniqueDeviceIdentifier/Get", "UniqueDeviceIdentifier", [{
+    Udi: "(01)1"
+  }]]
+]
+
+const envelope = (collection: string, items: unknown) => ({
+  [collection]: items,
+  ErrorMessage: null,
+  ErrorType: null,
+  Success: true
+})
+
+describe("PersonData: the documented operations", () => {
+  for (const [operation, path, collection, items] of documented) {
+    it.effect(`${operation.name}: POST ${path}, the BaseRequest body, the ${collection} collection`, () =>
+      Fake.withClient((fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(Fake.respond(200, envelope(collection, items)))
+          const result = yield* PersonData.get(operation, Fake.PERSON_UID, {
+            startDate: "2024-01-01",
+            endDate: "2024-12-31"
+          })
+          expect(result.items).toEqual(items)
+          expect(result.raw).toEqual(envelope(collection, items))
+          const request = (yield* fake.requests)[1]!
+          expect(request).toMatchObject({
+            method: "POST",
+            url: `${Fake.BASE_URL}${path}`,
+            headers: {
+              "Content-Type": "application/json",
+              "Accept-Encoding": "identity",
+              Authorization: `Bearer ${Fake.tokenValue(1)}`,
+              ApplicationId: Fake.APPLICATION_ID
+            },
+            body: JSON.stringify({ personuid: Fake.PERSON_UID, StartDate: "2024-01-01", EndDate: "2024-12-31" })
+          })
+        })
+      ))
+  }
+
+  it.effect("each labels its errors, span and metrics with its name", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        const { spans, tracer } = yield* CapturingTracer.make
+        for (const [operation] of documented) {
+          yield* fake.scriptData(Fake.respond(400, {}))
+          const error = yield* Effect.flip(PersonData.get(operation, Fake.PERSON_UID).pipe(Effect.withTracer(tracer)))
+          expect(error).toMatchObject({ _tag: "BadRequest", operation: operation.name })
+          const failures = Metric.tagged(
+            Metric.tagged(Telemetry.failures, "operation", operation.name),
+            "error",
+            "BadRequest"
+          )
+          expect((yield* Metric.value(failures)).count).toBeGreaterThanOrEqual(1)
+        }
+        expect(spans.map((span) => span.name).filter((name) => name.startsWith("PersonData.")))
+          .toEqual(documented.map(([operation]) => `PersonData.${operation.name}`))
+      })
+    ))
+
+  it.effect("the ethnicity items decode with the exported Ethnicity Schema", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(
+          Fake.respond(200, envelope("Ethnicities", [{ Name: "Mexican", Code: "2148-5", Extra: 1 }])),
+          Fake.respond(200, envelope("Ethnicities", [{ Name: "Mexican" }]))
+        )
+        const { items } = yield* PersonData.getAs(PersonData.detailedEthnicities, PersonData.Ethnicity, Fake.PERSON_UID)
+        expect(items).toEqual([{ Name: "Mexican", Code: "2148-5" }])
+        const error = yield* Effect.flip(
+          PersonData.getAs(PersonData.ethnicities, PersonData.Ethnicity, Fake.PERSON_UID)
+        )
+        expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "ethnicities" })
+        expect(error.message).toContain("Ethnicities[0].Code is missing")
+      })
+    ))
+
+  it.effect("MedicationService is the same operation: the same request, { medications, raw }", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        const viaService = yield* MedicationService.get(Fake.PERSON_UID)
+        const viaData = yield* PersonData.get(PersonData.medications, Fake.PERSON_UID)
+        expect(viaService.medications).toEqual(viaData.items)
+        const [, first, second] = yield* fake.requests
+        expect({ ...first, at: 0 }).toEqual({ ...second, at: 0 })
+      })
+    ))
+
+  it.effect("every operation of a client shares its bound on requests in flight", () =>
+    Fake.withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* PersonData.get(PersonData.medications, Fake.PERSON_UID) // the token, first
+          const release = yield* Deferred.make<void>()
+          let inFlight = 0
+          let most = 0
+          const held: Fake.Responder = () =>
+            Effect.gen(function*() {
+              most = Math.max(most, ++inFlight)
+              yield* Deferred.await(release)
+              inFlight--
+              return HttpTransport.jsonResponse(200, envelope("Ethnicities", []))
+            })
+          yield* fake.scriptData(held, held, held)
+          const fiber = yield* Effect.fork(Effect.all([
+            PersonData.get(PersonData.ethnicities, Fake.PERSON_UID),
+            MedicationService.get(Fake.PERSON_UID),
+            PersonData.get(PersonData.detailedEthnicities, Fake.PERSON_UID)
+          ], { concurrency: "unbounded" }))
+          yield* TestClock.adjust("1 millis")
+          expect(inFlight).toBe(1)
+          yield* Deferred.succeed(release, undefined)
+          yield* Fiber.join(fiber).pipe(Effect.either)
+          expect(most).toBe(1)
+        }),
+      { maxConcurrentRequests: 1 }
+    ))
+})
+
+describe("PersonData: an operation the library does not know", () => {
+  const allergies = PersonData.operation({
+    name: "allergies",
+    path: "/api/clinical/allergy/get",
+    collection: "Allergies"
+  })
+
+  it.effect("is one line, and gets the request, the envelope, the retries and the typed errors", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(
+          Fake.respond(503, {}),
+          Fake.respond(200, { allergies: [{ Substance: "Penicillin" }], success: true }),
+          Fake.respond(200, { Success: false, ErrorType: "PersonNotFound", ErrorMessage: "Not found." })
+        )
+        const { items } = yield* Fake.runWithClock(PersonData.get(allergies, Fake.PERSON_UID))
+        expect(items).toEqual([{ Substance: "Penicillin" }])
+        const sent = (yield* fake.requests).filter((r) => r.path === "/api/clinical/allergy/get")
+        expect(sent).toHaveLength(2)
+        expect(JSON.parse(sent[0]!.body!)).toEqual({ personuid: Fake.PERSON_UID })
+        expect(yield* Effect.flip(PersonData.get(allergies, Fake.PERSON_UID))).toEqual(
+          new ClinicalError.ApiError({
+            operation: "allergies",
+            status: 200,
+            errorType: "PersonNotFound",
+            errorMessage: "Not found."
+          })
+        )
+      })
+    ))
+
+  it.effect("finds its collection as the only array field named like it, and refuses a body without it", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(
+          Fake.respond(200, { AllergyList: [{ Substance: "Latex" }], Notes: [], Success: true }),
+          Fake.respond(200, { Success: true }),
+          Fake.respond(200, { Allergies: null, Success: true })
+        )
+        expect((yield* PersonData.get(allergies, Fake.PERSON_UID)).items).toEqual([{ Substance: "Latex" }])
+        const error = yield* Effect.flip(PersonData.get(allergies, Fake.PERSON_UID))
+        expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "allergies" })
+        expect(error.message).toContain("no Allergies collection")
+        expect((yield* PersonData.get(allergies, Fake.PERSON_UID)).items).toEqual([])
+      })
+    ))
+
+  it.effect("a definition that cannot be used is refused with InvalidRequest naming the field, sending nothing", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        const bad: ReadonlyArray<readonly [PersonData.Operation, string]> = [
+          [PersonData.operation({ name: "", path: "/x", collection: "X" }), "operation.name"],
+          [PersonData.operation({ name: "has space", path: "/x", collection: "X" }), "operation.name"],
+          [PersonData.operation({ name: "x", path: "x", collection: "X" }), "operation.path"],
+          [PersonData.operation({ name: "x", path: "/x?y=1", collection: "X" }), "operation.path"],
+          [PersonData.operation({ name: "x", path: "/x", collection: "" }), "operation.collection"],
+          [PersonData.operation(undefined as never), "operation.name"],
+          [undefined as never, "operation"]
+        ]
+        for (const [operation, field] of bad) {
+          const error = yield* Effect.flip(PersonData.get(operation, Fake.PERSON_UID))
+          expect(error).toMatchObject({ _tag: "InvalidRequest", field })
+        }
+        expect(yield* fake.requests).toHaveLength(0)
+      })
+    ))
+
+  it.effect("getAs refuses a schema that is not one", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(PersonData.getAs(allergies, {} as Schema.Schema<unknown>, Fake.PERSON_UID))
+        expect(error).toMatchObject({ _tag: "InvalidRequest", operation: "allergies", field: "schema" })
+        expect(yield* fake.requests).toHaveLength(0)
+      })
+    ))
+})
