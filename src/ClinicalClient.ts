@@ -6,7 +6,6 @@
  * swap in the in-memory one); `layerUndici` / `layerUndiciConfig` include the default undici
  * transport, so a backend needs a single `Effect.provide`.
  */
-import type * as ConfigError from "effect/ConfigError"
 import * as Layer from "effect/Layer"
 import type { Agent } from "undici"
 import * as ClinicalConfig from "./ClinicalConfig.js"
@@ -42,7 +41,7 @@ export const layer = (
 /** The client from the environment (`CLINICAL_BASE_URL`, ...), over the transport the application provides. */
 export const layerConfig: Layer.Layer<
   Services,
-  ConfigError.ConfigError | InvalidConfig,
+  InvalidConfig,
   HttpTransport.HttpTransport
 > = withConfig(ClinicalConfig.layerConfig)
 
@@ -55,5 +54,4 @@ export const layerUndici = (
 /** The client from the environment, ready to use: with the default undici transport. */
 export const layerUndiciConfig = (
   agentOptions?: Agent.Options
-): Layer.Layer<Services, ConfigError.ConfigError | InvalidConfig> =>
-  layerConfig.pipe(Layer.provide(HttpTransport.layerUndici(agentOptions)))
+): Layer.Layer<Services, InvalidConfig> => layerConfig.pipe(Layer.provide(HttpTransport.layerUndici(agentOptions)))

@@ -4,7 +4,6 @@
  * the same validation, and a refused setting fails the layer with `InvalidConfig` naming it.
  */
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -108,49 +107,17 @@ export interface Service {
 /** The tag of the resolved settings. */
 export class ClinicalConfig extends Context.Tag("effect-clinical/ClinicalConfig")<ClinicalConfig, Service>() {}
 
-/** Defaults of the optional settings. */
-export const defaults = {
-  tokenPath: "/api/Server/Token",
-  authenticatePath: "/api/Server/Authenticate",
-  dateOfBirthFormat: "MM/DD/YYYY",
-  tokenTimeout: Duration.seconds(10),
-  requestTimeout: Duration.seconds(30),
-  softRefreshWindow: Duration.minutes(5),
-  hardRefreshWindow: Duration.seconds(30),
-  maxRetries: 3,
-  retryBaseDelay: Duration.seconds(1),
-  retryMaxDelay: Duration.seconds(30),
-  maxRetryAfter: Duration.seconds(60),
-  maxTokenLifetime: Duration.hours(24),
-  deadline: Duration.seconds(60),
-  retryWrites: false,
-  maxConcurrentRequests: 64,
-  maxResponseBytes: 4 * 1024 * 1024
-} as const
+/** Reads one setting from what a user wrote: an option's value, or an environment variable's text. */
+type Parse<A> = (value: unknown) => Either.Either<A, string>
 
-/** The environment variable behind each setting, for {@link layerConfig}. */
-export const environment: { readonly [K in keyof Options]-?: string } = {
-  baseUrl: "CLINICAL_BASE_URL",
-  authUrl: "CLINICAL_AUTH_URL",
-  applicationId: "CLINICAL_APPLICATION_ID",
-  tokenPath: "CLINICAL_TOKEN_PATH",
-  authenticateUrl: "CLINICAL_AUTHENTICATE_URL",
-  authenticatePath: "CLINICAL_AUTHENTICATE_PATH",
-  dateOfBirthFormat: "CLINICAL_DATE_OF_BIRTH_FORMAT",
-  tokenTimeout: "CLINICAL_TOKEN_TIMEOUT",
-  requestTimeout: "CLINICAL_REQUEST_TIMEOUT",
-  softRefreshWindow: "CLINICAL_SOFT_REFRESH_WINDOW",
-  hardRefreshWindow: "CLINICAL_HARD_REFRESH_WINDOW",
-  maxRetries: "CLINICAL_MAX_RETRIES",
-  retryBaseDelay: "CLINICAL_RETRY_BASE_DELAY",
-  retryMaxDelay: "CLINICAL_RETRY_MAX_DELAY",
-  maxRetryAfter: "CLINICAL_MAX_RETRY_AFTER",
-  maxTokenLifetime: "CLINICAL_MAX_TOKEN_LIFETIME",
-  deadline: "CLINICAL_DEADLINE",
-  retryWrites: "CLINICAL_RETRY_WRITES",
-  maxConcurrentRequests: "CLINICAL_MAX_CONCURRENT_REQUESTS",
-  maxResponseBytes: "CLINICAL_MAX_RESPONSE_BYTES"
+/** One setting: its environment variable, how it is read, and its default (`undefined`: required or derived). */
+interface Setting<A> {
+  readonly variable: string
+  readonly parse: Parse<A>
+  readonly fallback: A | undefined
 }
+
+const setting = <A>(variable: string, parse: Parse<A>, fallback?: A): Setting<A> => ({ variable, parse, fallback })
 
 interface DurationBounds {
   readonly allowZero: boolean
@@ -158,183 +125,135 @@ interface DurationBounds {
   readonly max?: { readonly duration: Duration.Duration; readonly words: string } | undefined
 }
 
-const duration = (
-  value: Duration.DurationInput | undefined,
-  fallback: Duration.Duration,
-  { allowZero, max }: DurationBounds
-): Either.Either<Duration.Duration, string> => {
-  if (value === undefined) return Either.right(fallback)
-  // Duration clamps negative numbers to zero; a negative setting is a mistake worth naming.
-  if (typeof value === "number" && value < 0) return Either.left("must not be negative")
-  const decoded = Duration.decodeUnknown(value)
-  if (Option.isNone(decoded)) return Either.left("must be a duration, e.g. \"10 seconds\" or a number of milliseconds")
-  const millis = Duration.toMillis(decoded.value)
-  if (!Number.isFinite(millis)) return Either.left("must be finite")
-  if (allowZero ? millis < 0 : millis <= 0) return Either.left(allowZero ? "must not be negative" : "must be positive")
-  if (max !== undefined && Duration.greaterThan(decoded.value, max.duration)) {
-    return Either.left(`must be at most ${max.words}`)
+const duration = ({ allowZero, max }: DurationBounds): Parse<Duration.Duration> => (value) =>
+  Either.flatMap(validate.duration(value), (decoded) => {
+    const millis = Duration.toMillis(decoded)
+    if (!Number.isFinite(millis)) return Either.left("must be finite")
+    if (allowZero ? millis < 0 : millis <= 0) {
+      return Either.left(allowZero ? "must not be negative" : "must be positive")
+    }
+    if (max !== undefined && Duration.greaterThan(decoded, max.duration)) {
+      return Either.left(`must be at most ${max.words}`)
+    }
+    return Either.right(decoded)
+  })
+
+const positive = duration({ allowZero: false })
+const nonNegative = duration({ allowZero: true })
+
+const applicationId: Parse<Redacted.Redacted<string>> = (value) =>
+  Either.map(validate.guid(Redacted.isRedacted(value) ? Redacted.value(value) : value), Redacted.make)
+
+/** Every setting, once: the options, the environment, the defaults and the checks all come from here. */
+const settings: { readonly [K in keyof Service]: Setting<Service[K]> } = {
+  baseUrl: setting("CLINICAL_BASE_URL", validate.baseUrl),
+  authUrl: setting("CLINICAL_AUTH_URL", validate.baseUrl), // defaults to baseUrl
+  applicationId: setting("CLINICAL_APPLICATION_ID", applicationId),
+  tokenPath: setting("CLINICAL_TOKEN_PATH", validate.urlPath, "/api/Server/Token"),
+  authenticateUrl: setting("CLINICAL_AUTHENTICATE_URL", validate.baseUrl), // defaults to baseUrl
+  authenticatePath: setting("CLINICAL_AUTHENTICATE_PATH", validate.urlPath, "/api/Server/Authenticate"),
+  dateOfBirthFormat: setting("CLINICAL_DATE_OF_BIRTH_FORMAT", validate.dayFormat, "MM/DD/YYYY"),
+  tokenTimeout: setting("CLINICAL_TOKEN_TIMEOUT", positive, Duration.seconds(10)),
+  requestTimeout: setting("CLINICAL_REQUEST_TIMEOUT", positive, Duration.seconds(30)),
+  softRefreshWindow: setting("CLINICAL_SOFT_REFRESH_WINDOW", nonNegative, Duration.minutes(5)),
+  hardRefreshWindow: setting("CLINICAL_HARD_REFRESH_WINDOW", nonNegative, Duration.seconds(30)),
+  maxRetries: setting("CLINICAL_MAX_RETRIES", validate.integer(0, 100), 3),
+  retryBaseDelay: setting("CLINICAL_RETRY_BASE_DELAY", nonNegative, Duration.seconds(1)),
+  retryMaxDelay: setting("CLINICAL_RETRY_MAX_DELAY", nonNegative, Duration.seconds(30)),
+  maxRetryAfter: setting(
+    "CLINICAL_MAX_RETRY_AFTER",
+    duration({ allowZero: false, max: { duration: Duration.hours(1), words: "1 hour" } }),
+    Duration.seconds(60)
+  ),
+  maxTokenLifetime: setting(
+    "CLINICAL_MAX_TOKEN_LIFETIME",
+    duration({ allowZero: false, max: { duration: Duration.days(365), words: "365 days" } }),
+    Duration.hours(24)
+  ),
+  deadline: setting("CLINICAL_DEADLINE", positive, Duration.seconds(60)),
+  retryWrites: setting("CLINICAL_RETRY_WRITES", validate.boolean, false),
+  maxConcurrentRequests: setting("CLINICAL_MAX_CONCURRENT_REQUESTS", validate.integer(1, 100_000), 64),
+  maxResponseBytes: setting("CLINICAL_MAX_RESPONSE_BYTES", validate.integer(1, 1024 * 1024 * 1024), 4 * 1024 * 1024)
+}
+
+type Name = keyof Service
+
+const names = Object.keys(settings) as ReadonlyArray<Name>
+
+/** Defaults of the optional settings (`authUrl` and `authenticateUrl` default to `baseUrl`). */
+export const defaults: { readonly [K in Name]?: Service[K] } = Object.fromEntries(
+  names.flatMap((name) => (settings[name].fallback === undefined ? [] : [[name, settings[name].fallback]]))
+)
+
+/** The environment variable behind each setting, for {@link layerConfig}. */
+export const environment: { readonly [K in Name]: string } = Object.fromEntries(
+  names.map((name) => [name, settings[name].variable])
+) as { readonly [K in Name]: string }
+
+/** What was given for each setting (an option's value, or a variable's text), before it is read. */
+type Given = { readonly [K in Name]?: unknown }
+
+/**
+ * Reads every setting from what was given, then checks the rules between them. Fails with the
+ * first refusal, naming the setting through `label` (the option's name, or the variable's).
+ */
+const resolve = (given: Given, label: (name: Name) => string): Either.Either<Service, InvalidConfig> => {
+  const refuse = (name: Name, reason: string) => Either.left(new InvalidConfig({ setting: label(name), reason }))
+  const resolved: Record<string, unknown> = {}
+  for (const name of names) {
+    const value = given[name]
+    if (value === undefined) {
+      const fallback = settings[name].fallback
+      if (fallback === undefined && (name === "baseUrl" || name === "applicationId")) return refuse(name, "is not set")
+      resolved[name] = fallback
+      continue
+    }
+    const parsed: Either.Either<unknown, string> = settings[name].parse(value)
+    if (Either.isLeft(parsed)) return refuse(name, parsed.left)
+    resolved[name] = parsed.right
   }
-  return Either.right(decoded.value)
+  const service = resolved as { -readonly [K in Name]: Service[K] }
+  service.authUrl ??= service.baseUrl
+  service.authenticateUrl ??= service.baseUrl
+  if (Duration.greaterThan(service.hardRefreshWindow, service.softRefreshWindow)) {
+    return refuse("hardRefreshWindow", "must not be longer than softRefreshWindow")
+  }
+  if (Duration.greaterThan(service.retryBaseDelay, service.retryMaxDelay)) {
+    return refuse("retryBaseDelay", "must not be longer than retryMaxDelay")
+  }
+  return Either.right(service)
 }
-
-const integer = (
-  value: number | undefined,
-  fallback: number,
-  min: number,
-  max: number
-): Either.Either<number, string> => {
-  if (value === undefined) return Either.right(fallback)
-  return Number.isInteger(value) && value >= min && value <= max
-    ? Either.right(value)
-    : Either.left(`must be a whole number from ${min} to ${max}`)
-}
-
-const check = <A>(
-  setting: keyof Options | "options",
-  result: Either.Either<A, string>
-): Either.Either<A, InvalidConfig> => Either.mapLeft(result, (reason) => new InvalidConfig({ setting, reason }))
-
-const positive: DurationBounds = { allowZero: false }
-const nonNegative: DurationBounds = { allowZero: true }
-const upToAnHour: DurationBounds = { allowZero: false, max: { duration: Duration.hours(1), words: "1 hour" } }
-const upToAYear: DurationBounds = { allowZero: false, max: { duration: Duration.days(365), words: "365 days" } }
-
-type DurationSetting =
-  | "tokenTimeout"
-  | "requestTimeout"
-  | "softRefreshWindow"
-  | "hardRefreshWindow"
-  | "retryBaseDelay"
-  | "retryMaxDelay"
-  | "maxRetryAfter"
-  | "maxTokenLifetime"
-  | "deadline"
-
-/** A duration setting, or its default. */
-const durationSetting = (options: Options, setting: DurationSetting, allowed: DurationBounds) =>
-  check(setting, duration(options[setting], defaults[setting], allowed))
-
-/** A whole-number setting within bounds, or its default. */
-const integerSetting = (
-  options: Options,
-  setting: "maxRetries" | "maxConcurrentRequests" | "maxResponseBytes",
-  min: number,
-  max: number
-) => check(setting, integer(options[setting], defaults[setting], min, max))
 
 /** Validates options into the resolved settings. Fails with `InvalidConfig` naming the first bad setting. */
 export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
-  Effect.gen(function*() {
-    // JavaScript callers and JSON configuration can pass anything at all.
-    if (typeof options !== "object" || options === null) {
-      return yield* check("options", Either.left("must be an object with at least baseUrl and applicationId"))
-    }
-    const baseUrl = yield* check("baseUrl", validate.baseUrl(options.baseUrl))
-    const authUrl = options.authUrl === undefined ? baseUrl : yield* check("authUrl", validate.baseUrl(options.authUrl))
-    const applicationId = yield* check("applicationId", validate.guid(validate.reveal(options.applicationId)))
-    const tokenPath = yield* check("tokenPath", validate.urlPath(options.tokenPath ?? defaults.tokenPath))
-    const authenticateUrl = options.authenticateUrl === undefined
-      ? baseUrl
-      : yield* check("authenticateUrl", validate.baseUrl(options.authenticateUrl))
-    const authenticatePath = yield* check(
-      "authenticatePath",
-      validate.urlPath(options.authenticatePath ?? defaults.authenticatePath)
+  // JavaScript callers and JSON configuration can pass anything at all.
+  typeof options !== "object" || options === null
+    ? Effect.fail(
+      new InvalidConfig({ setting: "options", reason: "must be an object with at least baseUrl and applicationId" })
     )
-    const dateOfBirthFormat = yield* check(
-      "dateOfBirthFormat",
-      validate.dayFormat(options.dateOfBirthFormat ?? defaults.dateOfBirthFormat)
-    )
-    const tokenTimeout = yield* durationSetting(options, "tokenTimeout", positive)
-    const requestTimeout = yield* durationSetting(options, "requestTimeout", positive)
-    const softRefreshWindow = yield* durationSetting(options, "softRefreshWindow", nonNegative)
-    const hardRefreshWindow = yield* durationSetting(options, "hardRefreshWindow", nonNegative)
-    if (Duration.greaterThan(hardRefreshWindow, softRefreshWindow)) {
-      return yield* check("hardRefreshWindow", Either.left("must not be longer than softRefreshWindow"))
-    }
-    const maxRetries = yield* integerSetting(options, "maxRetries", 0, 100)
-    const retryBaseDelay = yield* durationSetting(options, "retryBaseDelay", nonNegative)
-    const retryMaxDelay = yield* durationSetting(options, "retryMaxDelay", nonNegative)
-    if (Duration.greaterThan(retryBaseDelay, retryMaxDelay)) {
-      return yield* check("retryBaseDelay", Either.left("must not be longer than retryMaxDelay"))
-    }
-    const maxRetryAfter = yield* durationSetting(options, "maxRetryAfter", upToAnHour)
-    const maxTokenLifetime = yield* durationSetting(options, "maxTokenLifetime", upToAYear)
-    const deadline = yield* durationSetting(options, "deadline", positive)
-    const retryWrites = yield* check(
-      "retryWrites",
-      options.retryWrites === undefined || typeof options.retryWrites === "boolean"
-        ? Either.right(options.retryWrites ?? defaults.retryWrites)
-        : Either.left("must be true or false")
-    )
-    const maxConcurrentRequests = yield* integerSetting(options, "maxConcurrentRequests", 1, 100_000)
-    const maxResponseBytes = yield* integerSetting(options, "maxResponseBytes", 1, 1024 * 1024 * 1024)
-    return {
-      baseUrl,
-      authUrl,
-      applicationId: Redacted.make(applicationId),
-      tokenPath,
-      authenticateUrl,
-      authenticatePath,
-      dateOfBirthFormat,
-      tokenTimeout,
-      requestTimeout,
-      softRefreshWindow,
-      hardRefreshWindow,
-      maxRetries,
-      retryBaseDelay,
-      retryMaxDelay,
-      maxRetryAfter,
-      maxTokenLifetime,
-      deadline,
-      retryWrites,
-      maxConcurrentRequests,
-      maxResponseBytes
-    }
-  })
+    : resolve(options as Given, (name) => name)
 
 /** The settings from an options object. */
 export const layer = (options: Options): Layer.Layer<ClinicalConfig, InvalidConfig> =>
   Layer.effect(ClinicalConfig, make(options))
 
-const optional = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
-  Config.map(Config.option(config), Option.getOrUndefined)
-
-/** Reads the raw options from the environment (through Effect's `ConfigProvider`). */
-export const options: Config.Config<Options> = Config.all({
-  baseUrl: Config.string(environment.baseUrl),
-  authUrl: optional(Config.string(environment.authUrl)),
-  applicationId: Config.redacted(environment.applicationId),
-  tokenPath: optional(Config.string(environment.tokenPath)),
-  authenticateUrl: optional(Config.string(environment.authenticateUrl)),
-  authenticatePath: optional(Config.string(environment.authenticatePath)),
-  dateOfBirthFormat: optional(Config.string(environment.dateOfBirthFormat)),
-  tokenTimeout: optional(Config.duration(environment.tokenTimeout)),
-  requestTimeout: optional(Config.duration(environment.requestTimeout)),
-  softRefreshWindow: optional(Config.duration(environment.softRefreshWindow)),
-  hardRefreshWindow: optional(Config.duration(environment.hardRefreshWindow)),
-  maxRetries: optional(Config.integer(environment.maxRetries)),
-  retryBaseDelay: optional(Config.duration(environment.retryBaseDelay)),
-  retryMaxDelay: optional(Config.duration(environment.retryMaxDelay)),
-  maxRetryAfter: optional(Config.duration(environment.maxRetryAfter)),
-  maxTokenLifetime: optional(Config.duration(environment.maxTokenLifetime)),
-  deadline: optional(Config.duration(environment.deadline)),
-  retryWrites: optional(Config.boolean(environment.retryWrites)),
-  maxConcurrentRequests: optional(Config.integer(environment.maxConcurrentRequests)),
-  maxResponseBytes: optional(Config.integer(environment.maxResponseBytes))
-})
+/** A variable's text, through Effect's `ConfigProvider`; unset or blank is `undefined`. */
+const text = (variable: string): Effect.Effect<string | undefined, InvalidConfig> =>
+  Config.option(Config.string(variable)).pipe(
+    Effect.map((value) => (Option.isSome(value) && value.value.trim() !== "" ? value.value.trim() : undefined)),
+    Effect.mapError((error) => new InvalidConfig({ setting: variable, reason: `could not be read (${error._op})` }))
+  )
 
 /**
- * The settings from the environment (see {@link environment}). A missing or malformed variable
- * fails with `ConfigError`; a refused value with `InvalidConfig` naming the variable.
+ * The settings from the environment (see {@link environment}), read through Effect's
+ * `ConfigProvider`. Durations may be written the short way (`30s`, `2m`, `1500ms`) or Effect's
+ * (`30 seconds`). A variable that is not set, or whose value is refused, fails with `InvalidConfig`
+ * naming the variable, never with the value.
  */
-export const layerConfig: Layer.Layer<ClinicalConfig, ConfigError.ConfigError | InvalidConfig> = Layer.effect(
-  ClinicalConfig,
-  Effect.flatMap(
-    options,
-    (resolved) =>
-      Effect.mapError(
-        make(resolved),
-        (error) => new InvalidConfig({ setting: environment[error.setting as keyof Options], reason: error.reason })
-      )
-  )
+export const fromEnvironment: Effect.Effect<Service, InvalidConfig> = Effect.flatMap(
+  Effect.forEach(names, (name) => Effect.map(text(settings[name].variable), (value) => [name, value] as const)),
+  (entries) => resolve(Object.fromEntries(entries) as Given, (name) => settings[name].variable)
 )
+
+/** The settings from the environment. */
+export const layerConfig: Layer.Layer<ClinicalConfig, InvalidConfig> = Layer.effect(ClinicalConfig, fromEnvironment)

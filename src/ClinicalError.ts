@@ -17,8 +17,31 @@ export const Operation = Schema.String
 /** The operation a failure belongs to. */
 export type Operation = typeof Operation.Type
 
-const withStatus = (operation: Operation, status: number | undefined): string =>
-  status === undefined ? `${operation} request` : `${operation} request (HTTP ${status})`
+/**
+ * Where a request went: its method and URL. Our URLs carry no patient data (the PersonUid travels
+ * in the body), so they are safe to show; keep it so.
+ */
+const Target = {
+  method: Schema.optional(Schema.String),
+  url: Schema.optional(Schema.String)
+}
+
+/** `medications request POST https://host/path (HTTP 503)`: the operation, where it went, the status. */
+const describeRequest = (
+  error: { readonly operation: Operation; readonly method?: string | undefined; readonly url?: string | undefined },
+  status: number | undefined
+): string => {
+  const target = error.method !== undefined && error.url !== undefined ? ` ${error.method} ${error.url}` : ""
+  return `${error.operation} request${target}${status === undefined ? "" : ` (HTTP ${status})`}`
+}
+
+/** What to check when a token was refused, by the token host (the ApplicationId) or a data host (a fresh token too). */
+const tokenAdvice = (operation: Operation): string =>
+  operation === "token"
+    ? ": the token host refused the ApplicationId. Check the ApplicationId (applicationId, CLINICAL_APPLICATION_ID) " +
+      "and that the token host (authUrl) and the data host (baseUrl) belong to the same environment, test or production"
+    : ", with a fresh token too. Check that the token host (authUrl) and this host belong to the same environment, " +
+      "test or production, and that the ApplicationId may use this operation"
 
 /** A setting given to `ClinicalConfig` was refused; `setting` names it. Fails the layer. */
 export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
@@ -68,57 +91,69 @@ export class TransportError extends Schema.TaggedError<TransportError>()("Transp
   }
 }
 
-/** HTTP 401: authentication failed or was not given (after one token refresh and one retry). */
+/**
+ * HTTP 401: authentication failed or was not given. From the token endpoint: the ApplicationId was
+ * refused. From any other: after one token refresh and one retry.
+ */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
   operation: Operation,
+  ...Target,
   status: Schema.Number
 }) {
   override get message(): string {
-    return `${withStatus(this.operation, this.status)} was refused as unauthorized`
+    return `${describeRequest(this, this.status)} was refused as unauthorized${tokenAdvice(this.operation)}`
   }
 }
 
 /** HTTP 419: the token exceeded its lifetime (after one token refresh and one retry). */
 export class TokenExpired extends Schema.TaggedError<TokenExpired>()("TokenExpired", {
   operation: Operation,
+  ...Target,
   status: Schema.Number
 }) {
   override get message(): string {
-    return `${withStatus(this.operation, this.status)} was refused: the token exceeded its lifetime`
+    return `${describeRequest(this, this.status)} was refused: the token exceeded its lifetime${
+      this.operation === "token" ? "" : tokenAdvice(this.operation)
+    }`
   }
 }
 
 /** HTTP 400: the service found data or a prerequisite missing. */
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
   operation: Operation,
+  ...Target,
   status: Schema.Number
 }) {
   override get message(): string {
-    return `${withStatus(this.operation, this.status)} was refused as a bad request`
+    return `${describeRequest(this, this.status)} was refused as a bad request${
+      this.operation === "token" ? tokenAdvice(this.operation) : ""
+    }`
   }
 }
 
 /** HTTP 429: throttled; `retryAfterMillis` is the parsed `Retry-After`, when the server sent one. */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   operation: Operation,
+  ...Target,
   status: Schema.Number,
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
   override get message(): string {
     const after = this.retryAfterMillis === undefined ? "" : `; retry after ${this.retryAfterMillis} ms`
-    return `${withStatus(this.operation, this.status)} was rate limited${after}`
+    return `${describeRequest(this, this.status)} was rate limited${after}`
   }
 }
 
 /** HTTP 5xx: the service failed; `retryAfterMillis` is the parsed `Retry-After` (503), when sent. */
 export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", {
   operation: Operation,
+  ...Target,
   status: Schema.Number,
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
   override get message(): string {
     const after = this.retryAfterMillis === undefined ? "" : `; retry after ${this.retryAfterMillis} ms`
-    return `${withStatus(this.operation, this.status)} failed with a server error${after}`
+    return `${describeRequest(this, this.status)} failed with a server error${after}`
   }
 }
 
@@ -128,6 +163,7 @@ export class ServerError extends Schema.TaggedError<ServerError>()("ServerError"
  */
 export class UnexpectedStatus extends Schema.TaggedError<UnexpectedStatus>()("UnexpectedStatus", {
   operation: Operation,
+  ...Target,
   status: Schema.Number,
   location: Schema.optional(Schema.String)
 }) {
@@ -135,18 +171,19 @@ export class UnexpectedStatus extends Schema.TaggedError<UnexpectedStatus>()("Un
     const redirect = this.status < 300 || this.status > 399
       ? ""
       : `: a redirect${this.location === undefined ? "" : ` to ${this.location}`}, which the client never follows`
-    return `${withStatus(this.operation, this.status)} got an unexpected status${redirect}`
+    return `${describeRequest(this, this.status)} got an unexpected status${redirect}`
   }
 }
 
 /** The response could not be understood: not JSON, the wrong shape, or bad token headers. */
 export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>()("ResponseDecodeError", {
   operation: Operation,
+  ...Target,
   status: Schema.Number,
   reason: Schema.String
 }) {
   override get message(): string {
-    return `${withStatus(this.operation, this.status)} returned a response that could not be decoded: ${this.reason}`
+    return `${describeRequest(this, this.status)} returned a response that could not be decoded: ${this.reason}`
   }
 }
 
@@ -156,6 +193,7 @@ export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>
  */
 export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
   operation: Operation,
+  ...Target,
   status: Schema.Number,
   errorType: Schema.NullOr(Schema.String),
   errorMessage: Schema.NullOr(Schema.String)
@@ -163,7 +201,7 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
   override get message(): string {
     const type = this.errorType === null ? "" : ` ${this.errorType}`
     const text = this.errorMessage === null ? "" : `: ${this.errorMessage}`
-    return `${withStatus(this.operation, this.status)} reported failure${type}${text}`
+    return `${describeRequest(this, this.status)} reported failure${type}${text}`
   }
 }
 

@@ -82,11 +82,14 @@ const check = (credentials: Credentials, format: string, now: number): Either.Ei
   })
 }
 
-const decodeError = (status: number, reason: string) =>
-  new ResponseDecodeError({ operation: OPERATION, status, reason })
-
 /** The PersonUid in the answer: `PersonUid` in any letter case, in the envelope or bare. Never echoed. */
-const personUidOf = (json: unknown, status: number): Either.Either<Redacted.Redacted<string>, ResponseDecodeError> => {
+const personUidOf = (
+  json: unknown,
+  status: number,
+  url: string
+): Either.Either<Redacted.Redacted<string>, ResponseDecodeError> => {
+  const decodeError = (status: number, reason: string) =>
+    new ResponseDecodeError({ operation: OPERATION, method: "POST", url, status, reason })
   if (!isRecord(json)) return Either.left(decodeError(status, "the body is not a JSON object"))
   const uid = field(json, "PersonUid")
   if (uid === undefined || uid === null) return Either.left(decodeError(status, "the body has no PersonUid"))
@@ -124,7 +127,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
                 secrets: () => [checked.passCode, ...checked.dateForms].map((secret) => Redacted.make(secret)),
                 resendable: false
               }),
-              ({ json, status }) => personUidOf(json, status)
+              ({ json, status }) => personUidOf(json, status, url)
             ))
       ).pipe(
         Effect.withSpan("PersonAuthentication.authenticate", {

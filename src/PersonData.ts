@@ -219,11 +219,12 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       personUid: PersonUid,
       options: GetOptions | undefined
     ): Effect.Effect<Result<A>, ClinicalError> =>
-      Effect.flatMap(personRequest(op.name, personUid, options), (person) =>
-        Effect.flatMap(
+      Effect.flatMap(personRequest(op.name, personUid, options), (person) => {
+        const url = `${config.baseUrl}${op.path}`
+        return Effect.flatMap(
           post({
             operation: op.name,
-            url: `${config.baseUrl}${op.path}`,
+            url,
             body: person.body,
             secrets: () => [person.personUid()],
             resendable: !op.writes || config.retryWrites
@@ -235,13 +236,16 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
               : Effect.fail(
                 new ResponseDecodeError({
                   operation: op.name,
+                  method: "POST",
+                  url,
                   status,
                   // A decode failure's path may hold keys the server sent: scrub the PersonUid out.
                   reason: scrub(decoded.left, [person.personUid()])
                 })
               )
           }
-        ))
+        )
+      })
 
     const traced = <A>(
       op: Operation,

@@ -108,7 +108,13 @@ type RefreshReason = "empty" | "soft-window" | "hard-window" | "expired"
 /** The error to fail fast with while the token endpoint's `Retry-After` runs. */
 const throttledError = (throttle: Throttle, now: number): RateLimited | ServerError => {
   const { error } = throttle
-  const fields = { operation: error.operation, status: error.status, retryAfterMillis: throttle.until - now }
+  const fields = {
+    operation: error.operation,
+    method: error.method,
+    url: error.url,
+    status: error.status,
+    retryAfterMillis: throttle.until - now
+  }
   return error._tag === "RateLimited" ? new RateLimited(fields) : new ServerError(fields)
 }
 

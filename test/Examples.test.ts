@@ -40,8 +40,8 @@ describe.concurrent("examples", () => {
     expect(run.stdout).toContain("Authenticated; PersonUid obtained (printed redacted: <redacted>)")
     expect(run.stdout).toContain("5 medication(s): Lisinopril, Metformin Hydrochloride")
     expect(run.stdout).toContain("Ethnicities: Not Hispanic or Latino (2186-5)")
-    expect(run.stdout).toContain(
-      "A wrong pass code: ApiError: authenticate request (HTTP 400) reported failure AuthenticationFailed"
+    expect(run.stdout).toMatch(
+      /A wrong pass code: ApiError: authenticate request POST http:\/\/127\.0\.0\.1:\d+\/api\/Server\/Authenticate \(HTTP 400\) reported failure AuthenticationFailed/
     )
     const eleanor = MockClinicalServer.fixturePersons[0]!
     for (const secret of [eleanor.personUid, eleanor.passCode, "not-the-code", "1945"]) {

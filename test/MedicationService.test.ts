@@ -3,6 +3,9 @@ import { Effect, Redacted, Schema, TestClock } from "effect"
 import { ClinicalError, HttpTransport, MedicationService } from "effect-clinical"
 import * as Fake from "./support/FakeService.js"
 
+/** Where every medication request goes: errors show it. */
+const medicationsUrl = { method: "POST", url: `${Fake.BASE_URL}${Fake.MEDICATION_PATH}` }
+
 describe("MedicationService wire format", () => {
   it.effect("sends the token request, then the medication request, exactly as the interface specifies", () =>
     Fake.withClient((fake) =>
@@ -141,6 +144,8 @@ describe("MedicationService response decoding", () => {
           expect(error).toEqual(
             new ClinicalError.ApiError({
               operation: "medications",
+              method: "POST",
+              url: `${Fake.BASE_URL}${Fake.MEDICATION_PATH}`,
               status,
               errorType: "PersonNotFound",
               errorMessage: "No such person"
@@ -288,8 +293,8 @@ describe("MedicationService 401 and 419", () => {
   }
 
   const twice = [
-    [401, new ClinicalError.Unauthorized({ operation: "medications", status: 401 })],
-    [419, new ClinicalError.TokenExpired({ operation: "medications", status: 419 })]
+    [401, new ClinicalError.Unauthorized({ operation: "medications", ...medicationsUrl, status: 401 })],
+    [419, new ClinicalError.TokenExpired({ operation: "medications", ...medicationsUrl, status: 419 })]
   ] as const
   for (const [status, expected] of twice) {
     it.effect(`${status} twice gives ${expected._tag} after exactly two data requests and two token requests`, () =>

@@ -162,6 +162,8 @@ describe("PersonData: an operation the library does not know", () => {
         expect(yield* Effect.flip(PersonData.get(allergies, Fake.PERSON_UID))).toEqual(
           new ClinicalError.ApiError({
             operation: "allergies",
+            method: "POST",
+            url: `${Fake.BASE_URL}/api/clinical/allergy/get`,
             status: 200,
             errorType: "PersonNotFound",
             errorMessage: "Not found."

@@ -18,6 +18,8 @@ const withClient = <A, E>(
 ) => middleJitter(Fake.withClient(body, overrides))
 
 const get = MedicationService.get(Fake.PERSON_UID)
+/** Where every medication request goes: errors show it. */
+const medicationsUrl = { method: "POST", url: `${Fake.BASE_URL}${Fake.MEDICATION_PATH}` }
 const times = (requests: ReadonlyArray<Fake.Recorded>) => requests.map((r) => r.at)
 const counter = (metric: Metric.Metric.Counter<number>) => Effect.map(Metric.value(metric), (state) => state.count)
 
@@ -208,8 +210,18 @@ describe("Retry-After", () => {
           const error = yield* Effect.flip(get) // no clock movement needed: nothing waits
           expect(error).toEqual(
             status === 429
-              ? new ClinicalError.RateLimited({ operation: "medications", status, retryAfterMillis: 120_000 })
-              : new ClinicalError.ServerError({ operation: "medications", status, retryAfterMillis: 120_000 })
+              ? new ClinicalError.RateLimited({
+                operation: "medications",
+                ...medicationsUrl,
+                status,
+                retryAfterMillis: 120_000
+              })
+              : new ClinicalError.ServerError({
+                operation: "medications",
+                ...medicationsUrl,
+                status,
+                retryAfterMillis: 120_000
+              })
           )
           expect(yield* fake.dataRequests).toHaveLength(1)
         }), { maxRetryAfter: "1 hour" }))

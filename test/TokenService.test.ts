@@ -175,7 +175,14 @@ describe("TokenService failures", () => {
       Effect.gen(function*() {
         yield* fake.scriptToken(Fake.respond(500, { Message: "boom" }))
         const error = yield* Effect.flip(TokenService.get)
-        expect(error).toEqual(new ClinicalError.ServerError({ operation: "token", status: 500 }))
+        expect(error).toEqual(
+          new ClinicalError.ServerError({
+            operation: "token",
+            method: "POST",
+            url: `${Fake.AUTH_URL}${Fake.TOKEN_PATH}`,
+            status: 500
+          })
+        )
         const token = yield* TokenService.get
         expect(token.generation).toBe(1)
         expect(yield* fake.tokenRequests).toHaveLength(2)
@@ -513,6 +520,8 @@ describe("TokenService response body", () => {
         expect(error).toEqual(
           new ClinicalError.ApiError({
             operation: "token",
+            method: "POST",
+            url: `${Fake.AUTH_URL}${Fake.TOKEN_PATH}`,
             status: 200,
             errorType: "Denied",
             errorMessage: "unknown <redacted>"

@@ -262,6 +262,7 @@ export const make = (
     return Effect.clockWith((clock) => {
       const read = readJson({
         operation: progress.call.operation,
+        method: "POST",
         url: progress.call.url,
         secrets: () => [...progress.call.secrets(), used.token, config.applicationId],
         now: clock.unsafeCurrentTimeMillis(),

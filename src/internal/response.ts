@@ -43,7 +43,8 @@ export const retryAfterMillis = (value: string | undefined, now: number, max: nu
 /** What the caller knows about the exchange being read. */
 export interface Exchange {
   readonly operation: Operation
-  /** The request's URL, against which a redirect's `Location` is resolved. */
+  /** The request's method and URL: shown in every error, and the URL is what a `Location` resolves against. */
+  readonly method: string
   readonly url: string
   /** Secrets the request carried; scrubbed out of any server text kept in an error. Asked for only then. */
   readonly secrets: () => Iterable<Redacted.Redacted<string>>
@@ -63,28 +64,31 @@ const redirectOrigin = (exchange: Exchange, location: string | undefined): strin
   }
 }
 
+/** The fields every error of an exchange carries: the operation, and where the request went. */
+const about = ({ method, operation, url }: Exchange) => ({ operation, method, url })
+
 const statusError = (exchange: Exchange, response: TransportResponse): HttpError => {
-  const { operation } = exchange
+  const target = about(exchange)
   const status = response.status
   const retryAfter = () => retryAfterMillis(response.headers["retry-after"], exchange.now, exchange.maxRetryAfterMillis)
   switch (status) {
     case 400:
-      return new BadRequest({ operation, status })
+      return new BadRequest({ ...target, status })
     case 401:
-      return new Unauthorized({ operation, status })
+      return new Unauthorized({ ...target, status })
     case 419:
-      return new TokenExpired({ operation, status })
+      return new TokenExpired({ ...target, status })
     case 429: {
       const after = retryAfter()
-      return new RateLimited({ operation, status, ...(after === undefined ? {} : { retryAfterMillis: after }) })
+      return new RateLimited({ ...target, status, ...(after === undefined ? {} : { retryAfterMillis: after }) })
     }
   }
   if (status >= 500 && status <= 599) {
     const after = retryAfter()
-    return new ServerError({ operation, status, ...(after === undefined ? {} : { retryAfterMillis: after }) })
+    return new ServerError({ ...target, status, ...(after === undefined ? {} : { retryAfterMillis: after }) })
   }
   const location = status >= 300 && status <= 399 ? redirectOrigin(exchange, response.headers["location"]) : undefined
-  return new UnexpectedStatus({ operation, status, ...(location === undefined ? {} : { location }) })
+  return new UnexpectedStatus({ ...target, status, ...(location === undefined ? {} : { location }) })
 }
 
 /** What the envelope's `Success` says. .NET services and proxies also write it as a string or a number. */
@@ -107,7 +111,7 @@ const serverText = (value: unknown, secrets: Iterable<Redacted.Redacted<string>>
   value === null || value === undefined ? null : scrub(Json.render(value), secrets)
 
 const decodeError = (exchange: Exchange, status: number, reason: string) =>
-  new ResponseDecodeError({ operation: exchange.operation, status, reason })
+  new ResponseDecodeError({ ...about(exchange), status, reason })
 
 /** Why a body is not JSON; a compressed one says so (the client asks for none: `Accept-Encoding: identity`). */
 const notJson = (response: TransportResponse): string => {
@@ -132,7 +136,7 @@ export const readJson = (exchange: Exchange, response: TransportResponse): Eithe
   if (outcome === "failure") {
     return Either.left(
       new ApiError({
-        operation: exchange.operation,
+        ...about(exchange),
         status,
         errorType: serverText(Json.field(record!, "ErrorType"), exchange.secrets()),
         errorMessage: serverText(Json.field(record!, "ErrorMessage"), exchange.secrets())

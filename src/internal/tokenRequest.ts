@@ -54,7 +54,8 @@ export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.Tran
   timeoutMillis: Duration.toMillis(config.tokenTimeout)
 })
 
-const decodeError = (status: number, reason: string) => new ResponseDecodeError({ operation: "token", status, reason })
+const decodeError = (config: ClinicalConfig.Service, status: number, reason: string) =>
+  new ResponseDecodeError({ operation: "token", method: "POST", url: tokenUrl(config), status, reason })
 
 /** Reads a token response into an `IssuedToken`, or the typed error it stands for. */
 export const readTokenResponse = (
@@ -66,24 +67,25 @@ export const readTokenResponse = (
   Either.gen(function*() {
     const json = yield* readJson({
       operation: "token",
+      method: "POST",
       url: tokenUrl(config),
       secrets: () => [config.applicationId],
       now: receivedAt,
       maxRetryAfterMillis: Duration.toMillis(config.maxRetryAfter)
     }, response)
     const status = response.status
-    if (!isRecord(json)) return yield* Either.left(decodeError(status, "the body is not a JSON object"))
+    if (!isRecord(json)) return yield* Either.left(decodeError(config, status, "the body is not a JSON object"))
     const body = yield* Either.mapLeft(
       decodeTokenBody({ Token: field(json, "Token"), TokenType: field(json, "TokenType") }),
-      (error) => decodeError(status, describeParseError(error, "body"))
+      (error) => decodeError(config, status, describeParseError(error, "body"))
     )
     const expiresHeader = response.headers["token_expires"] ?? response.headers["token-expires"]
     if (expiresHeader === undefined) {
-      return yield* Either.left(decodeError(status, "the TOKEN_EXPIRES header is missing"))
+      return yield* Either.left(decodeError(config, status, "the TOKEN_EXPIRES header is missing"))
     }
     const expires = HttpDate.parseMillis(expiresHeader, { now: receivedAt })
     if (Option.isNone(expires)) {
-      return yield* Either.left(decodeError(status, "the TOKEN_EXPIRES header is not an HTTP date"))
+      return yield* Either.left(decodeError(config, status, "the TOKEN_EXPIRES header is not an HTTP date"))
     }
     const serverDate = Option.flatMap(
       Option.fromNullable(response.headers["date"]),
@@ -94,7 +96,7 @@ export const readTokenResponse = (
     const serverLifetimeMillis = Option.isSome(serverDate) ? expires.value - serverDate.value : expires.value - sentAt
     if (!(serverLifetimeMillis > 0)) {
       return yield* Either.left(
-        decodeError(status, "the token's lifetime is not positive (TOKEN_EXPIRES is not later)")
+        decodeError(config, status, "the token's lifetime is not positive (TOKEN_EXPIRES is not later)")
       )
     }
     return {

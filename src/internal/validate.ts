@@ -3,7 +3,9 @@
  * value, or a reason written to be shown to a user. A reason never contains the value itself, since
  * the values checked here are secrets (ApplicationId), patient identifiers (PersonUid) or settings.
  */
+import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 
 const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
@@ -21,13 +23,58 @@ export const MAX_TOKEN_LENGTH = 8192
 export const reveal = (value: string | Redacted.Redacted<string>): unknown =>
   Redacted.isRedacted(value) ? Redacted.value(value) : value
 
-/** A GUID in its 36-character hyphenated form. */
+/** A GUID in its 36-character hyphenated form; braces around it (as .NET's `B` format writes it) are dropped. */
 export const guid = (value: unknown): Either.Either<string, string> => {
   if (typeof value !== "string") return Either.left("must be a string")
   const trimmed = value.trim()
-  return GUID.test(trimmed)
-    ? Either.right(trimmed)
+  const bare = trimmed.startsWith("{") && trimmed.endsWith("}") ? trimmed.slice(1, -1).trim() : trimmed
+  return GUID.test(bare)
+    ? Either.right(bare)
     : Either.left("must be a GUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hexadecimal digits)")
+}
+
+/** The short forms people type: `30s`, `2m`, `1500ms`, `1h`, `1d` (decimals allowed: `1.5s`). */
+const SHORT_DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/i
+
+const UNIT_MILLIS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/**
+ * A duration: anything Effect's `Duration` reads (`"10 seconds"`, a number of milliseconds, a
+ * `Duration`) or a short form (`30s`, `2m`, `1500ms`). A bare number in text is refused: it would
+ * be unclear whether it meant seconds or milliseconds.
+ */
+export const duration = (value: unknown): Either.Either<Duration.Duration, string> => {
+  const refusal = "must be a duration, e.g. \"30s\", \"2m\", \"1500ms\" or \"10 seconds\""
+  // Duration clamps negative numbers to zero; a negative setting is a mistake worth naming.
+  if (typeof value === "number" && value < 0) return Either.left("must not be negative")
+  if (typeof value === "number" && Number.isNaN(value)) return Either.left(refusal)
+  if (typeof value === "string") {
+    const short = SHORT_DURATION.exec(value.trim())
+    if (short !== null) return Either.right(Duration.millis(Number(short[1]) * UNIT_MILLIS[short[2]!.toLowerCase()]!))
+    if (/^\s*-/.test(value)) return Either.left("must not be negative")
+    if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Either.left(`${refusal}: a bare number needs a unit`)
+  }
+  return Option.match(Duration.decodeUnknown(value), {
+    onNone: () => Either.left(refusal),
+    onSome: Either.right
+  })
+}
+
+/** A whole number from `min` to `max`, given as a number or as its digits in text. */
+export const integer = (min: number, max: number) => (value: unknown): Either.Either<number, string> => {
+  const number = typeof value === "string" && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value
+  return typeof number === "number" && Number.isInteger(number) && number >= min && number <= max
+    ? Either.right(number)
+    : Either.left(`must be a whole number from ${min} to ${max}`)
+}
+
+/** `true` or `false`, given as a boolean or as text (`true`/`false`, `yes`/`no`, `1`/`0`, any case). */
+export const boolean = (value: unknown): Either.Either<boolean, string> => {
+  if (typeof value === "boolean") return Either.right(value)
+  const text = typeof value === "string" ? value.trim().toLowerCase() : undefined
+  if (text === "true" || text === "yes" || text === "1") return Either.right(true)
+  if (text === "false" || text === "no" || text === "0") return Either.right(false)
+  return Either.left("must be true or false")
 }
 
 /** A non-empty string of visible ASCII characters, at most `maxLength` long. */
