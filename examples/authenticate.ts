@@ -6,10 +6,10 @@
  * Runs against the built-in mock on loopback (no credentials, no network):
  * `npx tsx examples/authenticate.ts`.
  */
-import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Redacted } from "effect"
 import { ClinicalClient, MedicationService, PersonAuthentication, PersonData } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { runMain } from "./support/runMain.js"
 
 const program = Effect.gen(function*() {
   const mock = yield* MockClinicalServer.make()
@@ -39,4 +39,4 @@ const program = Effect.gen(function*() {
   }).pipe(Effect.provide(ClinicalClient.layerUndici({ baseUrl, applicationId: MockClinicalServer.demoApplicationId })))
 })
 
-NodeRuntime.runMain(Effect.scoped(program))
+runMain(Effect.scoped(program))

@@ -4,10 +4,10 @@
  * a client with your own middleware, ...). Runs against the mock on loopback: no network needed.
  */
 import { FetchHttpClient } from "@effect/platform"
-import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { runMain } from "./support/runMain.js"
 
 const main = Effect.gen(function*() {
   const mock = yield* MockClinicalServer.make()
@@ -24,4 +24,4 @@ const main = Effect.gen(function*() {
   for (const medication of medications) yield* Console.log(`  - ${medication.Name} ${medication.Strength}`)
 })
 
-NodeRuntime.runMain(Effect.scoped(main))
+runMain(Effect.scoped(main))

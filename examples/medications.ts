@@ -2,13 +2,28 @@
  * The demo behind `npm start`.
  *
  * With CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID set, it talks to that service and reads the
- * persons listed in CLINICAL_PERSON_UIDS (comma-separated). Without them it starts the mock
- * server on loopback and reads every fixture person: no credentials, no network.
+ * persons listed in CLINICAL_PERSON_UIDS (comma-separated). With no CLINICAL_* connection variable
+ * set, it starts the mock server on loopback and reads every fixture person: no credentials, no
+ * network. Setting some of them but not both required ones is a mistake it names, rather than
+ * quietly falling back to the mock. It exits with 1 when nothing succeeded.
  */
-import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, Redacted } from "effect"
+import { Console, Data, Effect, Layer, Redacted } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { runMain } from "./support/runMain.js"
+
+/** A mistake in how the demo was started, or a run where nothing succeeded. */
+class DemoFailed extends Data.TaggedError("DemoFailed")<{ readonly message: string }> {}
+
+/** The variables that say which service to talk to. */
+const CONNECTION_VARIABLES = [
+  "CLINICAL_BASE_URL",
+  "CLINICAL_AUTH_URL",
+  "CLINICAL_APPLICATION_ID",
+  "CLINICAL_AUTHENTICATE_URL",
+  "CLINICAL_PERSON_UIDS"
+] as const
+const REQUIRED = ["CLINICAL_BASE_URL", "CLINICAL_APPLICATION_ID"] as const
 
 interface Target {
   readonly description: string
@@ -16,16 +31,29 @@ interface Target {
   readonly persons: ReadonlyArray<{ readonly label: string; readonly personUid: Redacted.Redacted<string> }>
 }
 
-/** The service named by the environment, if it names one. */
-const fromEnvironment = (env: NodeJS.ProcessEnv): Target | undefined => {
-  if (!env.CLINICAL_BASE_URL || !env.CLINICAL_APPLICATION_ID) return undefined
+/** The service named by the environment, if it names one; a half-named one is a mistake. */
+const fromEnvironment = (env: NodeJS.ProcessEnv): Effect.Effect<Target | undefined, DemoFailed> => {
+  const isSet = (name: string) => (env[name] ?? "").trim() !== ""
+  const set = CONNECTION_VARIABLES.filter(isSet)
+  if (set.length === 0) return Effect.succeed(undefined)
+  const missing = REQUIRED.filter((name) => !isSet(name))
+  if (missing.length > 0) {
+    return Effect.fail(
+      new DemoFailed({
+        message: `${set.join(", ")} ${set.length === 1 ? "is" : "are"} set, so the demo talks to that service, ` +
+          `but ${missing.join(" and ")} ${missing.length === 1 ? "is" : "are"} not. Set ${
+            missing.length === 1 ? "it" : "them"
+          } too, or unset every CLINICAL_* variable to use the built-in mock.`
+      })
+    )
+  }
   const uids = (env.CLINICAL_PERSON_UIDS ?? "").split(",").map((uid) => uid.trim()).filter((uid) => uid.length > 0)
-  return {
+  return Effect.succeed({
     description: `${env.CLINICAL_BASE_URL} (from CLINICAL_BASE_URL)`,
     client: ClinicalClient.layerConfig,
     // A PersonUid identifies a patient: it is never printed, only its position in the list.
     persons: uids.map((uid, i) => ({ label: `person ${i + 1} of CLINICAL_PERSON_UIDS`, personUid: Redacted.make(uid) }))
-  }
+  })
 }
 
 /** The mock server on loopback, with its fixture persons. */
@@ -62,35 +90,47 @@ const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<
 }
 
 const main = Effect.gen(function*() {
-  const target = fromEnvironment(process.env) ?? (yield* fromMock)
+  const target = (yield* fromEnvironment(process.env)) ?? (yield* fromMock)
   const counts = { token: 0, data: 0 }
-  yield* Console.log(`Connected to ${target.description}`)
+  yield* Console.log(`Connecting to ${target.description}`)
 
-  yield* Effect.gen(function*() {
+  const read = yield* Effect.gen(function*() {
+    // Connected means a token was obtained: the host answered and accepted the ApplicationId.
     const token = yield* TokenService.get
     const minutes = Math.round((token.expiresAt - Date.now()) / 60_000)
     yield* Console.log(
-      `Token obtained; it expires at ${new Date(token.expiresAt).toISOString()} (in ${minutes} minutes)`
+      `Connected: token obtained; it expires at ${new Date(token.expiresAt).toISOString()} (in ${minutes} minutes)`
     )
     if (target.persons.length === 0) yield* Console.log("No persons to read: set CLINICAL_PERSON_UIDS.")
 
+    let read = 0
     for (const person of target.persons) {
       yield* MedicationService.get(person.personUid).pipe(
-        Effect.flatMap(({ medications }) =>
-          Console.log(
+        Effect.flatMap(({ medications }) => {
+          read++
+          return Console.log(
             `\n${person.label}: ${medications.length} medication(s)\n` + table(
               ["Medication", "Strength", "Instructions", "Start date"],
               medications.map((m) => [text(m.Name), text(m.Strength), text(m.Instructions), text(m.StartDate)])
             )
           )
-        ),
+        }),
         // Every failure is a typed error whose message is safe to print.
         Effect.catchAll((error) => Console.log(`\n${person.label}: not read (${error._tag}: ${error.message})`))
       )
     }
-  }).pipe(Effect.provide(target.client.pipe(Layer.provide(countingTransport(counts)))))
-
-  yield* Console.log(`\nRequests made: ${counts.token} token request(s), ${counts.data} data request(s)`)
+    return read
+  }).pipe(
+    Effect.provide(target.client.pipe(Layer.provide(countingTransport(counts)))),
+    Effect.ensuring(
+      Effect.suspend(() =>
+        Console.log(`\nRequests made: ${counts.token} token request(s), ${counts.data} data request(s)`)
+      )
+    )
+  )
+  if (target.persons.length > 0 && read === 0) {
+    return yield* new DemoFailed({ message: `none of the ${target.persons.length} person(s) could be read` })
+  }
 })
 
-NodeRuntime.runMain(Effect.scoped(main))
+runMain(Effect.scoped(main))

@@ -2,9 +2,9 @@
  * `npm run mock-server [-- --port N]`: serves the mock on loopback until stopped (Ctrl-C), for
  * testing other programs against it. The port comes from --port, else PORT, else any free one.
  */
-import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect } from "effect"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { runMain } from "./support/runMain.js"
 
 const portArgument = (argv: ReadonlyArray<string>): string | undefined => {
   const i = argv.findIndex((arg) => arg === "--port" || arg.startsWith("--port="))
@@ -35,4 +35,4 @@ const main = Effect.gen(function*() {
   return yield* Effect.never
 })
 
-NodeRuntime.runMain(Effect.scoped(main))
+runMain(Effect.scoped(main))

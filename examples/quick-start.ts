@@ -7,12 +7,13 @@
  *
  * To try it without credentials, start `npm run mock-server` and use the values it prints.
  */
-import { NodeRuntime } from "@effect/platform-node"
-import { Config, Console, Effect } from "effect"
+import { Config, Console, Effect, Redacted } from "effect"
 import { ClinicalClient, MedicationService } from "effect-clinical"
+import { runMain } from "./support/runMain.js"
 
 const program = Effect.gen(function*() {
-  const personUid = yield* Config.redacted("CLINICAL_PERSON_UID")
+  // Read as a string, then redacted: a missing variable then says it is missing.
+  const personUid = yield* Config.string("CLINICAL_PERSON_UID").pipe(Config.map(Redacted.make))
   const { medications } = yield* MedicationService.get(personUid, { startDate: "2020-01-01" })
   for (const medication of medications) {
     yield* Console.log(`${medication.Name} ${medication.Strength ?? ""}: ${medication.Instructions ?? ""}`)
@@ -25,5 +26,6 @@ const program = Effect.gen(function*() {
   })
 )
 
-// Settings from CLINICAL_* variables; the default undici transport included.
-NodeRuntime.runMain(program.pipe(Effect.provide(ClinicalClient.layerUndiciConfig())))
+// Settings from CLINICAL_* variables; the default undici transport included. A failure prints its
+// message (`--stack` for Effect's whole cause).
+runMain(program.pipe(Effect.provide(ClinicalClient.layerUndiciConfig())))

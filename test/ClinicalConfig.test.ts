@@ -92,7 +92,7 @@ describe("ClinicalConfig.layer", () => {
     ["a fractional maxRetries", { maxRetries: 1.5 }, "maxRetries"],
     ["a base delay longer than the cap", { retryBaseDelay: "1 minute", retryMaxDelay: "10 seconds" }, "retryBaseDelay"],
     ["a zero deadline", { deadline: 0 }, "deadline"],
-    ["a retryWrites that is not a boolean", { retryWrites: "yes" as unknown as boolean }, "retryWrites"],
+    ["a retryWrites that is not a boolean", { retryWrites: "maybe" as unknown as boolean }, "retryWrites"],
     ["a zero maxConcurrentRequests", { maxConcurrentRequests: 0 }, "maxConcurrentRequests"],
     ["a NaN maxResponseBytes", { maxResponseBytes: Number.NaN }, "maxResponseBytes"]
   ]
@@ -157,11 +157,71 @@ describe("ClinicalConfig.layerConfig", () => {
       expect(String(error)).not.toContain("nope-secret")
     }))
 
-  it.effect("a missing required variable is a ConfigError naming it", () =>
+  it.effect("a missing required variable is an InvalidConfig that says it is not set", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(fromEnv({ CLINICAL_APPLICATION_ID: APPLICATION_ID }))
-      expect(error._tag).not.toBe("InvalidConfig")
-      expect(String(error)).toContain("CLINICAL_BASE_URL")
+      for (
+        const env of [{ CLINICAL_APPLICATION_ID: APPLICATION_ID }, {
+          CLINICAL_BASE_URL: "  ",
+          CLINICAL_APPLICATION_ID: APPLICATION_ID
+        }]
+      ) {
+        const error = yield* Effect.flip(fromEnv(env))
+        expect(error).toMatchObject({ _tag: "InvalidConfig", setting: "CLINICAL_BASE_URL", reason: "is not set" })
+        expect(error.message).toBe("invalid setting CLINICAL_BASE_URL: is not set")
+      }
+      const missingId = yield* Effect.flip(fromEnv({ CLINICAL_BASE_URL: "https://x.org" }))
+      expect(missingId.message).toBe("invalid setting CLINICAL_APPLICATION_ID: is not set")
+      expect(missingId.message).not.toContain("redacted")
+    }))
+
+  it.effect("durations are read the short way people type them, and Effect's way", () =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({
+        CLINICAL_BASE_URL: "https://x.org",
+        CLINICAL_APPLICATION_ID: APPLICATION_ID,
+        CLINICAL_REQUEST_TIMEOUT: "30s",
+        CLINICAL_TOKEN_TIMEOUT: "1500ms",
+        CLINICAL_DEADLINE: "2m",
+        CLINICAL_SOFT_REFRESH_WINDOW: "10 minutes",
+        CLINICAL_HARD_REFRESH_WINDOW: "1.5m",
+        CLINICAL_MAX_TOKEN_LIFETIME: "2h",
+        CLINICAL_RETRY_WRITES: "YES"
+      })
+      expect(
+        [
+          config.requestTimeout,
+          config.tokenTimeout,
+          config.deadline,
+          config.softRefreshWindow,
+          config.hardRefreshWindow
+        ]
+          .map(Duration.toMillis)
+      ).toEqual([30_000, 1500, 120_000, 600_000, 90_000])
+      expect(Duration.toMillis(config.maxTokenLifetime)).toBe(7_200_000)
+      expect(config.retryWrites).toBe(true)
+    }))
+
+  it.effect("a bare number or a word where a duration is expected is refused, naming the variable", () =>
+    Effect.gen(function*() {
+      for (const value of ["30", "soon", "-5s", "30 parsecs"]) {
+        const error = yield* Effect.flip(
+          fromEnv({
+            CLINICAL_BASE_URL: "https://x.org",
+            CLINICAL_APPLICATION_ID: APPLICATION_ID,
+            CLINICAL_DEADLINE: value
+          })
+        )
+        expect(error, value).toMatchObject({ _tag: "InvalidConfig", setting: "CLINICAL_DEADLINE" })
+      }
+    }))
+
+  it.effect("an ApplicationId in braces (as .NET writes a Guid) is accepted and sent without them", () =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({
+        CLINICAL_BASE_URL: "https://x.org",
+        CLINICAL_APPLICATION_ID: `{${APPLICATION_ID}}`
+      })
+      expect(Redacted.value(config.applicationId)).toBe(APPLICATION_ID)
     }))
 
   it.effect("a missing ApplicationId is reported without any value", () =>

@@ -2,6 +2,7 @@
  * Every example runs, as a user would run it (tsx, no credentials, no network), and prints what
  * the README says it prints.
  */
+import { Effect, Exit, Scope } from "effect"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { execFile, spawn } from "node:child_process"
 import { describe, expect, it } from "vitest"
@@ -14,19 +15,34 @@ interface Run {
 
 const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("CLINICAL_")))
 
-const tsx = (...args: ReadonlyArray<string>): Promise<Run> =>
+const tsxWith = (extra: Record<string, string>, ...args: ReadonlyArray<string>): Promise<Run> =>
   new Promise((resolve) => {
-    execFile("node_modules/.bin/tsx", args, { env, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile("node_modules/.bin/tsx", args, { env: { ...env, ...extra }, timeout: 60_000 }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
     })
   })
+
+const tsx = (...args: ReadonlyArray<string>): Promise<Run> => tsxWith({}, ...args)
+
+/** Serves a mock on loopback for the duration of `use`. */
+const withServedMock = async <A>(use: (baseUrl: string) => Promise<A>): Promise<A> => {
+  const scope = Effect.runSync(Scope.make())
+  try {
+    const baseUrl = await Effect.runPromise(
+      Effect.flatMap(MockClinicalServer.make(), (mock) => MockClinicalServer.serve(mock)).pipe(Scope.extend(scope))
+    )
+    return await use(baseUrl)
+  } finally {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
 
 describe.concurrent("examples", () => {
   it("medications.ts (npm start) reads every fixture person from the built-in mock", async () => {
     const run = await tsx("examples/medications.ts")
     expect(run.code, run.stderr).toBe(0)
-    expect(run.stdout).toMatch(/Connected to the built-in mock server at http:\/\/127\.0\.0\.1:\d+/)
-    expect(run.stdout).toMatch(/Token obtained; it expires at \d{4}-\d{2}-\d{2}T.* \(in 60 minutes\)/)
+    expect(run.stdout).toMatch(/Connecting to the built-in mock server at http:\/\/127\.0\.0\.1:\d+/)
+    expect(run.stdout).toMatch(/Connected: token obtained; it expires at \d{4}-\d{2}-\d{2}T.* \(in 60 minutes\)/)
     expect(run.stdout).toContain("Eleanor Whitfield (fixture): 5 medication(s)")
     expect(run.stdout).toContain("Marcus Delgado (fixture): 2 medication(s)")
     expect(run.stdout).toContain("Priya Raman (fixture): 6 medication(s)")
@@ -49,6 +65,58 @@ describe.concurrent("examples", () => {
     }
   }, 60_000)
 
+  it(
+    "npm start with only some CLINICAL_* variables set names the missing one and does not fall back to the mock",
+    async () => {
+      for (
+        const [set, missing] of [
+          [{ CLINICAL_BASE_URL: "https://openapitest.intelichart.com" }, "CLINICAL_APPLICATION_ID is not"],
+          [{ CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId }, "CLINICAL_BASE_URL is not"],
+          [{ CLINICAL_PERSON_UIDS: "abc" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"]
+        ] as const
+      ) {
+        const run = await tsxWith(set, "examples/medications.ts")
+        expect(run.code).toBe(1)
+        expect(run.stdout).toBe("")
+        expect(run.stderr).toContain(missing)
+        expect(run.stderr).toContain("unset every CLINICAL_* variable to use the built-in mock")
+        expect(run.stderr).not.toContain(MockClinicalServer.demoApplicationId)
+      }
+    },
+    60_000
+  )
+
+  it("npm start against a host that refuses connections never says Connected and exits 1", async () => {
+    const run = await tsxWith({
+      CLINICAL_BASE_URL: "http://127.0.0.1:9",
+      CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId,
+      CLINICAL_MAX_RETRIES: "0"
+    }, "examples/medications.ts")
+    expect(run.code).toBe(1)
+    expect(run.stdout).toContain("Connecting to http://127.0.0.1:9 (from CLINICAL_BASE_URL)")
+    expect(run.stdout).not.toContain("Connected")
+    expect(run.stderr).toContain("error: token request POST http://127.0.0.1:9/api/Server/Token failed (Network)")
+  }, 60_000)
+
+  it("npm start against a real service exits 1 when no person could be read, 0 when one could", async () => {
+    await withServedMock(async (baseUrl) => {
+      const settings = { CLINICAL_BASE_URL: baseUrl, CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId }
+      const none = await tsxWith({ ...settings, CLINICAL_PERSON_UIDS: "nobody-1,nobody-2" }, "examples/medications.ts")
+      expect(none.code).toBe(1)
+      expect(none.stdout).toContain("Connected: token obtained")
+      expect(none.stdout).toContain("person 1 of CLINICAL_PERSON_UIDS: not read (ApiError")
+      expect(none.stderr).toContain("error: none of the 2 person(s) could be read")
+      const person = MockClinicalServer.fixturePersons[1]!
+      const one = await tsxWith(
+        { ...settings, CLINICAL_PERSON_UIDS: `nobody,${person.personUid}` },
+        "examples/medications.ts"
+      )
+      expect(one.code, one.stderr).toBe(0)
+      expect(one.stdout).toContain("person 2 of CLINICAL_PERSON_UIDS: 2 medication(s)")
+      expect(one.stdout + one.stderr).not.toContain(person.personUid)
+    })
+  }, 60_000)
+
   it("custom-transport.ts reads through FetchHttpClient", async () => {
     const run = await tsx("examples/custom-transport.ts")
     expect(run.code, run.stderr).toBe(0)
@@ -62,11 +130,21 @@ describe.concurrent("examples", () => {
     expect(run.stdout).toContain("# fail 0")
   }, 60_000)
 
-  it("quick-start.ts without settings fails with a ConfigError naming the variables", async () => {
-    const run = await tsx("examples/quick-start.ts")
-    expect(run.code).not.toBe(0)
-    expect(run.stdout + run.stderr).toContain("Missing data at CLINICAL_BASE_URL")
-  }, 60_000)
+  it(
+    "quick-start.ts without settings says which variable is not set, without a stack trace; --stack adds it",
+    async () => {
+      const run = await tsx("examples/quick-start.ts")
+      expect(run.code).toBe(1)
+      expect(run.stderr).toBe(
+        "error: invalid setting CLINICAL_BASE_URL: is not set\n(run with --stack for the full cause)\n"
+      )
+      const withStack = await tsx("examples/quick-start.ts", "--stack")
+      expect(withStack.code).toBe(1)
+      expect(withStack.stderr).toContain("InvalidConfig: invalid setting CLINICAL_BASE_URL: is not set")
+      expect(withStack.stderr).toMatch(/\n\s+at /)
+    },
+    60_000
+  )
 
   it("mock-server.ts serves the mock and prints its URL, the demo ApplicationId and the fixture persons", async () => {
     const child = spawn("node_modules/.bin/tsx", ["examples/mock-server.ts", "--port", "0"], { env })

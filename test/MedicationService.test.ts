@@ -381,3 +381,47 @@ describe("MedicationService layers", () => {
       expect(error).toMatchObject({ _tag: "InvalidConfig", setting: "applicationId" })
     }))
 })
+
+describe("error messages say where and what to check", () => {
+  it.effect("every HTTP error names the method and the URL it went to", () =>
+    Fake.withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          const answers = [400, 404, 405, 429, 500, 503].map((status) => Fake.respond(status, {}))
+          yield* fake.scriptData(...answers, Fake.respond(200, "<html>not json</html>"))
+          for (let i = 0; i < answers.length + 1; i++) {
+            const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
+            expect(error.message).toContain(`medications request POST ${Fake.BASE_URL}${Fake.MEDICATION_PATH} (HTTP `)
+            expect(error).toMatchObject({ method: "POST", url: `${Fake.BASE_URL}${Fake.MEDICATION_PATH}` })
+          }
+        }),
+      { maxRetries: 0 }
+    ))
+
+  it.effect("a refused ApplicationId names the token host and says what to check", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptToken(Fake.respond(401, {}), Fake.respond(400, {}))
+        for (const status of [401, 400]) {
+          const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
+          expect(error.message).toBe(
+            `token request POST ${Fake.AUTH_URL}/api/Server/Token (HTTP ${status}) was refused ${
+              status === 401 ? "as unauthorized" : "as a bad request"
+            }: the token host refused the ApplicationId. Check the ApplicationId (applicationId, ` +
+              "CLINICAL_APPLICATION_ID) and that the token host (authUrl) and the data host (baseUrl) belong to the " +
+              "same environment, test or production"
+          )
+        }
+      })
+    ))
+
+  it.effect("a fresh token refused by the data host points at the environments", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(Fake.respond(401, {}), Fake.respond(401, {}))
+        const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
+        expect(error.message).toContain("was refused as unauthorized, with a fresh token too")
+        expect(error.message).toContain("belong to the same environment, test or production")
+      })
+    ))
+})
