@@ -6,6 +6,7 @@ export default defineConfig({
     // Tests and examples import the package by name, exactly as users do.
     alias: {
       "effect-clinical/testing": Path.resolve(import.meta.dirname, "src/testing.ts"),
+      "effect-clinical/promise": Path.resolve(import.meta.dirname, "src/promise.ts"),
       "effect-clinical": Path.resolve(import.meta.dirname, "src/index.ts")
     }
   },

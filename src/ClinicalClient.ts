@@ -29,21 +29,22 @@ const services = Layer.mergeAll(PersonAuthentication.layer, PersonData.layer, Me
   Layer.provideMerge(TokenService.layer)
 )
 
-const withConfig = <E>(
+/** The client over settings from a layer of your own (resolved elsewhere), and the transport the application provides. */
+export const layerWith = <E>(
   config: Layer.Layer<ClinicalConfig.ClinicalConfig, E>
 ): Layer.Layer<Services, E, HttpTransport.HttpTransport> => services.pipe(Layer.provideMerge(config))
 
 /** The client from an options object, over the transport the application provides. */
 export const layer = (
   options: ClinicalConfig.Options
-): Layer.Layer<Services, InvalidConfig, HttpTransport.HttpTransport> => withConfig(ClinicalConfig.layer(options))
+): Layer.Layer<Services, InvalidConfig, HttpTransport.HttpTransport> => layerWith(ClinicalConfig.layer(options))
 
 /** The client from the environment (`CLINICAL_BASE_URL`, ...), over the transport the application provides. */
 export const layerConfig: Layer.Layer<
   Services,
   InvalidConfig,
   HttpTransport.HttpTransport
-> = withConfig(ClinicalConfig.layerConfig)
+> = layerWith(ClinicalConfig.layerConfig)
 
 /** The client from an options object, ready to use: with the default undici transport. */
 export const layerUndici = (

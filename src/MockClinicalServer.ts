@@ -15,13 +15,15 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import { InvalidConfig, type TransportError } from "./ClinicalError.js"
 import * as HttpDate from "./HttpDate.js"
@@ -676,3 +678,83 @@ export const serve = (
     const address = server.address
     return address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : `http://127.0.0.1`
   })
+
+/** The base URL (`http://127.0.0.1:<port>`) of the mock a {@link layerServed} serves. */
+export class BaseUrl extends Context.Tag("effect-clinical/MockClinicalServer/BaseUrl")<BaseUrl, string>() {}
+
+/**
+ * A new mock served over loopback HTTP for as long as the layer lives: its controls
+ * (`MockClinicalServer`) and its base URL (`BaseUrl`). No scope to manage by hand.
+ */
+export const layerServed = (
+  options?: Options,
+  serveOptions?: ServeOptions
+): Layer.Layer<MockClinicalServer | BaseUrl, InvalidConfig | HttpServerError.ServeError> =>
+  Layer.scopedContext(
+    Effect.gen(function*() {
+      const mock = yield* make(options)
+      const url = yield* serve(mock, serveOptions)
+      return Context.make(MockClinicalServer, mock).pipe(Context.add(BaseUrl, url))
+    })
+  )
+
+/** A mock served over loopback HTTP, driven with Promises: for tests written without Effect. */
+export interface Started {
+  /** Its base URL, `http://127.0.0.1:<port>`: the `baseUrl` of a client. */
+  readonly url: string
+  /** An ApplicationId it accepts. */
+  readonly applicationId: string
+  /** The persons it knows. */
+  readonly persons: ReadonlyArray<MockPerson>
+  readonly counters: () => Promise<Counters>
+  readonly requestLog: () => Promise<ReadonlyArray<LoggedRequest>>
+  readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Promise<void>
+  readonly setRandomFaults: (target: Target, faults: RandomFaults | undefined) => Promise<void>
+  readonly clearFaults: () => Promise<void>
+  readonly revokeAllTokens: () => Promise<void>
+  readonly setTokenLifetime: (lifetime: Duration.DurationInput) => Promise<void>
+  readonly setClockOffset: (millis: number) => Promise<void>
+  readonly resetCounters: () => Promise<void>
+  /** Stops it, closing every open connection. */
+  readonly close: () => Promise<void>
+  readonly [Symbol.asyncDispose]: () => Promise<void>
+}
+
+/** Runs an effect, rejecting with its own typed error rather than a wrapper. */
+const promise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
+  Effect.runPromiseExit(effect).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Option.getOrElse(Cause.failureOption(exit.cause), () => Cause.squash(exit.cause))
+  })
+
+/**
+ * Starts a mock over loopback HTTP and resolves once it listens. Bad options reject with
+ * `InvalidConfig`. `await mock.close()` (or `await using`) stops it.
+ */
+export const start = async (options?: Options & ServeOptions): Promise<Started> => {
+  const scope = Effect.runSync(Scope.make())
+  const close = () => Effect.runPromise(Scope.close(scope, Exit.void))
+  try {
+    const mock = await promise(make(options))
+    const url = await promise(Scope.extend(serve(mock, options), scope))
+    return {
+      url,
+      applicationId: mock.applicationIds[0] ?? DEMO_APPLICATION_ID,
+      persons: mock.persons,
+      counters: () => promise(mock.counters),
+      requestLog: () => promise(mock.requestLog),
+      injectFaults: (target, faults) => promise(mock.injectFaults(target, faults)),
+      setRandomFaults: (target, faults) => promise(mock.setRandomFaults(target, faults)),
+      clearFaults: () => promise(mock.clearFaults),
+      revokeAllTokens: () => promise(mock.revokeAllTokens),
+      setTokenLifetime: (lifetime) => promise(mock.setTokenLifetime(lifetime)),
+      setClockOffset: (millis) => promise(mock.setClockOffset(millis)),
+      resetCounters: () => promise(mock.resetCounters),
+      close,
+      [Symbol.asyncDispose]: close
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}

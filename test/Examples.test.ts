@@ -117,6 +117,36 @@ describe.concurrent("examples", () => {
     })
   }, 60_000)
 
+  it("http-backend.ts serves medications through the Promise API, and exits by itself on SIGTERM", async () => {
+    const child = spawn("node_modules/.bin/tsx", ["examples/http-backend.ts"], { env })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk))
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    try {
+      while (!/listening at http:\/\/127\.0\.0\.1:\d+/.test(stdout)) {
+        if (child.exitCode !== null) throw new Error(stderr)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const url = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)![1]!
+      const found = await fetch(`${url}/patients/2/medications`)
+      expect(found.status).toBe(200)
+      expect(await found.json()).toEqual([
+        { name: "Levothyroxine Sodium", strength: "75 mcg", instructions: expect.stringContaining("every morning") },
+        { name: "Omeprazole", strength: "20 mg", instructions: expect.stringContaining("before breakfast") }
+      ])
+      expect((await fetch(`${url}/patients/9/medications`)).status).toBe(404)
+    } finally {
+      child.kill("SIGTERM")
+    }
+    const stoppedAt = Date.now()
+    expect(await exited).toBe(0)
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000)
+    expect(stdout).toContain("stopped")
+    expect(stdout + stderr).not.toContain(MockClinicalServer.fixturePersons[1]!.personUid)
+  }, 60_000)
+
   it("custom-transport.ts reads through FetchHttpClient", async () => {
     const run = await tsx("examples/custom-transport.ts")
     expect(run.code, run.stderr).toBe(0)

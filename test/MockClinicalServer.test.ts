@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
-import { HttpDate, HttpTransport } from "effect-clinical"
+import { Effect, Layer, TestClock } from "effect"
+import { ClinicalClient, ClinicalError, HttpDate, HttpTransport, MedicationService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 
 const APP = MockClinicalServer.demoApplicationId
@@ -417,4 +417,49 @@ describe("MockClinicalServer faults", () => {
         }),
       { requestLogLimit: 3 }
     ))
+})
+
+describe("MockClinicalServer served without a hand-managed scope", () => {
+  it.live("layerServed: a Layer with the mock's controls and its base URL, closed with the layer", () =>
+    Effect.gen(function*() {
+      const client = Layer.unwrapEffect(
+        Effect.map(MockClinicalServer.BaseUrl, (baseUrl) => ClinicalClient.layerUndici({ baseUrl, applicationId: APP }))
+      )
+      const { medications, tokenRequests, url } = yield* Effect.gen(function*() {
+        const { medications } = yield* MedicationService.get(ELEANOR!.personUid)
+        const mock = yield* MockClinicalServer.MockClinicalServer
+        return {
+          medications,
+          tokenRequests: (yield* mock.counters).tokenRequests,
+          url: yield* MockClinicalServer.BaseUrl
+        }
+      }).pipe(Effect.provide(client.pipe(Layer.provideMerge(MockClinicalServer.layerServed()))))
+      expect(medications).toEqual(ELEANOR!.medications)
+      expect(tokenRequests).toBe(1)
+      // The layer is gone: so is the server.
+      const after = yield* Effect.tryPromise(() => fetch(`${url}/api/Server/Token`, { method: "POST" })).pipe(
+        Effect.either
+      )
+      expect(after._tag).toBe("Left")
+    }))
+
+  it("start: a Promise API for tests without Effect; bad options reject with InvalidConfig", async () => {
+    const mock = await MockClinicalServer.start()
+    try {
+      const response = await fetch(`${mock.url}/api/Server/Token`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ ApplicationId: mock.applicationId })
+      })
+      expect(response.status).toBe(200)
+      await mock.injectFaults("token", [MockClinicalServer.Fault.status(503)])
+      expect((await fetch(`${mock.url}/api/Server/Token`, { method: "POST" })).status).toBe(503)
+      expect(await mock.counters()).toMatchObject({ tokenRequests: 2, tokensIssued: 1 })
+    } finally {
+      await mock.close()
+    }
+    const refused = await MockClinicalServer.start({ persons: "everyone" as never }).then(() => undefined, (e) => e)
+    expect(refused).toBeInstanceOf(ClinicalError.InvalidConfig)
+    expect(refused).toMatchObject({ setting: "persons" })
+  })
 })

@@ -1,0 +1,215 @@
+/**
+ * effect-clinical/promise: the client for code that is not written in Effect (Express, Fastify,
+ * NestJS, scripts).
+ *
+ * ```ts
+ * const clinical = createClinicalClient({ baseUrl, authUrl, applicationId })
+ * const { medications } = await clinical.medications(personUid)
+ * await clinical.close()
+ * ```
+ *
+ * One client is one runtime, one token cache and one connection pool: create it once per process
+ * and share it. A bad setting throws `InvalidConfig` at once. A failed call rejects with the
+ * library's own error (`instanceof ApiError`, `._tag`, the same message, JSON without secrets),
+ * never a wrapper. Every method takes `{ signal }`: aborting interrupts the call and the request on
+ * the socket, and the call rejects with the signal's reason.
+ */
+import * as Cause from "effect/Cause"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import type * as Schema from "effect/Schema"
+import type { Agent } from "undici"
+import * as ClinicalClient from "./ClinicalClient.js"
+import * as ClinicalConfig from "./ClinicalConfig.js"
+import { type ClinicalError, InvalidConfig, InvalidRequest } from "./ClinicalError.js"
+import * as HttpTransport from "./HttpTransport.js"
+import * as MedicationService from "./MedicationService.js"
+import * as PersonAuthentication from "./PersonAuthentication.js"
+import * as PersonData from "./PersonData.js"
+import * as TokenService from "./TokenService.js"
+
+export {
+  ApiError,
+  BadRequest,
+  type ClinicalError,
+  InvalidConfig,
+  InvalidRequest,
+  isClinicalError,
+  RateLimited,
+  ResponseDecodeError,
+  ServerError,
+  TokenExpired,
+  TransportError,
+  Unauthorized,
+  UnexpectedStatus
+} from "./ClinicalError.js"
+
+/** The person-data operations (`PersonData.ethnicities`, ...) and `PersonData.operation` for others. */
+export * as PersonData from "./PersonData.js"
+
+/** Options of every call. */
+export interface CallOptions {
+  /** Aborting it interrupts the call, aborts the request on the socket, and rejects with its reason. */
+  readonly signal?: AbortSignal | undefined
+}
+
+/** Options of a person-data call: the optional date range, and the signal. */
+export type GetOptions = PersonData.GetOptions & CallOptions
+
+/** What is known of the current token, without the token itself. */
+export interface TokenMetadata {
+  /** 1 for the first token this client obtained, then 2, 3, ... */
+  readonly generation: number
+  /** When the request for it was sent (epoch ms). */
+  readonly issuedAt: number
+  /** When it expires (epoch ms, local clock). */
+  readonly expiresAt: number
+  /** Its lifetime as used (after the `maxTokenLifetime` cap), and as the server gave it. */
+  readonly lifetimeMillis: number
+  readonly serverLifetimeMillis: number
+  /** The server's clock minus ours; `undefined` when it sent no `Date`. */
+  readonly serverClockSkewMillis: number | undefined
+}
+
+/** A client. Create one per process with {@link createClinicalClient} and share it. */
+export interface Client {
+  /** The person's medications, each kept whole. */
+  readonly medications: (
+    personUid: PersonData.PersonUid,
+    options?: GetOptions
+  ) => Promise<MedicationService.MedicationResult<MedicationService.Medication>>
+  /** The person's medications, each decoded with `schema`. */
+  readonly medicationsAs: <A, I>(
+    schema: Schema.Schema<A, I, never>,
+    personUid: PersonData.PersonUid,
+    options?: GetOptions
+  ) => Promise<MedicationService.MedicationResult<A>>
+  /** A person's PersonUid from their pass code and date of birth. Store it: every data call needs it. */
+  readonly authenticate: (
+    credentials: PersonAuthentication.Credentials,
+    options?: CallOptions
+  ) => Promise<Redacted.Redacted<string>>
+  /** The person's items of any person-data operation (`PersonData.ethnicities`, ...), each kept whole. */
+  readonly get: (
+    operation: PersonData.Operation,
+    personUid: PersonData.PersonUid,
+    options?: GetOptions
+  ) => Promise<PersonData.Result<PersonData.Item>>
+  /** The person's items of any person-data operation, each decoded with `schema`. */
+  readonly getAs: <A, I>(
+    operation: PersonData.Operation,
+    schema: Schema.Schema<A, I, never>,
+    personUid: PersonData.PersonUid,
+    options?: GetOptions
+  ) => Promise<PersonData.Result<A>>
+  /** The current token's metadata (obtaining a token if there is none): a quick check of the settings. */
+  readonly token: (options?: CallOptions) => Promise<TokenMetadata>
+  /** Releases everything (the connection pool, the refresh fibers). Calls after it reject. */
+  readonly close: () => Promise<void>
+  /** `await using clinical = createClinicalClient(...)` closes it at the end of the block. */
+  readonly [Symbol.asyncDispose]: () => Promise<void>
+}
+
+/** What {@link createClinicalClient} takes: the settings of `ClinicalConfig`, and the undici Agent's options. */
+export interface Options extends ClinicalConfig.Options {
+  /** Options of the undici `Agent` (the connection pool). */
+  readonly agentOptions?: Agent.Options | undefined
+}
+
+/** The first typed failure of an exit, thrown as itself; an abort as the signal's reason; a defect as it is. */
+const settle = <A, E>(exit: Exit.Exit<A, E>, signal: AbortSignal | undefined): A => {
+  if (Exit.isSuccess(exit)) return exit.value
+  if (signal?.aborted === true && Cause.isInterrupted(exit.cause)) throw signal.reason
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) throw failure.value
+  throw Cause.squash(exit.cause)
+}
+
+/** A client over resolved settings (already checked, so the layer cannot fail on them). */
+const clientOf = (config: ClinicalConfig.Service, agentOptions: Agent.Options | undefined): Client => {
+  const runtime = ManagedRuntime.make(
+    ClinicalClient.layerWith(Layer.succeed(ClinicalConfig.ClinicalConfig, config)).pipe(
+      Layer.provide(HttpTransport.layerUndici(agentOptions))
+    )
+  )
+  let closed = false
+  const run = <A>(effect: Effect.Effect<A, ClinicalError, ClinicalClient.Services>, options?: CallOptions) => {
+    if (closed) {
+      return Promise.reject(new InvalidRequest({ operation: "client", field: "client", reason: "is closed" }))
+    }
+    const signal = options?.signal
+    if (signal?.aborted === true) return Promise.reject(signal.reason)
+    return runtime.runPromiseExit(effect, signal === undefined ? undefined : { signal }).then((exit) =>
+      settle(exit, signal)
+    )
+  }
+  const close = async () => {
+    if (closed) return
+    closed = true
+    await runtime.dispose()
+  }
+  return {
+    medications: (personUid, options) => run(MedicationService.get(personUid, options), options),
+    medicationsAs: (schema, personUid, options) => run(MedicationService.getAs(schema, personUid, options), options),
+    authenticate: (credentials, options) => run(PersonAuthentication.authenticate(credentials), options),
+    get: (operation, personUid, options) => run(PersonData.get(operation, personUid, options), options),
+    getAs: (operation, schema, personUid, options) =>
+      run(PersonData.getAs(operation, schema, personUid, options), options),
+    token: (options) =>
+      run(
+        Effect.map(TokenService.get, (token): TokenMetadata => ({
+          generation: token.generation,
+          issuedAt: token.issuedAt,
+          expiresAt: token.expiresAt,
+          lifetimeMillis: token.lifetimeMillis,
+          serverLifetimeMillis: token.serverLifetimeMillis,
+          serverClockSkewMillis: token.serverClockSkewMillis
+        })),
+        options
+      ),
+    close,
+    [Symbol.asyncDispose]: close
+  }
+}
+
+/** Throws the typed failure of a settings check, or returns the settings. */
+const checked = (exit: Exit.Exit<ClinicalConfig.Service, InvalidConfig>): ClinicalConfig.Service =>
+  settle(exit, undefined)
+
+const checkAgentOptions = (agentOptions: unknown): Agent.Options | undefined => {
+  if (agentOptions === undefined || (typeof agentOptions === "object" && agentOptions !== null)) {
+    return agentOptions as Agent.Options | undefined
+  }
+  throw new InvalidConfig({ setting: "agentOptions", reason: "must be an object of undici Agent options" })
+}
+
+/**
+ * A client from an options object (`baseUrl` and `applicationId` required; see the README's
+ * configuration table). Throws `InvalidConfig` naming the first bad setting.
+ */
+export const createClinicalClient = (options: Options): Client => {
+  const config = checked(Effect.runSyncExit(ClinicalConfig.make(options)))
+  return clientOf(config, checkAgentOptions(options.agentOptions))
+}
+
+/**
+ * A client from `CLINICAL_*` variables (`process.env` unless given). Throws `InvalidConfig`
+ * naming the variable that is not set or whose value is refused.
+ */
+export const createClinicalClientFromEnv = (
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  agentOptions?: Agent.Options
+): Client => {
+  const entries = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [[name, value] as const]))
+  const config = checked(
+    Effect.runSyncExit(
+      Effect.withConfigProvider(ClinicalConfig.fromEnvironment, ConfigProvider.fromMap(new Map(entries)))
+    )
+  )
+  return clientOf(config, checkAgentOptions(agentOptions))
+}

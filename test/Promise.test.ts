@@ -1,0 +1,199 @@
+/**
+ * effect-clinical/promise, used as a backend that is not written in Effect uses it: plain
+ * promises, `instanceof` on errors, an AbortSignal per call, `close()`.
+ */
+import { Effect, Exit, Scope } from "effect"
+import {
+  ApiError,
+  BadRequest,
+  createClinicalClient,
+  createClinicalClientFromEnv,
+  InvalidConfig,
+  InvalidRequest,
+  isClinicalError,
+  PersonData,
+  RateLimited,
+  ResponseDecodeError,
+  ServerError,
+  TokenExpired,
+  TransportError,
+  Unauthorized,
+  UnexpectedStatus
+} from "effect-clinical/promise"
+import { MockClinicalServer } from "effect-clinical/testing"
+import { afterEach, describe, expect, it } from "vitest"
+import * as Hostile from "./support/HostileServer.js"
+
+const started: Array<{ close: () => Promise<void> }> = []
+afterEach(async () => {
+  for (const resource of started.splice(0)) await resource.close()
+})
+
+const startMock = async (options?: MockClinicalServer.Options) => {
+  const mock = await MockClinicalServer.start(options)
+  started.push(mock)
+  return mock
+}
+
+const clientFor = (url: string, applicationId: string, extra: object = {}) => {
+  const client = createClinicalClient({ baseUrl: url, applicationId, maxRetries: 0, ...extra })
+  started.push(client)
+  return client
+}
+
+/** The rejection of a promise that must reject. */
+const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  throw new Error("expected a rejection")
+}
+
+describe("createClinicalClient", () => {
+  it("throws InvalidConfig at once for a bad setting, naming it, never echoing the ApplicationId", () => {
+    const secret = "not-a-guid-secret"
+    for (
+      const [options, setting] of [
+        [{ baseUrl: "ftp://x", applicationId: MockClinicalServer.demoApplicationId }, "baseUrl"],
+        [{ baseUrl: "https://x.org", applicationId: secret }, "applicationId"],
+        [undefined, "options"],
+        [
+          { baseUrl: "https://x.org", applicationId: MockClinicalServer.demoApplicationId, agentOptions: 5 },
+          "agentOptions"
+        ]
+      ] as const
+    ) {
+      let thrown: unknown
+      try {
+        createClinicalClient(options as never)
+      } catch (error) {
+        thrown = error
+      }
+      expect(thrown).toBeInstanceOf(InvalidConfig)
+      expect(thrown).toMatchObject({ _tag: "InvalidConfig", setting })
+      expect(String(thrown)).not.toContain(secret)
+    }
+  })
+
+  it("from the environment: a variable that is not set is named", () => {
+    let thrown: unknown
+    try {
+      createClinicalClientFromEnv({ CLINICAL_BASE_URL: "https://x.org" })
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toBeInstanceOf(InvalidConfig)
+    expect((thrown as InvalidConfig).message).toBe("invalid setting CLINICAL_APPLICATION_ID: is not set")
+  })
+
+  it("one client is one token for many calls of every kind", async () => {
+    const mock = await startMock()
+    const env = { CLINICAL_BASE_URL: mock.url, CLINICAL_APPLICATION_ID: mock.applicationId }
+    const clinical = createClinicalClientFromEnv(env)
+    started.push(clinical)
+    const [eleanor, marcus] = mock.persons
+    const results = await Promise.all([
+      clinical.medications(eleanor!.personUid),
+      clinical.medications(marcus!.personUid, { startDate: "2020-01-01" }),
+      clinical.get(PersonData.ethnicities, marcus!.personUid),
+      clinical.getAs(PersonData.detailedEthnicities, PersonData.Ethnicity, marcus!.personUid),
+      clinical.authenticate({ passCode: eleanor!.passCode, dateOfBirth: eleanor!.dateOfBirth })
+    ])
+    expect(results[0].medications).toEqual(eleanor!.medications)
+    expect(results[1].medications.map((m) => m.Name)).toEqual(["Omeprazole"])
+    expect(results[2].items).toEqual(marcus!.ethnicities)
+    expect(results[3].items).toEqual([{ Name: "Mexican", Code: "2148-5" }])
+    expect(String(results[4])).toBe("<redacted>")
+    for (let i = 0; i < 20; i++) await clinical.medications(eleanor!.personUid)
+    expect((await mock.counters()).tokenRequests).toBe(1)
+    const token = await clinical.token()
+    expect(token).toMatchObject({ generation: 1, lifetimeMillis: 3_600_000, serverLifetimeMillis: 3_600_000 })
+    expect(Object.keys(token).sort()).toEqual(
+      ["expiresAt", "generation", "issuedAt", "lifetimeMillis", "serverClockSkewMillis", "serverLifetimeMillis"]
+    )
+  })
+})
+
+describe("a failed call rejects with the library's own error", () => {
+  it("for every kind of error: instanceof, _tag, isClinicalError, the same message, JSON without secrets", async () => {
+    const mock = await startMock()
+    const person = mock.persons[0]!
+    const clinical = clientFor(mock.url, mock.applicationId)
+    const refused = clientFor(mock.url, "00000000-0000-4000-8000-000000000000")
+    const { Fault } = MockClinicalServer
+    const cases: ReadonlyArray<readonly [() => Promise<unknown>, Function, string, Array<MockClinicalServer.Fault>?]> =
+      [
+        [() => clinical.medications("nobody"), ApiError, "ApiError"],
+        [() => clinical.medications(person.personUid), BadRequest, "BadRequest", [Fault.status(400)]],
+        [() => refused.medications(person.personUid), Unauthorized, "Unauthorized"],
+        [() => clinical.medications(person.personUid), TokenExpired, "TokenExpired", [
+          Fault.status(419),
+          Fault.status(419)
+        ]],
+        [() => clinical.medications(person.personUid), RateLimited, "RateLimited", [
+          Fault.status(429, { retryAfter: 1 })
+        ]],
+        [() => clinical.medications(person.personUid), ServerError, "ServerError", [Fault.status(500)]],
+        [() => clinical.medications(person.personUid), UnexpectedStatus, "UnexpectedStatus", [Fault.status(405)]],
+        [() => clinical.medications(person.personUid), ResponseDecodeError, "ResponseDecodeError", [Fault.notJson]],
+        [() => clinical.medications(person.personUid), TransportError, "TransportError", [Fault.drop]],
+        [() => clinical.medications(`${person.personUid}\r\n`), InvalidRequest, "InvalidRequest"]
+      ]
+    for (const [call, type, tag, faults] of cases) {
+      if (faults !== undefined) await mock.injectFaults("medications", faults)
+      const error = await rejection(call())
+      expect(error, tag).toBeInstanceOf(type)
+      expect(error).toBeInstanceOf(Error)
+      expect(isClinicalError(error)).toBe(true)
+      expect((error as { _tag: string })._tag).toBe(tag)
+      expect(String(error)).toContain((error as Error).message)
+      for (const secret of [person.personUid, mock.applicationId]) {
+        expect(JSON.stringify(error)).not.toContain(secret)
+        expect((error as Error).message).not.toContain(secret)
+      }
+      await mock.clearFaults()
+    }
+  })
+})
+
+describe("AbortSignal", () => {
+  it("aborting mid-request rejects with the signal's reason and closes the socket", async () => {
+    const scope = Effect.runSync(Scope.make())
+    started.push({ close: () => Effect.runPromise(Scope.close(scope, Exit.void)) })
+    const server = await Effect.runPromise(Scope.extend(Hostile.serve(Hostile.withToken(() => {})), scope))
+    const clinical = clientFor(server.url, Hostile.APPLICATION_ID, { requestTimeout: "30 seconds" })
+    const controller = new AbortController()
+    const call = clinical.medications(Hostile.PERSON_UID, { signal: controller.signal })
+    while (server.received.length < 2) await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(server.abandoned()).toBe(1)
+    const reason = new Error("the user went away")
+    controller.abort(reason)
+    expect(await rejection(call)).toBe(reason)
+    await Effect.runPromise(server.drained.pipe(Effect.timeout("2 seconds")))
+  })
+
+  it("an already aborted signal rejects at once and sends nothing", async () => {
+    const mock = await startMock()
+    const clinical = clientFor(mock.url, mock.applicationId)
+    const controller = new AbortController()
+    controller.abort()
+    const error = await rejection(clinical.medications(mock.persons[0]!.personUid, { signal: controller.signal }))
+    expect((error as Error).name).toBe("AbortError")
+    expect((await mock.counters()).dataRequests).toBe(0)
+  })
+})
+
+describe("close", () => {
+  it("calls after close reject with InvalidRequest; close twice is fine", async () => {
+    const mock = await startMock()
+    const clinical = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+    await clinical.medications(mock.persons[0]!.personUid)
+    await clinical.close()
+    await clinical[Symbol.asyncDispose]()
+    const error = await rejection(clinical.medications(mock.persons[0]!.personUid))
+    expect(error).toBeInstanceOf(InvalidRequest)
+    expect((error as Error).message).toContain("client is closed")
+  })
+})
