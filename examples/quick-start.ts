@@ -7,6 +7,7 @@
  *
  * To try it without credentials, start `npm run mock-server` and use the values it prints.
  */
+// #region backend
 import { Config, Console, Effect, Redacted } from "effect"
 import { ClinicalClient, MedicationService } from "effect-clinical"
 import { runMain } from "./support/runMain.js"
@@ -29,3 +30,4 @@ const program = Effect.gen(function*() {
 // Settings from CLINICAL_* variables; the default undici transport included. A failure prints its
 // message (`--stack` for Effect's whole cause).
 runMain(program.pipe(Effect.provide(ClinicalClient.layerUndiciConfig())))
+// #endregion

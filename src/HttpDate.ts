@@ -51,7 +51,7 @@ export interface ParseOptions {
    * that would lie more than 50 years in the future is read as the most recent past year with the
    * same last two digits (RFC 9110). Defaults to the current time.
    */
-  readonly now?: number
+  readonly now?: number | undefined
 }
 
 /**

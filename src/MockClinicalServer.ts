@@ -2,7 +2,8 @@
  * A faithful stand-in for the service, for development and tests, served in memory (as an
  * `HttpTransport`, no sockets) or over real HTTP on 127.0.0.1.
  *
- * It behaves as `service-facts.md` describes the real service: POST only (else 405), paths matched
+ * It behaves as the service's public help pages (https://openapi.intelichart.com/Help) describe it:
+ * POST only (else 405), paths matched
  * case-insensitively, tokens shaped like the real ones with `TOKEN_EXPIRES` / `Date` headers, 401
  * for an unknown token or a mismatched `ApplicationId`, 419 for an expired token, 400 for missing
  * data, the `{ Success, ErrorType, ErrorMessage, ... }` envelope. All of its time comes from
@@ -74,7 +75,10 @@ export type Fault =
 /** Constructors of faults. */
 export const Fault = {
   /** Answer with `status`, an optional body (JSON-encoded unless a string) and `Retry-After`. */
-  status: (status: number, options?: { readonly body?: unknown; readonly retryAfter?: string | number }): Fault => ({
+  status: (
+    status: number,
+    options?: { readonly body?: unknown; readonly retryAfter?: string | number | undefined }
+  ): Fault => ({
     _tag: "Status",
     status,
     body: options?.body === undefined

@@ -5,6 +5,7 @@
 import { Effect, Exit, Scope } from "effect"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { execFile, spawn } from "node:child_process"
+import * as Fs from "node:fs"
 import { describe, expect, it } from "vitest"
 
 interface Run {
@@ -36,6 +37,15 @@ const withServedMock = async <A>(use: (baseUrl: string) => Promise<A>): Promise<
     await Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }
+
+describe("examples", () => {
+  it("every example is run by this suite", () => {
+    const suite = Fs.readFileSync(import.meta.filename, "utf8")
+    const examples = Fs.readdirSync("examples").filter((name) => name.endsWith(".ts"))
+    expect(examples.length).toBeGreaterThan(5)
+    for (const example of examples) expect(suite, `${example} is never run`).toContain(`"examples/${example}"`)
+  })
+})
 
 describe.concurrent("examples", () => {
   it("medications.ts (npm start) reads every fixture person from the built-in mock", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Option } from "effect"
 import { HttpDate } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
 
 const EXPECTED = Date.UTC(1994, 10, 6, 8, 49, 37)
 const NOW = Date.UTC(2026, 10, 22)
@@ -92,5 +93,18 @@ describe("HttpDate.format", () => {
   it("throws a RangeError for an instant with no HTTP date", () => {
     expect(() => HttpDate.format(new Date(Number.NaN))).toThrow(RangeError)
     expect(() => HttpDate.format(Date.UTC(10000, 0, 1))).toThrow(RangeError)
+  })
+})
+
+describe("options under exactOptionalPropertyTypes", () => {
+  it("ParseOptions.now and Fault.status's retryAfter accept an explicit undefined", () => {
+    const now: number | undefined = undefined
+    expect(HttpDate.parse("Sunday, 06-Nov-94 08:49:37 GMT", { now })._tag).toBe("Some")
+    const retryAfter: number | undefined = undefined
+    expect(MockClinicalServer.Fault.status(503, { retryAfter })).toEqual({
+      _tag: "Status",
+      status: 503,
+      body: JSON.stringify({ Message: "Injected fault: HTTP 503." })
+    })
   })
 })

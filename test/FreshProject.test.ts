@@ -1,0 +1,161 @@
+/**
+ * What a user does first, tested: pack the library, install it into a fresh project with exactly
+ * the README's install line (the package name replaced by the tarball), then run programs there
+ * (an ES module over each entry point, a CommonJS file that require()s them) and type-check a
+ * `.cts` and an ESM file against the published declarations. Needs the npm registry.
+ */
+import { execFile } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { promisify } from "node:util"
+import { describe, expect, it } from "vitest"
+
+const run = promisify(execFile)
+const root = Path.resolve(import.meta.dirname, "..")
+
+/** The install line of the README's Install section. */
+const readmeInstallLine = (): string => {
+  const readme = Fs.readFileSync(Path.join(root, "README.md"), "utf8")
+  const section = readme.slice(readme.indexOf("## Install"))
+  const line = section.split("\n").find((text) => text.startsWith("npm install effect-clinical"))
+  if (line === undefined) throw new Error("the README's Install section has no npm install line")
+  return line.trim()
+}
+
+const ESM_PROGRAM = `
+import { Effect } from "effect"
+import { ClinicalClient, MedicationService } from "effect-clinical"
+import { createClinicalClient } from "effect-clinical/promise"
+import { MockClinicalServer } from "effect-clinical/testing"
+
+const viaEffect = Effect.scoped(Effect.gen(function*() {
+  const mock = yield* MockClinicalServer.make()
+  const baseUrl = yield* MockClinicalServer.serve(mock)
+  const client = ClinicalClient.layerUndici({ baseUrl, applicationId: MockClinicalServer.demoApplicationId })
+  const { medications } = yield* MedicationService.get(mock.persons[0].personUid).pipe(Effect.provide(client))
+  return medications.length
+}))
+console.log("effect", await Effect.runPromise(viaEffect))
+
+const mock = await MockClinicalServer.start()
+const clinical = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+console.log("promise", (await clinical.medications(mock.persons[1].personUid)).medications.length)
+await clinical.close()
+await mock.close()
+`
+
+const CJS_PROGRAM = `
+const { ApiError, createClinicalClient } = require("effect-clinical/promise")
+const { MockClinicalServer } = require("effect-clinical/testing")
+
+;(async () => {
+  const mock = await MockClinicalServer.start()
+  const clinical = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+  const { medications } = await clinical.medications(mock.persons[2].personUid)
+  const error = await clinical.medications("nobody").catch((e) => e)
+  console.log("require", medications.length, error instanceof ApiError, error._tag)
+  await clinical.close()
+  await mock.close()
+})()
+`
+
+/** Type-checked, not run: the published declarations, seen from CommonJS TypeScript. */
+const CTS_FILE = `
+import { ApiError, type Client, createClinicalClient } from "effect-clinical/promise"
+import { MockClinicalServer } from "effect-clinical/testing"
+
+export const count = async (): Promise<number> => {
+  const mock = await MockClinicalServer.start()
+  const clinical: Client = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+  // @ts-expect-error a PersonUid is a string, not a number: the types are real, not any
+  await clinical.medications(42)
+  const { medications } = await clinical.medications(mock.persons[0]!.personUid)
+  const failed: unknown = new Error()
+  if (failed instanceof ApiError) console.log(failed.errorType)
+  await clinical.close()
+  return medications.length
+}
+`
+
+/** Type-checked, not run: the Effect API's declarations, seen from an ES module. */
+const ESM_TYPES_FILE = `
+import { Effect } from "effect"
+import { ClinicalClient, MedicationService, PersonData } from "effect-clinical"
+
+export const program: Effect.Effect<number, unknown> = MedicationService.get("uid").pipe(
+  Effect.map(({ medications }) => medications.length),
+  Effect.provide(ClinicalClient.layerUndici({ baseUrl: "https://openapi.example.test", applicationId: "x" }))
+)
+export const ethnicities = PersonData.getAs(PersonData.ethnicities, PersonData.Ethnicity, "uid")
+// @ts-expect-error getAs needs a Schema, not a string
+export const wrong = PersonData.getAs(PersonData.ethnicities, "Ethnicity", "uid")
+`
+
+describe("a fresh project that installs the packed library with the README's install line", () => {
+  let project = ""
+
+  // The install is a test of its own: a broken install line is a failure, not a skipped suite.
+  it("installs with exactly the README's line", async () => {
+    await run(process.execPath, [Path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], {
+      cwd: root
+    })
+    const packed = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-pack-"))
+    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packed], { cwd: root })
+    const tarball = Path.join(packed, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename)
+    const fresh = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-fresh-"))
+    Fs.writeFileSync(Path.join(fresh, "package.json"), JSON.stringify({ name: "fresh", private: true, type: "module" }))
+    const [npm, ...args] = readmeInstallLine().split(/\s+/).map((word) => (word === "effect-clinical" ? tarball : word))
+    await run(npm!, args, { cwd: fresh, timeout: 240_000 })
+    project = fresh
+  }, 300_000)
+
+  it("installs Effect 3, not the registry's latest", () => {
+    expect(project, "the install failed").not.toBe("")
+    const version = (name: string) =>
+      JSON.parse(Fs.readFileSync(Path.join(project, "node_modules", name, "package.json"), "utf8")).version as string
+    expect(version("effect")).toMatch(/^3\./)
+    expect(version("@effect/platform")).toMatch(/^0\.9\d\./)
+    expect(version("@effect/platform-node")).toMatch(/^0\.1\d\d\./)
+    expect(Fs.existsSync(Path.join(project, "node_modules/effect-clinical/LICENSE"))).toBe(true)
+    expect(Fs.existsSync(Path.join(project, "node_modules/effect-clinical/examples/quick-start.ts"))).toBe(true)
+  })
+
+  it("runs an ES module over the Effect, Promise and testing entry points", async () => {
+    Fs.writeFileSync(Path.join(project, "main.mjs"), ESM_PROGRAM)
+    const { stdout } = await run(process.execPath, ["main.mjs"], { cwd: project, timeout: 60_000 })
+    expect(stdout.trim().split("\n")).toEqual(["effect 5", "promise 2"])
+  }, 60_000)
+
+  it("require()s it from CommonJS", async () => {
+    Fs.writeFileSync(Path.join(project, "main.cjs"), CJS_PROGRAM)
+    const { stdout } = await run(process.execPath, ["main.cjs"], { cwd: project, timeout: 60_000 })
+    expect(stdout.trim()).toBe("require 6 true ApiError")
+  }, 60_000)
+
+  it("type-checks a .cts and an ES module against the published declarations", async () => {
+    Fs.writeFileSync(Path.join(project, "count.cts"), CTS_FILE)
+    Fs.writeFileSync(Path.join(project, "program.ts"), ESM_TYPES_FILE)
+    Fs.writeFileSync(
+      Path.join(project, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          target: "ES2022",
+          lib: ["ES2022", "DOM", "ESNext.Disposable"],
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: []
+        },
+        files: ["count.cts", "program.ts"]
+      })
+    )
+    const checked = await run(process.execPath, [Path.join(root, "node_modules/typescript/bin/tsc"), "-p", "."], {
+      cwd: project
+    }).then(() => ({ ok: true, out: "" }), (error: { stdout?: string }) => ({ ok: false, out: error.stdout ?? "" }))
+    expect(checked.out).toBe("")
+    expect(checked.ok).toBe(true)
+  }, 60_000)
+})

@@ -1,0 +1,28 @@
+/**
+ * Every TypeScript snippet in README.md and docs/ is a region of a file the tests run (an example,
+ * or a test under test/docs/), copied exactly: a wrong snippet fails here or in its source's test.
+ * `npm run docs:snippets` rewrites the snippets from their sources.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { describe, expect, it } from "vitest"
+import { blocks, markdownFiles, regionText } from "../scripts/snippets.js"
+
+const root = Path.resolve(import.meta.dirname, "..")
+
+describe("snippets in README.md and docs/", () => {
+  for (const file of markdownFiles(root)) {
+    const code = blocks(Fs.readFileSync(Path.join(root, file), "utf8")).filter((block) => block.language === "ts")
+    if (code.length === 0) continue
+    it(`${file}: each of its ${code.length} TypeScript snippet(s) is a region of a tested file, unchanged`, () => {
+      for (const block of code) {
+        const where = `${file}, the block at line ${block.start + 1}`
+        expect(block.source, `${where} has no <!-- snippet: file#region --> marker`).toBeDefined()
+        const source = regionText(root, block.source!.file, block.source!.region)
+        expect(block.text, `${where} differs from ${block.source!.file}; run npm run docs:snippets`).toBe(source)
+        const tested = block.source!.file.startsWith("examples/") || /^test\/.*\.test\.ts$/.test(block.source!.file)
+        expect(tested, `${block.source!.file} is neither an example nor a test`).toBe(true)
+      }
+    })
+  }
+})

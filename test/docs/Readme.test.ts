@@ -1,0 +1,79 @@
+/**
+ * The README's snippets, run: each region below is copied into README.md (npm run docs:snippets).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Redacted } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService, PersonAuthentication, PersonData } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
+
+const eleanor = MockClinicalServer.fixturePersons[0]!
+
+/** The whole client against the mock in memory, and the mock's controls. */
+const mockClient = ClinicalClient.layer({
+  baseUrl: "https://openapi.example.test",
+  applicationId: MockClinicalServer.demoApplicationId
+}).pipe(Layer.provideMerge(MockClinicalServer.layerTransport()))
+
+describe("README", () => {
+  it.effect("Getting a PersonUid", () =>
+    Effect.gen(function*() {
+      const passCodeFromTheForm = eleanor.passCode
+      // #region getting-a-personuid
+      const personUid = yield* PersonAuthentication.authenticate({
+        passCode: Redacted.make(passCodeFromTheForm), // a string or a Redacted
+        dateOfBirth: "1945-03-14" // a Date, YYYY-MM-DD or MM/DD/YYYY; sent as MM/DD/YYYY
+      })
+      // personUid is a Redacted<string>: save Redacted.value(personUid) with the account, never log it.
+      const { medications } = yield* MedicationService.get(personUid)
+      // #endregion
+      expect(Redacted.value(personUid)).toBe(eleanor.personUid)
+      expect(medications).toEqual(eleanor.medications)
+    }).pipe(Effect.provide(mockClient)))
+
+  it.effect("Every person-data operation", () =>
+    Effect.gen(function*() {
+      const personUid = Redacted.make(eleanor.personUid)
+      // #region person-data
+      const { items, raw } = yield* PersonData.get(PersonData.uniqueDeviceIdentifiers, personUid)
+      const { items: ethnicities } = yield* PersonData.getAs(PersonData.ethnicities, PersonData.Ethnicity, personUid)
+      // #endregion
+      expect(items).toEqual(eleanor.uniqueDeviceIdentifiers)
+      expect(raw).toMatchObject({ Success: true })
+      expect(ethnicities).toEqual([{ Name: "Not Hispanic or Latino", Code: "2186-5" }])
+    }).pipe(Effect.provide(mockClient)))
+
+  it.effect("An operation the library does not know", () =>
+    Effect.gen(function*() {
+      const personUid = eleanor.personUid
+      // #region custom-operation
+      const allergies = PersonData.operation({
+        name: "allergies",
+        path: "/api/clinical/allergy/get",
+        collection: "Allergies"
+      })
+      const { items } = yield* PersonData.get(allergies, personUid, { startDate: "2024-01-01" })
+      // #endregion
+      expect(items).toEqual([{ Substance: "Penicillin" }])
+    }).pipe(
+      Effect.provide(
+        ClinicalClient.layer({
+          baseUrl: "https://openapi.example.test",
+          applicationId: MockClinicalServer.demoApplicationId
+        })
+      ),
+      // The mock does not know allergies: this transport answers them and hands the rest to the mock.
+      Effect.provide(
+        Layer.effect(
+          HttpTransport.HttpTransport,
+          Effect.map(MockClinicalServer.MockClinicalServer, (mock) =>
+            HttpTransport.memory((request) =>
+              request.url.endsWith("/api/clinical/allergy/get")
+                ? Effect.succeed(
+                  HttpTransport.jsonResponse(200, { Allergies: [{ Substance: "Penicillin" }], Success: true })
+                )
+                : mock.handle(request)
+            ))
+        ).pipe(Layer.provide(MockClinicalServer.layer()))
+      )
+    ))
+})
