@@ -123,24 +123,25 @@ describe("a failed call rejects with the library's own error", () => {
     const clinical = clientFor(mock.url, mock.applicationId)
     const refused = clientFor(mock.url, "00000000-0000-4000-8000-000000000000")
     const { Fault } = MockClinicalServer
-    const cases: ReadonlyArray<readonly [() => Promise<unknown>, Function, string, Array<MockClinicalServer.Fault>?]> =
-      [
-        [() => clinical.medications("nobody"), ApiError, "ApiError"],
-        [() => clinical.medications(person.personUid), BadRequest, "BadRequest", [Fault.status(400)]],
-        [() => refused.medications(person.personUid), Unauthorized, "Unauthorized"],
-        [() => clinical.medications(person.personUid), TokenExpired, "TokenExpired", [
-          Fault.status(419),
-          Fault.status(419)
-        ]],
-        [() => clinical.medications(person.personUid), RateLimited, "RateLimited", [
-          Fault.status(429, { retryAfter: 1 })
-        ]],
-        [() => clinical.medications(person.personUid), ServerError, "ServerError", [Fault.status(500)]],
-        [() => clinical.medications(person.personUid), UnexpectedStatus, "UnexpectedStatus", [Fault.status(405)]],
-        [() => clinical.medications(person.personUid), ResponseDecodeError, "ResponseDecodeError", [Fault.notJson]],
-        [() => clinical.medications(person.personUid), TransportError, "TransportError", [Fault.drop]],
-        [() => clinical.medications(`${person.personUid}\r\n`), InvalidRequest, "InvalidRequest"]
-      ]
+    const cases: ReadonlyArray<
+      readonly [() => Promise<unknown>, abstract new(...args: never) => Error, string, Array<MockClinicalServer.Fault>?]
+    > = [
+      [() => clinical.medications("nobody"), ApiError, "ApiError"],
+      [() => clinical.medications(person.personUid), BadRequest, "BadRequest", [Fault.status(400)]],
+      [() => refused.medications(person.personUid), Unauthorized, "Unauthorized"],
+      [() => clinical.medications(person.personUid), TokenExpired, "TokenExpired", [
+        Fault.status(419),
+        Fault.status(419)
+      ]],
+      [() => clinical.medications(person.personUid), RateLimited, "RateLimited", [
+        Fault.status(429, { retryAfter: 1 })
+      ]],
+      [() => clinical.medications(person.personUid), ServerError, "ServerError", [Fault.status(500)]],
+      [() => clinical.medications(person.personUid), UnexpectedStatus, "UnexpectedStatus", [Fault.status(405)]],
+      [() => clinical.medications(person.personUid), ResponseDecodeError, "ResponseDecodeError", [Fault.notJson]],
+      [() => clinical.medications(person.personUid), TransportError, "TransportError", [Fault.drop]],
+      [() => clinical.medications(`${person.personUid}\r\n`), InvalidRequest, "InvalidRequest"]
+    ]
     for (const [call, type, tag, faults] of cases) {
       if (faults !== undefined) await mock.injectFaults("medications", faults)
       const error = await rejection(call())
