@@ -19,6 +19,8 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
@@ -115,8 +117,31 @@ export interface Client {
   readonly [Symbol.asyncDispose]: () => Promise<void>
 }
 
-/** What {@link createClinicalClient} takes: the settings of `ClinicalConfig`, and the undici Agent's options. */
-export interface Options extends ClinicalConfig.Options {
+/** The levels the library logs at, from the most to the least detailed; `none` logs nothing. */
+export type LogLevelName = "debug" | "info" | "warn" | "error" | "none"
+
+/** One line the library logs. It never holds a secret or a PersonUid. */
+export interface LogEntry {
+  readonly level: Exclude<LogLevelName, "none">
+  readonly message: string
+  /** What the line is about: a refresh reason, an error's tag, a retry's cause and delay, ... */
+  readonly annotations: Readonly<Record<string, unknown>>
+  readonly date: Date
+}
+
+/** How the client logs, for clients created without Effect. */
+export interface LoggingOptions {
+  /** Where the library's log lines go. Default: Effect's logger, on the console. */
+  readonly logger?: ((entry: LogEntry) => void) | undefined
+  /**
+   * The lowest level logged. Default `info`, which shows only the library's warnings (a token
+   * refresh that failed, a lifetime cut); `debug` adds every refresh and retry.
+   */
+  readonly logLevel?: LogLevelName | undefined
+}
+
+/** What {@link createClinicalClient} takes: the settings of `ClinicalConfig`, the undici Agent's options, logging. */
+export interface Options extends ClinicalConfig.Options, LoggingOptions {
   /** Options of the undici `Agent` (the connection pool). */
   readonly agentOptions?: Agent.Options | undefined
 }
@@ -130,11 +155,58 @@ const settle = <A, E>(exit: Exit.Exit<A, E>, signal: AbortSignal | undefined): A
   throw Cause.squash(exit.cause)
 }
 
+const LEVELS: Readonly<Record<LogLevelName, LogLevel.LogLevel>> = {
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  error: LogLevel.Error,
+  none: LogLevel.None
+}
+
+const levelName = (level: LogLevel.LogLevel): LogEntry["level"] =>
+  LogLevel.lessThan(level, LogLevel.Info)
+    ? "debug"
+    : LogLevel.lessThan(level, LogLevel.Warning)
+    ? "info"
+    : LogLevel.lessThan(level, LogLevel.Error)
+    ? "warn"
+    : "error"
+
+/** The logging of a client: the application's logger in place of Effect's, and the level. */
+const loggingLayer = ({ logLevel, logger }: LoggingOptions): Layer.Layer<never> => {
+  const level = Logger.minimumLogLevel(LEVELS[logLevel ?? "info"])
+  if (logger === undefined) return level
+  const routed = Logger.make(({ annotations, date, logLevel: entryLevel, message }) =>
+    logger({
+      level: levelName(entryLevel),
+      message: Array.isArray(message) ? message.map(String).join(" ") : String(message),
+      annotations: Object.fromEntries(annotations),
+      date
+    })
+  )
+  return Layer.merge(level, Logger.replace(Logger.defaultLogger, routed))
+}
+
+const checkLogging = (options: LoggingOptions): LoggingOptions => {
+  if (options.logLevel !== undefined && !(options.logLevel in LEVELS)) {
+    throw new InvalidConfig({ setting: "logLevel", reason: "must be one of debug, info, warn, error, none" })
+  }
+  if (options.logger !== undefined && typeof options.logger !== "function") {
+    throw new InvalidConfig({ setting: "logger", reason: "must be a function that takes a log entry" })
+  }
+  return options
+}
+
 /** A client over resolved settings (already checked, so the layer cannot fail on them). */
-const clientOf = (config: ClinicalConfig.Service, agentOptions: Agent.Options | undefined): Client => {
+const clientOf = (
+  config: ClinicalConfig.Service,
+  agentOptions: Agent.Options | undefined,
+  logging: LoggingOptions
+): Client => {
   const runtime = ManagedRuntime.make(
     ClinicalClient.layerWith(Layer.succeed(ClinicalConfig.ClinicalConfig, config)).pipe(
-      Layer.provide(HttpTransport.layerUndici(agentOptions))
+      Layer.provide(HttpTransport.layerUndici(agentOptions)),
+      Layer.merge(loggingLayer(logging))
     )
   )
   let closed = false
@@ -194,7 +266,7 @@ const checkAgentOptions = (agentOptions: unknown): Agent.Options | undefined => 
  */
 export const createClinicalClient = (options: Options): Client => {
   const config = checked(Effect.runSyncExit(ClinicalConfig.make(options)))
-  return clientOf(config, checkAgentOptions(options.agentOptions))
+  return clientOf(config, checkAgentOptions(options.agentOptions), checkLogging(options))
 }
 
 /**
@@ -203,7 +275,7 @@ export const createClinicalClient = (options: Options): Client => {
  */
 export const createClinicalClientFromEnv = (
   env: Readonly<Record<string, string | undefined>> = process.env,
-  agentOptions?: Agent.Options
+  options: LoggingOptions & { readonly agentOptions?: Agent.Options | undefined } = {}
 ): Client => {
   const entries = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [[name, value] as const]))
   const config = checked(
@@ -211,5 +283,5 @@ export const createClinicalClientFromEnv = (
       Effect.withConfigProvider(ClinicalConfig.fromEnvironment, ConfigProvider.fromMap(new Map(entries)))
     )
   )
-  return clientOf(config, checkAgentOptions(agentOptions))
+  return clientOf(config, checkAgentOptions(options.agentOptions), checkLogging(options))
 }

@@ -157,6 +157,31 @@ describe.concurrent("examples", () => {
     expect(stdout + stderr).not.toContain(MockClinicalServer.fixturePersons[1]!.personUid)
   }, 60_000)
 
+  it(
+    "observability.ts exports spans and metrics through @effect/opentelemetry and routes logs to its own logger",
+    async () => {
+      const run = await tsx("examples/observability.ts")
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stdout).toContain("read 5 medications")
+      // Spans, as the console exporter prints them: the call (with its retry) and the token refresh.
+      expect(run.stdout).toMatch(/name: 'PersonData\.medications',\s+id: '\w+',\s+kind: 2/)
+      expect(run.stdout).toContain("'clinical.attempts': 2")
+      expect(run.stdout).toContain("name: 'TokenService.refresh'")
+      for (const metric of ["clinical_call_attempts", "clinical_retries_total", "clinical_token_requests_total"]) {
+        expect(run.stdout).toContain(`name: '${metric}'`)
+      }
+      // Every log line went to the application's logger, none to the console's pretty one.
+      const lines = run.stderr.trim().split("\n").filter((line) => line.startsWith("{"))
+      expect(lines.map((line) => JSON.parse(line).message)).toEqual(["token issued", "retrying"])
+      expect(JSON.parse(lines[1]!)).toMatchObject({ level: "DEBUG", cause: "503", retry: 1 })
+      expect(run.stdout).not.toMatch(/DEBUG \(#\d+\)/)
+      const person = MockClinicalServer.fixturePersons[0]!
+      expect(run.stdout + run.stderr).not.toContain(person.personUid)
+      expect(run.stdout + run.stderr).not.toContain(MockClinicalServer.demoApplicationId)
+    },
+    60_000
+  )
+
   it("custom-transport.ts reads through FetchHttpClient", async () => {
     const run = await tsx("examples/custom-transport.ts")
     expect(run.code, run.stderr).toBe(0)

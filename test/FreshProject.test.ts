@@ -60,6 +60,43 @@ const { MockClinicalServer } = require("effect-clinical/testing")
 })()
 `
 
+/** docs/observability.md's setup, as an application writes it: spans exported through @effect/opentelemetry. */
+const OTEL_PROGRAM = `
+import { NodeSdk } from "@effect/opentelemetry"
+import { SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import { Effect } from "effect"
+import { ClinicalClient, MedicationService } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
+
+// Collects the names of exported spans (the SDK's in-memory exporter forgets them at shutdown).
+const names = []
+const exporter = {
+  export: (spans, done) => { names.push(...spans.map((span) => span.name)); done({ code: 0 }) },
+  shutdown: () => Promise.resolve()
+}
+const Telemetry = NodeSdk.layer(() => ({
+  resource: { serviceName: "fresh" },
+  spanProcessor: new SimpleSpanProcessor(exporter)
+}))
+await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+  const mock = yield* MockClinicalServer.make()
+  const baseUrl = yield* MockClinicalServer.serve(mock)
+  yield* MedicationService.get(mock.persons[0].personUid).pipe(
+    Effect.provide(ClinicalClient.layerUndici({ baseUrl, applicationId: MockClinicalServer.demoApplicationId })),
+    Effect.provide(Telemetry)
+  )
+})))
+console.log(names.sort().join(","))
+`
+
+/** An install line of a Markdown file's sh blocks, its continuation lines joined. */
+const installLineOf = (file: string, startsWith: string): string => {
+  const text = Fs.readFileSync(Path.join(root, file), "utf8").replace(/\\\n\s*/g, "")
+  const line = text.split("\n").find((candidate) => candidate.startsWith(startsWith))
+  if (line === undefined) throw new Error(`${file} has no line starting with ${startsWith}`)
+  return line.trim()
+}
+
 /** Type-checked, not run: the published declarations, seen from CommonJS TypeScript. */
 const CTS_FILE = `
 import { ApiError, type Client, createClinicalClient } from "effect-clinical/promise"
@@ -132,6 +169,15 @@ describe("a fresh project that installs the packed library with the README's ins
     const { stdout } = await run(process.execPath, ["main.cjs"], { cwd: project, timeout: 60_000 })
     expect(stdout.trim()).toBe("require 6 true ApiError")
   }, 60_000)
+
+  it("installs docs/observability.md's line and exports the client's spans with @effect/opentelemetry", async () => {
+    expect(project, "the install failed").not.toBe("")
+    const [npm, ...args] = installLineOf("docs/observability.md", "npm install @effect/opentelemetry").split(/\s+/)
+    await run(npm!, args, { cwd: project, timeout: 240_000 })
+    Fs.writeFileSync(Path.join(project, "otel.mjs"), OTEL_PROGRAM)
+    const { stdout } = await run(process.execPath, ["otel.mjs"], { cwd: project, timeout: 60_000 })
+    expect(stdout.trim()).toBe("PersonData.medications,TokenService.refresh")
+  }, 300_000)
 
   it("type-checks a .cts and an ES module against the published declarations", async () => {
     Fs.writeFileSync(Path.join(project, "count.cts"), CTS_FILE)

@@ -159,6 +159,57 @@ describe("a failed call rejects with the library's own error", () => {
   })
 })
 
+describe("logging", () => {
+  it("the library's lines go to the application's logger, at the level asked for, without secrets", async () => {
+    const mock = await startMock()
+    const person = mock.persons[0]!
+    const entries: Array<{ level: string; message: string; annotations: Readonly<Record<string, unknown>> }> = []
+    const refused = clientFor(mock.url, "00000000-0000-4000-8000-000000000000", {
+      logger: (entry: never) => entries.push(entry)
+    })
+    await rejection(refused.medications(person.personUid))
+    expect(entries).toEqual([
+      expect.objectContaining({
+        level: "warn",
+        message: "token refresh failed",
+        annotations: expect.objectContaining({ error: "Unauthorized" })
+      })
+    ])
+    entries.length = 0
+    const debug = clientFor(mock.url, mock.applicationId, {
+      logLevel: "debug",
+      logger: (entry: never) => entries.push(entry)
+    })
+    await mock.injectFaults("medications", [MockClinicalServer.Fault.status(401)])
+    await debug.medications(person.personUid)
+    expect(entries.map((entry) => entry.message)).toEqual([
+      "token issued",
+      "token rejected; refreshing it and retrying once",
+      "token issued"
+    ])
+    expect(JSON.stringify(entries)).not.toContain(person.personUid)
+    expect(JSON.stringify(entries)).not.toContain(mock.applicationId)
+    entries.length = 0
+    const silent = clientFor(mock.url, "00000000-0000-4000-8000-000000000000", {
+      logLevel: "none",
+      logger: (entry: never) => entries.push(entry)
+    })
+    await rejection(silent.medications(person.personUid))
+    expect(entries).toEqual([])
+  })
+
+  it("a logLevel or logger that is not one is InvalidConfig", () => {
+    for (const [options, setting] of [[{ logLevel: "loud" }, "logLevel"], [{ logger: "console" }, "logger"]] as const) {
+      expect(() =>
+        createClinicalClient(
+          { baseUrl: "https://x.org", applicationId: MockClinicalServer.demoApplicationId, ...options } as never
+        )
+      )
+        .toThrow(expect.objectContaining({ _tag: "InvalidConfig", setting }))
+    }
+  })
+})
+
 describe("AbortSignal", () => {
   it("aborting mid-request rejects with the signal's reason and closes the socket", async () => {
     const scope = Effect.runSync(Scope.make())

@@ -18,6 +18,11 @@ const report = <E>(cause: Cause.Cause<E>) => {
   return Console.error(`error: ${message}\n(run with --stack for the full cause)`)
 }
 
-/** Runs `program` as a Node program: exit code 0 on success, 1 on failure (130 on Ctrl-C). */
-export const runMain = <A, E>(program: Effect.Effect<A, E>): void =>
-  NodeRuntime.runMain(Effect.tapErrorCause(program, report), { disableErrorReporting: true })
+/**
+ * Runs `program` as a Node program: exit code 0 on success, 1 on failure (130 on Ctrl-C).
+ * `disablePrettyLogger` leaves the program's own loggers alone (runMain adds its pretty one).
+ */
+export const runMain = <A, E>(
+  program: Effect.Effect<A, E>,
+  options: { readonly disablePrettyLogger?: boolean } = {}
+): void => NodeRuntime.runMain(Effect.tapErrorCause(program, report), { ...options, disableErrorReporting: true })

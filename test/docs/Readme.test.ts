@@ -4,6 +4,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, PersonAuthentication, PersonData } from "effect-clinical"
+import { ApiError, createClinicalClient } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 
 const eleanor = MockClinicalServer.fixturePersons[0]!
@@ -76,4 +77,31 @@ describe("README", () => {
         ).pipe(Layer.provide(MockClinicalServer.layer()))
       )
     ))
+
+  it("Without Effect: the Promise API", async () => {
+    const mock = await MockClinicalServer.start()
+    const [baseUrl, authUrl, applicationId] = [mock.url, mock.url, mock.applicationId]
+    const [passCode, request] = [mock.persons[0]!.passCode, { signal: new AbortController().signal }]
+    const answers: Array<unknown> = []
+    try {
+      // #region promise-api
+      // Once per process: one token cache, one connection pool. A bad setting throws InvalidConfig here.
+      const clinical = createClinicalClient({ baseUrl, authUrl, applicationId })
+
+      const personUid = await clinical.authenticate({ passCode, dateOfBirth: "1945-03-14" })
+      const { medications } = await clinical.medications(personUid, { signal: request.signal })
+      const { items } = await clinical.getAs(PersonData.ethnicities, PersonData.Ethnicity, personUid)
+      try {
+        await clinical.medications("an-unknown-person")
+      } catch (error) {
+        if (error instanceof ApiError) console.log(error.errorType, error.message) // the library's own errors
+      }
+      await clinical.close() // at shutdown
+      // #endregion
+      answers.push(medications.length, items)
+    } finally {
+      await mock.close()
+    }
+    expect(answers).toEqual([5, [{ Name: "Not Hispanic or Latino", Code: "2186-5" }]])
+  })
 })
