@@ -30,10 +30,11 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { ClinicalConfig } from "./ClinicalConfig.js"
-import { type HttpError, InvalidRequest, RateLimited, ServerError, TransportError } from "./ClinicalError.js"
+import { type HttpError, InvalidRequest, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as RetryPolicy from "./internal/retryPolicy.js"
 import * as Telemetry from "./internal/telemetry.js"
+import * as TokenCache from "./internal/tokenCache.js"
 import { type IssuedToken, requestToken, tokenUrl } from "./internal/tokenRequest.js"
 
 /** A token ready to use. All times are epoch milliseconds on the local clock. */
@@ -73,143 +74,87 @@ export interface Service {
 /** The tag of the token cache. */
 export class TokenService extends Context.Tag("effect-clinical/TokenService")<TokenService, Service>() {}
 
-interface Cached {
-  readonly token: AccessToken
-  /** From here on, a caller starts a background refresh. */
-  readonly softAt: number
-  /** From here on, callers wait for a new token. */
-  readonly hardAt: number
-}
+/** A refresh in flight: every waiter awaits its outcome. */
+type Refresh = Deferred.Deferred<AccessToken, HttpError>
 
-/** The token endpoint asked for a pause (429 or 503 with `Retry-After`): no token request until `until`. */
-interface Throttle {
-  readonly until: number
-  readonly error: RateLimited | ServerError
-}
-
-interface State {
-  readonly cached: Cached | undefined
-  /** The refresh in flight, if any: every waiter awaits this one. */
-  readonly refreshing: Deferred.Deferred<AccessToken, HttpError> | undefined
-  readonly generation: number
-  readonly throttle: Throttle | undefined
-  /** The background refresh for the cached token gave up: wait for the hard window. */
-  readonly backgroundGaveUp: boolean
-}
-
-/** What a caller does next: take this effect's outcome, or wait for the refresh in flight. */
+/** What a caller does once the state has been decided on: take this effect's outcome, or wait for a refresh. */
 type Next =
   | { readonly _tag: "Now"; readonly outcome: Effect.Effect<AccessToken, HttpError> }
-  | { readonly _tag: "Wait"; readonly deferred: Deferred.Deferred<AccessToken, HttpError> }
+  | { readonly _tag: "Wait"; readonly refresh: Refresh }
 
-/** Why a refresh was started; a span attribute, a metric label and a log annotation. */
-type RefreshReason = "empty" | "soft-window" | "hard-window" | "expired"
-
-/** The error to fail fast with while the token endpoint's `Retry-After` runs. */
-const throttledError = (throttle: Throttle, now: number): RateLimited | ServerError => {
-  const { error } = throttle
-  const fields = {
-    operation: error.operation,
-    method: error.method,
-    url: error.url,
-    status: error.status,
-    retryAfterMillis: throttle.until - now
-  }
-  return error._tag === "RateLimited" ? new RateLimited(fields) : new ServerError(fields)
-}
-
-/** A 429 or 503 from the token endpoint with `Retry-After` starts a pause. */
-const throttleOf = (error: HttpError, now: number): Throttle | undefined =>
-  (error._tag === "RateLimited" || (error._tag === "ServerError" && error.status === 503)) &&
-    error.retryAfterMillis !== undefined
-    ? { until: now + error.retryAfterMillis, error }
-    : undefined
-
-/** Builds the token cache. Owns fibers, so it needs a `Scope`: use {@link layer}. */
+/**
+ * Builds the token cache: an interpreter of the pure decisions in `internal/tokenCache` (which
+ * hold every rule), with the lock, the `Deferred` and the fork into the layer's scope here. Owns
+ * fibers, so it needs a `Scope`: use {@link layer}.
+ */
 export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | Scope.Scope> = Effect.gen(
   function*() {
     const config = yield* ClinicalConfig
     const transport = yield* HttpTransport
     const scope = yield* Effect.scope
-    const state = yield* SynchronizedRef.make<State>({
-      cached: undefined,
-      refreshing: undefined,
-      generation: 0,
-      throttle: undefined,
-      backgroundGaveUp: false
-    })
-    const softWindow = Duration.toMillis(config.softRefreshWindow)
-    const hardWindow = Duration.toMillis(config.hardRefreshWindow)
+    const state = yield* SynchronizedRef.make<TokenCache.State<AccessToken, Refresh>>(TokenCache.empty)
+    const windows: TokenCache.Windows = {
+      softWindowMillis: Duration.toMillis(config.softRefreshWindow),
+      hardWindowMillis: Duration.toMillis(config.hardRefreshWindow)
+    }
     const policy = RetryPolicy.fromConfig(config)
+    const url = tokenUrl(config)
 
-    const toCached = (issued: IssuedToken, generation: number): Cached => {
-      const lifetime = issued.lifetimeMillis
-      const expiresAt = issued.sentAt + lifetime
-      const token = Redacted.value(issued.token)
+    const toCached = (issued: IssuedToken) => (generation: number): TokenCache.Cached<AccessToken> => {
+      const at = TokenCache.windowsOf(windows, issued.sentAt, issued.lifetimeMillis)
       return {
+        ...at,
+        generation,
         token: {
           token: issued.token,
-          authorization: Redacted.make(`Bearer ${token}`),
+          authorization: Redacted.make(`Bearer ${Redacted.value(issued.token)}`),
           generation,
           issuedAt: issued.sentAt,
-          expiresAt,
-          lifetimeMillis: lifetime,
+          expiresAt: at.expiresAt,
+          lifetimeMillis: issued.lifetimeMillis,
           serverLifetimeMillis: issued.serverLifetimeMillis,
           serverClockSkewMillis: issued.serverClockSkewMillis
-        },
-        softAt: expiresAt - Math.min(softWindow, lifetime / 2),
-        hardAt: expiresAt - Math.min(hardWindow, lifetime / 10)
+        }
       }
     }
 
-    /**
-     * A background refresh retries what is worth retrying, with jittered backoff, for as long as
-     * the current token is outside its hard window; callers meanwhile keep the current token. A
-     * `Retry-After` that reaches past the hard window ends it (the pause is remembered).
-     */
+    // A background refresh retries as `backgroundStep` says, while callers keep the current token.
     const requestUntil = (hardAt: number, retry = 1): Effect.Effect<IssuedToken, HttpError> =>
-      Effect.catchAll(requestToken(config, transport), (error) =>
-        Effect.gen(function*() {
-          if (RetryPolicy.retryCause(error) === undefined) return yield* Effect.fail(error)
-          const now = yield* Clock.currentTimeMillis
-          const retryAfter = RetryPolicy.retryAfterOf(error) ?? 0
-          if (now + retryAfter >= hardAt) return yield* Effect.fail(error)
-          const delay = Math.min(RetryPolicy.delayMillis(policy, retry, yield* Random.next, retryAfter), hardAt - now)
-          yield* Effect.logDebug("background token refresh failed; retrying").pipe(
-            Effect.annotateLogs({ error: error._tag, delayMillis: Math.round(delay) })
-          )
-          yield* Effect.sleep(Duration.millis(delay))
-          return yield* requestUntil(hardAt, retry + 1)
-        }))
+      Effect.catchAll(
+        requestToken(config, transport),
+        (error) =>
+          Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, random]) => {
+            const step = TokenCache.backgroundStep(policy, error, retry, now, hardAt, random)
+            if (step._tag === "GiveUp") return Effect.fail(error)
+            return Effect.logDebug("background token refresh failed; retrying").pipe(
+              Effect.annotateLogs({ error: error._tag, delayMillis: Math.round(step.delayMillis) }),
+              Effect.zipRight(Effect.sleep(Duration.millis(step.delayMillis))),
+              Effect.zipRight(requestUntil(hardAt, retry + 1))
+            )
+          })
+      )
 
-    // Stores the outcome and hands it to every waiter: a token becomes the cached one; a failure
-    // is never stored, except as a pause when the endpoint asked for one.
+    // Stores the outcome and hands it to every waiter.
     const settle = (
       exit: Exit.Exit<IssuedToken, HttpError>,
-      deferred: Deferred.Deferred<AccessToken, HttpError>,
-      reason: RefreshReason,
+      refresh: Refresh,
+      reason: TokenCache.Reason,
       now: number
     ) =>
-      SynchronizedRef.modify(state, (current): [Exit.Exit<AccessToken, HttpError>, State] => {
-        // Only the refresh the state records may clear it (defensive: there is never another).
-        const refreshing = current.refreshing === deferred ? undefined : current.refreshing
-        if (Exit.isSuccess(exit)) {
-          const generation = current.generation + 1
-          const cached = toCached(exit.value, generation)
-          return [
-            Exit.succeed(cached.token),
-            { cached, refreshing, generation, throttle: undefined, backgroundGaveUp: false }
-          ]
+      SynchronizedRef.modify(
+        state,
+        (current): [Exit.Exit<AccessToken, HttpError>, TokenCache.State<AccessToken, Refresh>] => {
+          if (Exit.isSuccess(exit)) {
+            const next = TokenCache.succeeded(current, toCached(exit.value))
+            return [Exit.succeed(next.cached.token), next]
+          }
+          const error = Cause.failureOption(exit.cause)
+          const throttle = Option.isSome(error) ? TokenCache.throttleOf(error.value, now) : undefined
+          // Only the refresh the state records may end it (defensive: there is never another).
+          const ours = current._tag === "Refreshing" && current.refresh === refresh
+          return [Exit.failCause(exit.cause), ours ? TokenCache.failed(current, reason, throttle) : current]
         }
-        const error = Cause.failureOption(exit.cause)
-        const throttle = Option.isSome(error) ? throttleOf(error.value, now) : undefined
-        return [Exit.failCause(exit.cause), {
-          ...current,
-          refreshing,
-          throttle: throttle ?? current.throttle,
-          backgroundGaveUp: current.backgroundGaveUp || reason === "soft-window"
-        }]
-      })
+      )
 
     // An absurd lifetime is cut to maxTokenLifetime; the operator hears of it once, not on every refresh.
     let clampReported = false
@@ -261,7 +206,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
 
     // Runs in the layer's scope. Whatever happens to it (success, failure, interruption when the
     // layer closes), the state forgets the refresh and every waiter gets the outcome.
-    const refresh = (deferred: Deferred.Deferred<AccessToken, HttpError>, reason: RefreshReason, hardAt: number) =>
+    const refresh = (deferred: Refresh, reason: TokenCache.Reason, hardAt: number) =>
       Metric.increment(Metric.tagged(Telemetry.tokenRefreshes, "reason", reason)).pipe(
         Effect.zipRight(reason === "soft-window" ? requestUntil(hardAt) : requestToken(config, transport)),
         Effect.onExit((exit) =>
@@ -274,71 +219,57 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         Effect.annotateLogs({ refreshReason: reason }),
         // The outcome went to the waiters (and the log) above; the fiber itself ends quietly.
         Effect.ignore,
-        // Forked from inside the uninterruptible `decide`: the refresh itself must stay
+        // Forked from inside the uninterruptible decision: the refresh itself must stay
         // interruptible, or its timeouts could not fire and the layer could not close.
         Effect.interruptible,
         Effect.forkIn(scope)
       )
 
-    const startRefresh = (current: State, reason: RefreshReason) =>
-      Effect.gen(function*() {
-        const deferred = yield* Deferred.make<AccessToken, HttpError>()
-        yield* refresh(deferred, reason, current.cached?.hardAt ?? 0)
-        return [deferred, { ...current, refreshing: deferred }] as const
-      })
+    /** Starts a refresh and records it, in one step of the lock. */
+    const start = (current: TokenCache.State<AccessToken, Refresh>, reason: TokenCache.Reason) =>
+      Effect.flatMap(Deferred.make<AccessToken, HttpError>(), (deferred) =>
+        Effect.as(
+          refresh(deferred, reason, TokenCache.cachedOf(current)?.hardAt ?? 0),
+          [deferred, TokenCache.started(current, deferred, reason)] as const
+        ))
 
-    const ready = (outcome: Effect.Effect<AccessToken, HttpError>): Next => ({ _tag: "Now", outcome })
-    const wait = (deferred: Deferred.Deferred<AccessToken, HttpError>): Next => ({ _tag: "Wait", deferred })
-    const keep = (token: AccessToken, current: State) =>
-      Effect.succeed([ready(Effect.succeed(token)), current] as const)
-
-    // The slow path, serialised by the SynchronizedRef: decides, atomically, whether to start a
-    // refresh, and returns what this caller should do (take the current token, wait, or fail fast).
-    // Uninterruptible, so that a caller interrupted here cannot fork a refresh the state never
-    // records (a second token request); the wait it returns runs outside, interruptibly.
+    // The slow path, serialised by the SynchronizedRef: acts on the pure decision. Uninterruptible,
+    // so that a caller interrupted here cannot fork a refresh the state never records (a second
+    // token request); the wait it returns runs outside, interruptibly.
     const decide = (now: number) =>
       Effect.uninterruptible(SynchronizedRef.modifyEffect(
         state,
-        (current): Effect.Effect<readonly [Next, State]> => {
-          const { cached, throttle } = current
-          const throttled = throttle !== undefined && now < throttle.until
-          if (cached !== undefined && now < cached.softAt) return keep(cached.token, current)
-          if (cached !== undefined && now < cached.hardAt) {
-            if (current.refreshing !== undefined || current.backgroundGaveUp || throttled) {
-              return keep(cached.token, current)
-            }
-            return Effect.map(startRefresh(current, "soft-window"), ([, next]) =>
-              [ready(Effect.succeed(cached.token)), next] as const)
-          }
-          if (current.refreshing !== undefined) {
-            return Effect.succeed([wait(current.refreshing), current])
-          }
-          if (throttled) {
-            return Effect.succeed([
-              ready(Effect.zipRight(
+        (current): Effect.Effect<readonly [Next, TokenCache.State<AccessToken, Refresh>]> => {
+          const decision = TokenCache.decide(current, now)
+          switch (decision._tag) {
+            case "Serve":
+              return Effect.succeed([{ _tag: "Now", outcome: Effect.succeed(decision.token) }, current])
+            case "ServeAndRefresh":
+              return Effect.map(
+                start(current, "soft-window"),
+                ([, next]) => [{ _tag: "Now", outcome: Effect.succeed(decision.token) }, next] as const
+              )
+            case "Await":
+              return Effect.succeed([{ _tag: "Wait", refresh: decision.refresh }, current])
+            case "RefreshAndAwait":
+              return Effect.map(
+                start(current, decision.reason),
+                ([deferred, next]) => [{ _tag: "Wait", refresh: deferred }, next] as const
+              )
+            case "FailFast": {
+              const outcome = Effect.zipRight(
                 Metric.increment(Telemetry.throttledFastFails),
-                Effect.fail(throttledError(throttle, now))
-              )),
-              current
-            ])
+                Effect.fail(decision.error)
+              )
+              return Effect.succeed([{ _tag: "Now", outcome }, current])
+            }
           }
-          const reason: RefreshReason = cached === undefined
-            ? "empty"
-            : now < cached.token.expiresAt
-            ? "hard-window"
-            : "expired"
-          return Effect.map(
-            startRefresh(current, reason),
-            ([deferred, next]) =>
-              [wait(deferred), next] as const
-          )
         }
       ))
 
-    const url = tokenUrl(config)
     const follow = (maxWaitMillis: number | undefined) => (next: Next): Effect.Effect<AccessToken, HttpError> => {
       if (next._tag === "Now") return next.outcome
-      const waiting = Deferred.await(next.deferred)
+      const waiting = Deferred.await(next.refresh)
       return maxWaitMillis === undefined ? waiting : Effect.timeoutFail(waiting, {
         duration: Duration.millis(maxWaitMillis),
         onTimeout: () =>
@@ -356,20 +287,16 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       Effect.flatMap(SynchronizedRef.get(state), (current) =>
         Effect.clockWith((clock) => {
           const now = clock.unsafeCurrentTimeMillis()
-          const cached = current.cached
           // Fast path: a fresh token, no lock taken, no timer.
-          if (cached !== undefined && now < cached.softAt) return Effect.succeed(cached.token)
-          return Effect.flatMap(decide(now), follow(maxWaitMillis))
+          const token = TokenCache.fresh(current, now)
+          return token !== undefined ? Effect.succeed(token) : Effect.flatMap(decide(now), follow(maxWaitMillis))
         }))
 
     const invalidate = (token: AccessToken): Effect.Effect<void> =>
       SynchronizedRef.update(
         state,
         (current) =>
-          current.cached !== undefined && typeof token === "object" && token !== null &&
-            current.cached.token.generation === token.generation
-            ? { ...current, cached: undefined }
-            : current
+          typeof token === "object" && token !== null ? TokenCache.invalidated(current, token.generation) : current
       )
 
     // The call path passes a plain number of milliseconds: no Duration is decoded on it.
