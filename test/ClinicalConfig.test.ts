@@ -94,7 +94,11 @@ describe("ClinicalConfig.layer", () => {
     ["a zero deadline", { deadline: 0 }, "deadline"],
     ["a retryWrites that is not a boolean", { retryWrites: "maybe" as unknown as boolean }, "retryWrites"],
     ["a zero maxConcurrentRequests", { maxConcurrentRequests: 0 }, "maxConcurrentRequests"],
-    ["a NaN maxResponseBytes", { maxResponseBytes: Number.NaN }, "maxResponseBytes"]
+    ["a NaN maxResponseBytes", { maxResponseBytes: Number.NaN }, "maxResponseBytes"],
+    ["a zero maxResponseBytes", { maxResponseBytes: 0 }, "maxResponseBytes"],
+    ["a maxResponseBytes over 1 GiB", { maxResponseBytes: 1024 * 1024 * 1024 + 1 }, "maxResponseBytes"],
+    ["a loopback-looking host that is not loopback", { baseUrl: "http://127.0.0.1.evil.example" }, "baseUrl"],
+    ["localhost as a subdomain of another host", { baseUrl: "http://localhost.evil.example" }, "baseUrl"]
   ]
   for (const [name, override, setting] of refused) {
     it.effect(`refuses ${name}, naming ${setting}, without printing the ApplicationId`, () =>
@@ -228,5 +232,15 @@ describe("ClinicalConfig.layerConfig", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(fromEnv({ CLINICAL_BASE_URL: "https://x.org" }))
       expect(String(error)).toContain("CLINICAL_APPLICATION_ID")
+    }))
+})
+
+describe("ClinicalConfig boundaries", () => {
+  it.effect("maxResponseBytes of 1 byte and of exactly 1 GiB are accepted", () =>
+    Effect.gen(function*() {
+      for (const maxResponseBytes of [1, 1024 * 1024 * 1024]) {
+        const config = yield* resolve({ baseUrl: "https://x.org", applicationId: APPLICATION_ID, maxResponseBytes })
+        expect(config.maxResponseBytes).toBe(maxResponseBytes)
+      }
     }))
 })

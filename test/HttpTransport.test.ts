@@ -129,3 +129,28 @@ describe("HttpTransport over real sockets", () => {
       expect(result.medications).toEqual(PERSON.medications)
     }))
 })
+
+describe("transport limits at their edges", () => {
+  for (const [name, transport] of transports) {
+    it.scopedLive(`${name}: a timeout beyond Node's timer range is no limit, rather than one that fires at once`, () =>
+      Effect.gen(function*() {
+        const server = yield* Raw.serve
+        const response = yield* send({
+          method: "POST",
+          url: `${server.url}/sized/10`,
+          headers: {},
+          timeoutMillis: 2_147_483_648
+        }).pipe(Effect.provide(transport))
+        expect(response.body).toHaveLength(10)
+      }))
+  }
+
+  it.effect("HttpTransport.make counts the body's bytes, not its characters", () =>
+    Effect.gen(function*() {
+      const transport = HttpTransport.make(() => Effect.succeed({ status: 200, headers: {}, body: "é".repeat(6) }))
+      const request = { method: "POST", url: "https://x.org/", headers: {} } as const
+      const tooLarge = yield* Effect.flip(transport.send({ ...request, maxResponseBytes: 11 }))
+      expect(tooLarge).toMatchObject({ _tag: "TransportError", reason: "ResponseTooLarge" })
+      expect((yield* transport.send({ ...request, maxResponseBytes: 12 })).body).toBe("éééééé")
+    }))
+})

@@ -425,3 +425,36 @@ describe("error messages say where and what to check", () => {
       })
     ))
 })
+
+describe("input boundaries", () => {
+  it.effect("a PersonUid of 2,048 characters is sent; one of 2,049 is refused before sending", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* MedicationService.get("A".repeat(2_048))
+        expect(yield* fake.dataRequests).toHaveLength(1)
+        const error = yield* Effect.flip(MedicationService.get("A".repeat(2_049)))
+        expect(error).toMatchObject({
+          _tag: "InvalidRequest",
+          field: "personUid",
+          reason: "is longer than 2048 characters"
+        })
+        expect(yield* fake.dataRequests).toHaveLength(1)
+      })
+    ))
+
+  it.effect("a one-day range (start = end) is sent; year 0000 is refused", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* MedicationService.get(Fake.PERSON_UID, { startDate: "2024-03-01", endDate: "2024-03-01" })
+        expect(JSON.parse((yield* fake.dataRequests)[0]!.body!)).toMatchObject({
+          StartDate: "2024-03-01",
+          EndDate: "2024-03-01"
+        })
+        for (const field of ["startDate", "endDate"] as const) {
+          const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID, { [field]: "0000-01-01" }))
+          expect(error).toMatchObject({ _tag: "InvalidRequest", field, reason: "is not a real calendar date" })
+        }
+        expect(yield* fake.dataRequests).toHaveLength(1)
+      })
+    ))
+})

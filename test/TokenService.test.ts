@@ -29,6 +29,17 @@ const settle = Effect.gen(function*() {
   for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
 })
 
+/**
+ * Lets forked fibers run (yielding, no clock) until `count` token requests were made, then checks
+ * that there are exactly that many. Waits for the event, not for a fixed number of yields.
+ */
+const expectTokenRequests = (fake: Fake.FakeService, count: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 1_000 && (yield* fake.tokenRequests).length < count; i++) yield* Effect.yieldNow()
+    yield* settle
+    expect(yield* fake.tokenRequests).toHaveLength(count)
+  })
+
 const isDone = <A, E>(fiber: Fiber.RuntimeFiber<A, E>) =>
   Effect.zipRight(settle, Effect.map(Fiber.poll(fiber), Option.isSome))
 
@@ -138,8 +149,7 @@ describe("TokenService refresh windows", () => {
           yield* fake.scriptToken(gated(fake, gate))
           yield* TestClock.adjust(2_000) // 29 s left: soft window
           expect((yield* TokenService.get).generation).toBe(1)
-          yield* settle
-          expect(yield* fake.tokenRequests).toHaveLength(2)
+          yield* expectTokenRequests(fake, 2)
           yield* TestClock.adjust(24_000) // 5 s left: hard window, the refresh is still in flight
           const waiting = yield* Effect.fork(TokenService.get)
           expect(yield* isDone(waiting)).toBe(false)
@@ -161,8 +171,7 @@ describe("TokenService refresh windows", () => {
           expect(yield* fake.tokenRequests).toHaveLength(1)
           yield* TestClock.adjust(2 * MINUTE) // 9 minutes left: inside a 10-minute soft window
           yield* TokenService.get
-          yield* settle
-          expect(yield* fake.tokenRequests).toHaveLength(2)
+          yield* expectTokenRequests(fake, 2)
         }),
       {},
       { softRefreshWindow: "10 minutes", hardRefreshWindow: "1 minute" }
@@ -196,19 +205,15 @@ describe("TokenService failures", () => {
         yield* fake.scriptToken(Fake.respond(503, {}), Fake.respond(500, {}))
         yield* TestClock.adjust(56 * MINUTE) // soft window: the refresh starts in the background
         expect(yield* TokenService.get).toBe(first)
-        yield* settle
-        expect(yield* fake.tokenRequests).toHaveLength(2)
+        yield* expectTokenRequests(fake, 2)
         // Callers in the soft window keep the current token and start nothing new.
         expect(yield* TokenService.get).toBe(first)
-        yield* settle
-        expect(yield* fake.tokenRequests).toHaveLength(2)
+        yield* expectTokenRequests(fake, 2)
         // Backoff: the first retry comes after 0.5 to 1 s (base 1 s, equal jitter), the second after 1 to 2 s.
         yield* TestClock.adjust(1_000)
-        yield* settle
-        expect(yield* fake.tokenRequests).toHaveLength(3)
+        yield* expectTokenRequests(fake, 3)
         yield* TestClock.adjust(2_000)
-        yield* settle
-        expect(yield* fake.tokenRequests).toHaveLength(4)
+        yield* expectTokenRequests(fake, 4)
         expect((yield* TokenService.get).generation).toBe(2)
       })
     ))
@@ -248,8 +253,7 @@ describe("TokenService failures", () => {
         yield* settle
         yield* TestClock.adjust(3 * MINUTE)
         expect(yield* TokenService.get).toBe(first)
-        yield* settle
-        expect(yield* fake.tokenRequests).toHaveLength(2)
+        yield* expectTokenRequests(fake, 2)
         yield* TestClock.adjust(45_000) // the hard window: a caller now waits, and sees the refusal
         expect(yield* Effect.flip(TokenService.get)).toMatchObject({ _tag: "Unauthorized", operation: "token" })
         expect(yield* fake.tokenRequests).toHaveLength(3)

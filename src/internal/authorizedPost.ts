@@ -15,7 +15,6 @@
  * token is cached and a permit is free (the transport's own timeout, bounded by the deadline,
  * does the work), metrics tagged once, secrets gathered only when an error needs them.
  */
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -30,9 +29,10 @@ import { type ClinicalError, type HttpError, type Operation, TransportError } fr
 import type * as HttpTransport from "../HttpTransport.js"
 import type * as TokenService from "../TokenService.js"
 import { labelled } from "./attempt.js"
+import * as CallPolicy from "./callPolicy.js"
 import * as Gate from "./gate.js"
-import { isTokenRejected, readJson } from "./response.js"
-import { delayMillis, fromConfig, retryAfterOf, retryCause } from "./retryPolicy.js"
+import { readJson } from "./response.js"
+import { fromConfig } from "./retryPolicy.js"
 import * as Telemetry from "./telemetry.js"
 
 /** A successful answer: its status and its JSON body. */
@@ -59,15 +59,6 @@ export interface Call {
 
 /** Makes one call and returns its JSON body, or the typed error it ended in. */
 export type AuthorizedPost = (call: Call) => Effect.Effect<JsonResponse, ClinicalError>
-
-/** The state of one call across its attempts. */
-interface Progress {
-  readonly call: Call
-  readonly deadlineAt: number
-  attempts: number
-  retried: number
-  tokenRefreshed: boolean
-}
 
 /** Tagged metrics of one operation, built once rather than on every call. */
 const operationMetrics = (operation: Operation) => {
@@ -120,7 +111,9 @@ export const make = (
   transport: HttpTransport.Service,
   tokens: TokenService.Service
 ): AuthorizedPost => {
-  const policy = fromConfig(config)
+  const retry = fromConfig(config)
+  const resendable: CallPolicy.Policy = { ...retry, resendable: true }
+  const singleUse: CallPolicy.Policy = { ...retry, resendable: false }
   const deadlineMillis = Duration.toMillis(config.deadline)
   const requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
   const maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
@@ -133,12 +126,12 @@ export const make = (
     return metrics
   }
 
-  const deadlinePassed = (progress: Progress): HttpError =>
+  const deadlinePassed = (call: Call): HttpError =>
     new TransportError({
-      operation: progress.call.operation,
+      operation: call.operation,
       reason: "Deadline",
       method: "POST",
-      url: progress.call.url,
+      url: call.url,
       detail: `the call's deadline of ${Duration.format(config.deadline)} passed`
     })
 
@@ -163,19 +156,16 @@ export const make = (
 
   // One request with the attempt timeout, cut short by the deadline if that comes first; a
   // timeout that was really the deadline says so.
-  const exchange = (progress: Progress, token: TokenService.AccessToken) =>
+  const exchange = (call: Call, progress: CallPolicy.Progress, token: TokenService.AccessToken) =>
     Effect.clockWith((clock) => {
-      const remaining = progress.deadlineAt - clock.unsafeCurrentTimeMillis()
-      if (remaining <= 0) return Effect.fail(deadlinePassed(progress))
-      const byDeadline = remaining < requestTimeoutMillis
-      const sent = request(progress.call, token, byDeadline ? remaining : requestTimeoutMillis)
+      const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
+      if (budget._tag === "Passed") return Effect.fail(deadlinePassed(call))
       return Effect.mapError(
-        transport.send(sent),
-        (
-          error
-        ): HttpError => (byDeadline && error.reason === "Timeout"
-          ? deadlinePassed(progress)
-          : labelled(error, progress.call.operation, progress.call.secrets()))
+        transport.send(request(call, token, budget.timeoutMillis)),
+        (error): HttpError =>
+          budget.byDeadline && error.reason === "Timeout"
+            ? deadlinePassed(call)
+            : labelled(error, call.operation, call.secrets())
       )
     })
 
@@ -186,21 +176,26 @@ export const make = (
   const withTurn = <A>(effect: Effect.Effect<A, HttpError>) => gate.run(effect)
 
   // The token: at once when cached; a wait for a refresh is bounded by the deadline.
-  const token = (progress: Progress) =>
+  const token = (call: Call, progress: CallPolicy.Progress) =>
     Effect.clockWith((clock) =>
       Effect.mapError(
         tokens.getWithin(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis())),
         (error): ClinicalError =>
-          error._tag === "TransportError" && error.reason === "Deadline" ? deadlinePassed(progress) : error
+          error._tag === "TransportError" && error.reason === "Deadline" ? deadlinePassed(call) : error
       )
     )
 
   // The call's bookkeeping in one step: attempts histogram, failures counter, span attributes.
   // Metrics are updated with the fiber's metric tags, as `Metric.update` would.
-  const record = (progress: Progress, status: number | undefined, error: ClinicalError | undefined) =>
+  const record = (
+    call: Call,
+    progress: CallPolicy.Progress,
+    status: number | undefined,
+    error: ClinicalError | undefined
+  ) =>
     Effect.withFiberRuntime<void>((fiber) => {
       const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
-      const m = metricsOf(progress.call.operation)
+      const m = metricsOf(call.operation)
       m.attempts.unsafeUpdate(progress.attempts, tags)
       if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
       const span = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), Tracer.ParentSpan)
@@ -212,88 +207,93 @@ export const make = (
       return Effect.void
     })
 
-  const fail = (progress: Progress, error: ClinicalError): Effect.Effect<never, ClinicalError> =>
-    Effect.zipRight(record(progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
+  const succeed = (call: Call, progress: CallPolicy.Progress, status: number, json: unknown) =>
+    Effect.as(record(call, progress, status, undefined), { status, json })
 
-  const succeed = (progress: Progress, status: number, json: unknown): Effect.Effect<JsonResponse> =>
-    Effect.as(record(progress, status, undefined), { status, json })
+  const fail = (call: Call, progress: CallPolicy.Progress, error: ClinicalError) =>
+    Effect.zipRight(record(call, progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
 
-  // After a failed attempt: retry after a backoff, or end the call with the error. `sent` says
-  // whether the request may have reached the server (a call that is not resendable stops there).
-  const retryOrFail = (
-    progress: Progress,
-    error: ClinicalError,
-    sent: boolean
-  ): Effect.Effect<JsonResponse, ClinicalError> => {
-    const cause = retryCause(error)
-    if (cause === undefined || progress.retried >= policy.maxRetries || (sent && !progress.call.resendable)) {
-      return fail(progress, error)
-    }
-    return Effect.flatMap(Effect.zip(Random.next, Clock.currentTimeMillis), ([random, now]) => {
-      const delay = delayMillis(policy, progress.retried + 1, random, retryAfterOf(error))
-      if (now + delay >= progress.deadlineAt) return fail(progress, error)
-      progress.retried++
-      return Metric.increment(metricsOf(progress.call.operation).retry(cause)).pipe(
-        Effect.zipRight(
-          Effect.logDebug("retrying").pipe(
-            Effect.annotateLogs({ cause, retry: progress.retried, delayMillis: delay })
-          )
-        ),
-        Effect.zipRight(Effect.sleep(Duration.millis(delay))),
-        Effect.zipRight(Effect.suspend(() => attempt(progress)))
-      )
-    })
-  }
+  // Acts on the pure step for how the attempt ended.
+  const proceed = (
+    call: Call,
+    progress: CallPolicy.Progress,
+    outcome: CallPolicy.Outcome,
+    used: TokenService.AccessToken | undefined
+  ): Effect.Effect<JsonResponse, ClinicalError> =>
+    Effect.flatMap(Random.next, (random) =>
+      Effect.clockWith((clock) => {
+        const policy = call.resendable ? resendable : singleUse
+        const step = CallPolicy.next(policy, progress, outcome, clock.unsafeCurrentTimeMillis(), random)
+        switch (step._tag) {
+          case "Done":
+            return succeed(call, step.progress, step.status, step.json)
+          case "Fail":
+            return fail(call, step.progress, step.error)
+          case "RefreshToken":
+            return Effect.logDebug("token rejected; refreshing it and retrying once").pipe(
+              Effect.annotateLogs({
+                status: outcome._tag === "Answered" ? outcome.status : 0,
+                generation: used?.generation
+              }),
+              Effect.zipRight(used === undefined ? Effect.void : tokens.invalidate(used)),
+              Effect.zipRight(Effect.suspend(() => attempt(call, step.progress)))
+            )
+          case "Retry":
+            return Metric.increment(metricsOf(call.operation).retry(step.cause)).pipe(
+              Effect.zipRight(
+                Effect.logDebug("retrying").pipe(
+                  Effect.annotateLogs({
+                    cause: step.cause,
+                    retry: step.progress.retried,
+                    delayMillis: step.delayMillis
+                  })
+                )
+              ),
+              Effect.zipRight(Effect.sleep(Duration.millis(step.delayMillis))),
+              Effect.zipRight(Effect.suspend(() => attempt(call, step.progress)))
+            )
+        }
+      }))
 
   const answered = (
-    progress: Progress,
+    call: Call,
+    progress: CallPolicy.Progress,
     used: TokenService.AccessToken,
     response: HttpTransport.TransportResponse
-  ): Effect.Effect<JsonResponse, ClinicalError> => {
-    const status = response.status
-    if (isTokenRejected(status) && !progress.tokenRefreshed) {
-      progress.tokenRefreshed = true
-      return Effect.logDebug("token rejected; refreshing it and retrying once").pipe(
-        Effect.annotateLogs({ status, generation: used.generation }),
-        Effect.zipRight(tokens.invalidate(used)),
-        Effect.zipRight(Effect.suspend(() => attempt(progress)))
-      )
-    }
-    return Effect.clockWith((clock) => {
+  ): Effect.Effect<JsonResponse, ClinicalError> =>
+    Effect.clockWith((clock) => {
       const read = readJson({
-        operation: progress.call.operation,
+        operation: call.operation,
         method: "POST",
-        url: progress.call.url,
-        secrets: () => [...progress.call.secrets(), used.token, config.applicationId],
+        url: call.url,
+        secrets: () => [...call.secrets(), used.token, config.applicationId],
         now: clock.unsafeCurrentTimeMillis(),
         maxRetryAfterMillis
       }, response)
-      return read._tag === "Right" ? succeed(progress, status, read.right) : retryOrFail(progress, read.left, true)
+      // The common case needs no step: a body that reads is the answer.
+      return read._tag === "Right"
+        ? succeed(call, progress, response.status, read.right)
+        : proceed(call, progress, { _tag: "Answered", status: response.status, read }, used)
     })
-  }
 
-  const attempt = (progress: Progress): Effect.Effect<JsonResponse, ClinicalError> => {
-    progress.attempts++
-    return Effect.matchEffect(token(progress), {
+  const attempt = (call: Call, before: CallPolicy.Progress): Effect.Effect<JsonResponse, ClinicalError> => {
+    const progress = CallPolicy.attempted(before)
+    return Effect.matchEffect(token(call, progress), {
       // Nothing of this call was sent yet: a token failure may always be retried.
-      onFailure: (error) => retryOrFail(progress, error, false),
+      onFailure: (error) => proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined),
       onSuccess: (used) =>
-        Effect.matchEffect(withTurn(exchange(progress, used)), {
+        Effect.matchEffect(withTurn(exchange(call, progress, used)), {
           onFailure: (error) =>
-            retryOrFail(progress, error, !(error._tag === "TransportError" && error.requestSent === false)),
-          onSuccess: (response) => answered(progress, used, response)
+            proceed(call, progress, {
+              _tag: "Failed",
+              error,
+              sent: !(error._tag === "TransportError" && error.requestSent === false)
+            }, used),
+          onSuccess: (response) => answered(call, progress, used, response)
         })
     })
   }
 
   return (call) =>
-    Effect.clockWith((clock) =>
-      attempt({
-        call,
-        deadlineAt: clock.unsafeCurrentTimeMillis() + deadlineMillis,
-        attempts: 0,
-        retried: 0,
-        tokenRefreshed: false
-      })
-    )
+    Effect.clockWith((clock) => attempt(call, CallPolicy.begin(clock.unsafeCurrentTimeMillis(), deadlineMillis)))
 }
