@@ -300,6 +300,45 @@ for (const [name, transport] of transports) {
         }))
     })
 
+    describe("secrets where the text is cut", () => {
+      it.scopedLive("server text that is not a string, with a secret across the 500-character cut", () =>
+        Effect.gen(function*() {
+          const server = yield* Hostile.serve(Hostile.withToken((received, res) => {
+            const app = String(received.headers.applicationid)
+            const bearer = String(received.headers.authorization).slice("Bearer ".length)
+            Hostile.json(res, 200, {
+              Success: false,
+              ErrorType: { pad: "b".repeat(449), id: app },
+              ErrorMessage: ["a".repeat(496 - bearer.length), bearer]
+            })
+          }))
+          // run() checks every 16-character piece of every secret: a cut secret still fails it.
+          const error = failureOf((yield* run(server.url, get)).exit)
+          expect(error._tag).toBe("ApiError")
+        }))
+
+      it.scopedLive("a 4,000-character token echoed back is scrubbed; one over 4,096 is refused", () =>
+        Effect.gen(function*() {
+          const long = `${"L".repeat(3_990)}+/abc=====`
+          const tokens = [long, "M".repeat(4_097)]
+          const server = yield* Hostile.serve((received, res) =>
+            Hostile.isToken(received)
+              ? Hostile.answerToken(res, { body: { Token: tokens.shift(), TokenType: "Bearer" } })
+              : Hostile.json(res, 200, {
+                Success: false,
+                ErrorType: "Echo",
+                ErrorMessage: String(received.headers.authorization)
+              })
+          )
+          const echoed = failureOf((yield* run(server.url, get)).exit)
+          expect(echoed).toMatchObject({ _tag: "ApiError", errorMessage: "Bearer <redacted>" })
+          Leaks.expectNone("the error", JSON.stringify(echoed), [long])
+          const refused = failureOf((yield* run(server.url, get)).exit)
+          expect(refused).toMatchObject({ _tag: "ResponseDecodeError", operation: "token" })
+          expect(refused.message).toContain("body.Token has a value that is not allowed")
+        }))
+    })
+
     describe("absurd timing from the server", () => {
       it.scopedLive("one Retry-After of 99999999 pauses token requests only for maxRetryAfter", () =>
         Effect.gen(function*() {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Redacted } from "effect"
-import { MAX_TEXT, scrub } from "../src/internal/redaction.js"
+import { MAX_SEARCHED, MAX_SECRET, MAX_TEXT, scrub } from "../src/internal/redaction.js"
 
 const GUID = "3F2504E0-4F89-11D3-9A0C-0305E82C3301"
 const TOKEN = "c2VjcmV0LXRva2Vu+/YWJj=="
@@ -66,5 +66,28 @@ describe("scrub", () => {
     expect(scrubbed).toBe(`${padding}<redacted>...`)
     expect(scrub("z".repeat(MAX_TEXT), [])).toBe("z".repeat(MAX_TEXT))
     expect(scrub("z".repeat(MAX_TEXT + 1), [])).toBe(`${"z".repeat(MAX_TEXT)}...`)
+  })
+
+  it("a secret that begins another is no shorter match: the longer one goes whole", () => {
+    expect(scrub("id abcdefgh-123456 end", ["abcdefgh", "abcdefgh-123456"])).toBe("id <redacted> end")
+    expect(scrub("id abcdefgh-123456 end", ["abcdefgh-123456", "abcdefgh"])).toBe("id <redacted> end")
+  })
+
+  it("text past the search limit is cut, and a secret straddling that cut leaves no piece", () => {
+    // Long secrets that shrink to <redacted>, so that what follows them would come into view.
+    const secret = "S".repeat(1_999) + "!"
+    const copies = Math.floor(MAX_SEARCHED / secret.length) - 1
+    const straddling = "x".repeat(MAX_SEARCHED - copies * secret.length - 100) + secret
+    const scrubbed = scrub(secret.repeat(copies) + straddling + "tail", [secret])
+    expect(scrubbed).not.toContain("S".repeat(16))
+    expect(scrubbed.endsWith("...")).toBe(true)
+    expect(scrubbed.length).toBeLessThanOrEqual(MAX_TEXT + 3)
+  })
+
+  it("never throws: a secret too long to search for withholds the whole text", () => {
+    expect(scrub("a text", ["s".repeat(MAX_SECRET + 1)])).toBe("<withheld: the text could not be checked for secrets>")
+    const longest = "t".repeat(MAX_SECRET)
+    expect(scrub(`${"u".repeat(4 * 1024 * 1024)}${longest}`, [longest])).toBe(`${"u".repeat(MAX_TEXT)}...`)
+    expect(scrub(`a ${longest} b`, [longest])).toBe("a <redacted> b")
   })
 })

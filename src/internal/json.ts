@@ -57,20 +57,19 @@ export const deeperThan = (value: unknown, max: number): boolean => {
   return false
 }
 
-/** Longest rendering of a foreign value kept in an error. */
-const MAX_RENDERED = 500
 /** Levels rendered before a nested value is shown as `[...]` or `{...}`. */
 const MAX_RENDERED_DEPTH = 8
 
 /**
- * A short JSON-like rendering of any value, bounded in depth and length, for server text that is
- * not a string (an `ErrorMessage` that is an object, say). Strings are returned as they are.
+ * A JSON-like rendering of any value, bounded in depth and cut after `limit` characters, for
+ * server text that is not a string (an `ErrorMessage` that is an object, say). Strings are returned
+ * as they are. (Whoever keeps it scrubs it first: render past the length you keep.)
  */
-export const render = (value: unknown): string => {
+export const render = (value: unknown, limit = 500): string => {
   if (typeof value === "string") return value
   let out = ""
   const write = (v: unknown, depth: number): void => {
-    if (out.length > MAX_RENDERED) return
+    if (out.length > limit) return
     if (typeof v !== "object" || v === null) {
       out += typeof v === "string" ? JSON.stringify(v) : String(v)
       return
@@ -83,7 +82,7 @@ export const render = (value: unknown): string => {
     out += isArray ? "[" : "{"
     let first = true
     for (const key in v) {
-      if (out.length > MAX_RENDERED) break
+      if (out.length > limit) break
       if (!first) out += ","
       first = false
       if (!isArray) out += `${JSON.stringify(key)}:`
@@ -92,5 +91,5 @@ export const render = (value: unknown): string => {
     out += isArray ? "]" : "}"
   }
   write(value, 0)
-  return out.length > MAX_RENDERED ? `${out.slice(0, MAX_RENDERED)}...` : out
+  return out.length > limit ? `${out.slice(0, limit)}...` : out
 }

@@ -53,19 +53,44 @@ const secretPattern = (secret: string): string => {
 const valueOf = (secret: Redacted.Redacted<string> | string): unknown =>
   Redacted.isRedacted(secret) ? Redacted.value(secret) : secret
 
+/** Most foreign text searched for secrets: a longer text is cut first, so the cost stays bounded. */
+export const MAX_SEARCHED = 64 * 1024
+
+/** Longest secret a pattern is built for; a text that would need a longer one is withheld whole. */
+export const MAX_SECRET = 4096
+
+/** Most characters one character of a secret takes once echoed (`%F0%9F%98%80`, `\ud83d\ude00`). */
+const MAX_EXPANSION = 12
+
+/** What an error holds in place of text that could not be checked. */
+const WITHHELD = "<withheld: the text could not be checked for secrets>"
+
 /**
  * Replaces every occurrence of each secret, in every form it may be echoed in, with `<redacted>`,
- * then caps the length. The whole text is scrubbed before it is cut, so no piece of a secret
- * survives at the cut.
+ * then caps the length at {@link MAX_TEXT}. The text is scrubbed before it is cut, so no piece of
+ * a secret survives the cut. A text longer than {@link MAX_SEARCHED} is searched only that far,
+ * and then its last stretch (as long as a secret's longest form) is dropped too, since a secret
+ * may straddle that first cut. Never throws.
  */
 export const scrub = (text: string, secrets: Iterable<Redacted.Redacted<string> | string>): string => {
-  const patterns: Array<string> = []
+  const values: Array<string> = []
   for (const secret of secrets) {
     const value = valueOf(secret)
-    if (typeof value === "string" && value.length > 0) patterns.push(secretPattern(value))
+    if (typeof value === "string" && value.length > 0) values.push(value)
   }
-  // Longer patterns first, so that a secret containing another is replaced whole.
-  patterns.sort((a, b) => b.length - a.length)
-  const out = patterns.length === 0 ? text : text.replace(new RegExp(patterns.join("|"), "gi"), REPLACEMENT)
-  return out.length > MAX_TEXT ? `${out.slice(0, MAX_TEXT)}...` : out
+  const longest = values.reduce((most, value) => Math.max(most, value.length), 0)
+  if (longest > MAX_SECRET) return WITHHELD
+  const cut = text.length > MAX_SEARCHED
+  let out = cut ? text.slice(0, MAX_SEARCHED) : text
+  if (values.length > 0) {
+    // Longer patterns first, so that a secret containing another is replaced whole.
+    const patterns = values.map(secretPattern).sort((a, b) => b.length - a.length)
+    try {
+      out = out.replace(new RegExp(patterns.join("|"), "gi"), REPLACEMENT)
+    } catch {
+      return WITHHELD
+    }
+  }
+  if (cut) out = out.slice(0, Math.max(0, out.length - MAX_EXPANSION * longest))
+  return out.length > MAX_TEXT || cut ? `${out.slice(0, MAX_TEXT)}...` : out
 }

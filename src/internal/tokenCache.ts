@@ -88,8 +88,8 @@ export const fresh = <T, F>(state: State<T, F>, now: number): T | undefined => {
 const throttledError = (error: ThrottleError, until: number, now: number): ThrottleError => {
   const fields = {
     operation: error.operation,
-    method: error.method,
-    url: error.url,
+    ...(error.method === undefined ? {} : { method: error.method }),
+    ...(error.url === undefined ? {} : { url: error.url }),
     status: error.status,
     retryAfterMillis: until - now
   }

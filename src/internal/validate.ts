@@ -16,8 +16,11 @@ const VISIBLE_ASCII = /^[\x21-\x7e]+$/
 /** Longest PersonUid accepted; the real ones are far shorter (base64 of an encrypted id). */
 export const MAX_PERSON_UID_LENGTH = 2048
 
-/** Longest token accepted from the server; the real ones are about 112 characters. */
-export const MAX_TOKEN_LENGTH = 8192
+/**
+ * Longest token accepted from the server; the real ones are about 112 characters. It is a secret
+ * scrubbed from every error text, so it stays within what the scrubber can search for.
+ */
+export const MAX_TOKEN_LENGTH = 4096
 
 /** Reads a value that may be `Redacted` without ever logging it. */
 export const reveal = (value: string | Redacted.Redacted<string>): unknown =>
