@@ -90,6 +90,9 @@ const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
  * which have no HTTP date.
  */
 export const format = (input: Date | number): string => {
+  if (typeof input !== "number" && !(input instanceof Date)) {
+    throw new RangeError("HttpDate.format: the argument must be a Date or a number of milliseconds")
+  }
   const date = typeof input === "number" ? new Date(input) : input
   const year = date.getUTCFullYear()
   if (Number.isNaN(date.getTime()) || year < 0 || year > 9999) {

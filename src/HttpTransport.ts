@@ -16,7 +16,9 @@ import type { HttpMethod } from "@effect/platform/HttpMethod"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -246,6 +248,11 @@ export const fromUndiciAgent = (agent: Dispatcher): Service => ({
           onResponseStart: (_, statusCode, responseHeaders) => {
             status = statusCode
             headers = flattenHeaders(responseHeaders)
+            // A redirect is answered as it is, its body unread: the request is aborted.
+            if (statusCode >= 300 && statusCode <= 399) {
+              settle(Effect.succeed({ status, headers, body: "" }))
+              return abort(new Error("redirect"))
+            }
             if (limit !== undefined && exceedsLimit(request, Number(headers["content-length"]))) {
               stop(tooLarge(request, limit))
             }
@@ -302,8 +309,11 @@ export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport,
     )
   )
 
-/** Header names `@effect/platform` must redact in its spans, beyond its own list. */
-const REDACTED_HEADER_NAMES = ["authorization", "applicationid"]
+/**
+ * Header names `@effect/platform` redacts in the spans it records: all of them. It records every
+ * request and response header as a span attribute, and a server may echo a secret in any header.
+ */
+const ALL_HEADER_NAMES: ReadonlyArray<RegExp> = [/^/]
 
 /** The declared size of a body that arrives exactly as sent (no Content-Encoding), if any. */
 const plainLength = (headers: Readonly<Record<string, string>>): number | undefined => {
@@ -312,6 +322,10 @@ const plainLength = (headers: Readonly<Record<string, string>>): number | undefi
   const length = headers["content-length"]
   return length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined
 }
+
+/** Answers that carry no body. */
+const hasNoBody = (request: TransportRequest, status: number): boolean =>
+  request.method === "HEAD" || status === 204 || status === 205 || status === 304
 
 /**
  * Reads a platform response body, never holding more than the request allows. A body sent as it
@@ -324,6 +338,7 @@ const readPlatformBody = (
   response: HttpClientResponse.HttpClientResponse,
   network: (error: HttpClientError.HttpClientError) => TransportError
 ): Effect.Effect<string, TransportError> => {
+  if (hasNoBody(request, response.status)) return Effect.succeed("")
   const limit = request.maxResponseBytes
   if (limit === undefined) return Effect.mapError(response.text, network)
   const declared = plainLength(response.headers)
@@ -331,13 +346,19 @@ const readPlatformBody = (
     return declared > limit ? Effect.fail(tooLarge(request, limit)) : Effect.mapError(response.text, network)
   }
   return response.stream.pipe(
-    Stream.mapError(network),
     Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (read, chunk) => {
       read.size += chunk.length
       read.chunks.push(chunk)
       return read.size > limit ? Effect.fail(tooLarge(request, limit)) : Effect.succeed(read)
     }),
-    Effect.map((read) => Buffer.concat(read.chunks, read.size).toString("utf8"))
+    Effect.map((read) => Buffer.concat(read.chunks, read.size).toString("utf8")),
+    Effect.catchAll((error): Effect.Effect<string, TransportError> =>
+      error._tag === "TransportError"
+        ? Effect.fail(error)
+        : error._tag === "ResponseError" && error.reason === "EmptyBody"
+        ? Effect.succeed("")
+        : Effect.fail(network(error))
+    )
   )
 }
 
@@ -351,17 +372,62 @@ const originOf = (url: string): string => {
 }
 
 /**
+ * Runs `exchange` (which aborts its own request through `scope` when it fails) within the
+ * request's timeout. When the timer fires, the scope closes (the client's abort signal fires, the
+ * socket closes) and the send fails with `Timeout` at once, even with a client that ignores its
+ * signal: the exchange runs in a fiber of its own, which is then interrupted. One fiber per send.
+ */
+const withTimer = (
+  request: TransportRequest,
+  scope: Scope.CloseableScope,
+  exchange: Effect.Effect<TransportResponse, TransportError>
+): Effect.Effect<TransportResponse, TransportError> =>
+  !hasTimeout(request) ?
+    exchange :
+    Effect.flatMap(Effect.fork(exchange), (fiber) =>
+      Effect.async<TransportResponse, TransportError>((resume) => {
+        let settled = false
+        const timer = setTimeout(() => {
+          if (settled) return
+          settled = true
+          Effect.runFork(Scope.close(scope, Exit.void))
+          fiber.unsafeInterruptAsFork(FiberId.none)
+          resume(Effect.fail(timedOutError(request)))
+        }, request.timeoutMillis)
+        fiber.addObserver((exit) => {
+          if (settled) return
+          settled = true
+          clearTimeout(timer)
+          resume(exit)
+        })
+        // The caller was interrupted: stop the timer and the exchange (whose scope then aborts).
+        return Effect.sync(() => {
+          settled = true
+          clearTimeout(timer)
+          fiber.unsafeInterruptAsFork(FiberId.none)
+        })
+      }))
+
+/**
  * A transport over any `@effect/platform` HttpClient.
  *
  * - Redirects are never followed: fetch is told `redirect: "manual"` (so a 3xx comes back as it
- *   is), and a response whose request is not ours (a client wrapped in `followRedirects`) is
- *   refused with `Redirected`.
+ *   is, unread), on top of the application's `FetchHttpClient.RequestInit` (`requestInit`, or the
+ *   one in context). A response whose request is not ours (a client wrapped in `followRedirects`)
+ *   is refused with `Redirected`; such a client has already sent the request elsewhere, so never
+ *   use one.
  * - Each request runs under a scope of its own (`HttpClient.withScope`), so the platform hands it
- *   our abort signal: the timeout is a plain timer that closes the scope, and any exchange that
- *   does not end with a body read whole (a failure, a refused body, an interruption) closes it too,
- *   which aborts the request on the socket at once. No fiber is forked for the timeout.
+ *   our abort signal: an exchange that does not end with a body read whole (a failure, a refused
+ *   body, a timeout, an interruption) closes it, which aborts the request on the socket at once.
+ * - The platform's spans record headers: every header is redacted there.
  */
-export const fromHttpClient = (client: HttpClient.HttpClient): Service => {
+export const fromHttpClient = (
+  client: HttpClient.HttpClient,
+  requestInit: globalThis.RequestInit = {}
+): Service => {
+  if (typeof client !== "object" || client === null || !(HttpClient.TypeId in client)) {
+    throw invalidArgument("client", "must be an @effect/platform HttpClient")
+  }
   const scoped = HttpClient.withScope(client)
   return {
     send: (request) => {
@@ -372,63 +438,61 @@ export const fromHttpClient = (client: HttpClient.HttpClient): Service => {
         headers,
         ...(body === undefined ? {} : { body: HttpBody.text(body, contentType) })
       })
-      let timedOut = false
       const network = (error: HttpClientError.HttpClientError) =>
-        timedOut
-          ? timedOutError(request)
-          : networkError(request, `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`, error)
-      const exchange = Effect.flatMap(
-        Effect.mapError(scoped.execute(httpRequest), network),
-        (response) =>
-          response.request.url !== httpRequest.url
-            ? Effect.fail(transportError(
-              request,
-              "Redirected",
-              `the HttpClient followed a redirect to ${
-                originOf(response.request.url)
-              }; use a client that does not follow redirects`
-            ))
-            : Effect.map(readPlatformBody(request, response, network), (text): TransportResponse => ({
+        networkError(request, `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`, error)
+      return Effect.flatMap(Scope.make(), (scope) => {
+        const abort = Scope.close(scope, Exit.void)
+        const exchange = Effect.flatMap(
+          Effect.mapError(scoped.execute(httpRequest), network),
+          (response): Effect.Effect<TransportResponse, TransportError> => {
+            if (response.request.url !== httpRequest.url) {
+              return Effect.fail(transportError(
+                request,
+                "Redirected",
+                `the HttpClient followed a redirect to ${
+                  originOf(response.request.url)
+                }; use a client that does not follow redirects`
+              ))
+            }
+            const answer = (text: string): TransportResponse => ({
               status: response.status,
               headers: { ...response.headers },
               body: text
-            }))
-      )
-      return Effect.flatMap(Scope.make(), (scope) => {
-        const abort = Scope.close(scope, Exit.void)
-        const timer = hasTimeout(request)
-          ? setTimeout(() => {
-            timedOut = true
-            Effect.runFork(abort)
-          }, request.timeoutMillis)
-          : undefined
-        return exchange.pipe(
-          Effect.mapError((error) => (timedOut ? timedOutError(request) : error)),
-          Effect.onExit((exit) => {
-            clearTimeout(timer)
-            // A body read whole leaves the connection to the pool; anything else is aborted.
-            return Exit.isSuccess(exit) ? Effect.void : abort
-          }),
+            })
+            // A redirect is answered as it is, its body unread (and its request aborted).
+            if (response.status >= 300 && response.status <= 399) return Effect.as(abort, answer(""))
+            return Effect.map(readPlatformBody(request, response, network), answer)
+          }
+        ).pipe(
+          // A body read whole leaves the connection to the pool; anything else is aborted.
+          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : abort)),
           // The request's scope, and fetch told not to follow redirects (on top of the application's options).
           Effect.mapInputContext((context: Context.Context<never>) =>
-            Context.add(
-              Context.add(context, Scope.Scope, scope),
-              FetchHttpClient.RequestInit,
-              { ...Context.getOrElse(context, FetchHttpClient.RequestInit, () => ({})), redirect: "manual" }
-            )
+            Context.add(Context.add(context, Scope.Scope, scope), FetchHttpClient.RequestInit, {
+              ...requestInit,
+              ...Context.getOrElse(context, FetchHttpClient.RequestInit, () => ({})),
+              redirect: "manual"
+            })
           ),
-          // The platform client records request headers as span attributes: keep ours redacted there.
-          Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...REDACTED_HEADER_NAMES])
+          Effect.locally(Headers.currentRedactedNames, ALL_HEADER_NAMES)
         )
+        return withTimer(request, scope, exchange)
       })
     }
   }
 }
 
-/** A transport over the `@effect/platform` HttpClient the application provides (fetch, node, ...). */
+/**
+ * A transport over the `@effect/platform` HttpClient the application provides (fetch, node, ...).
+ * A `FetchHttpClient.RequestInit` provided where this layer is built (a dispatcher for a proxy or
+ * mTLS, say) is used for every request, with `redirect: "manual"` on top.
+ */
 export const layerHttpClient: Layer.Layer<HttpTransport, never, HttpClient.HttpClient> = Layer.effect(
   HttpTransport,
-  Effect.map(HttpClient.HttpClient, fromHttpClient)
+  Effect.gen(function*() {
+    const requestInit = yield* Effect.serviceOption(FetchHttpClient.RequestInit)
+    return fromHttpClient(yield* HttpClient.HttpClient, Option.getOrUndefined(requestInit))
+  })
 )
 
 /** Bounds `effect` by the request's `timeoutMillis` on Effect's `Clock` (so `TestClock` drives it). */
@@ -446,16 +510,28 @@ const withTimeout = <E>(
  */
 export const make = (
   send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
-): Service => ({
-  send: (request) =>
-    withTimeout(
-      request,
-      Effect.flatMap(send(request), (response) =>
-        request.maxResponseBytes !== undefined && exceedsLimit(request, Buffer.byteLength(response.body))
-          ? Effect.fail(tooLarge(request, request.maxResponseBytes))
-          : Effect.succeed(response))
-    )
-})
+): Service => {
+  if (typeof send !== "function") throw invalidArgument("send", "must be a function from a request to an Effect")
+  return {
+    send: (request) => {
+      // A JavaScript caller's send may return a Promise or nothing: say so, rather than die.
+      const sent: unknown = send(request)
+      if (!Effect.isEffect(sent)) {
+        return Effect.fail(transportError(request, "Network", "the transport's send did not return an Effect"))
+      }
+      return withTimeout(
+        request,
+        Effect.flatMap(
+          sent as Effect.Effect<TransportResponse, TransportError>,
+          (response) =>
+            request.maxResponseBytes !== undefined && exceedsLimit(request, Buffer.byteLength(response.body))
+              ? Effect.fail(tooLarge(request, request.maxResponseBytes))
+              : Effect.succeed(response)
+        )
+      )
+    }
+  }
+}
 
 /** An in-memory transport: every request goes to `handler`, nothing touches a network. */
 export const memory: (

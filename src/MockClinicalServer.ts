@@ -89,7 +89,11 @@ export const Fault = {
     ...(options?.retryAfter === undefined ? {} : { retryAfter: String(options.retryAfter) })
   }),
   /** Wait this long (on the mock's clock), then answer normally. */
-  delay: (duration: Duration.DurationInput): Fault => ({ _tag: "Delay", millis: Duration.toMillis(duration) }),
+  delay: (duration: Duration.DurationInput): Fault => ({
+    _tag: "Delay",
+    // Not a duration: NaN, which injectFaults refuses.
+    millis: Option.match(Duration.decodeUnknown(duration), { onNone: () => Number.NaN, onSome: Duration.toMillis })
+  }),
   /** Drop the connection without an answer. */
   drop: { _tag: "Drop" } as Fault,
   /** Answer 200 with an HTML page instead of JSON. */
@@ -99,6 +103,21 @@ export const Fault = {
   /** Answer a token request normally, with a `TOKEN_EXPIRES` that is not an HTTP date. */
   malformedTokenExpires: { _tag: "MalformedTokenExpires" } as Fault
 } as const
+
+const FAULT_TAGS: ReadonlySet<string> = new Set([
+  "Status",
+  "Delay",
+  "Drop",
+  "NotJson",
+  "MissingTokenExpires",
+  "MalformedTokenExpires"
+])
+
+/** A fault built by {@link Fault}: a known kind, with a real status or delay. */
+const isFault = (u: unknown): u is Fault =>
+  isRecord(u) && typeof u._tag === "string" && FAULT_TAGS.has(u._tag) &&
+  (u._tag !== "Status" || (Number.isInteger(u.status) && (u.status as number) >= 100 && (u.status as number) <= 599)) &&
+  (u._tag !== "Delay" || (typeof u.millis === "number" && Number.isFinite(u.millis) && u.millis >= 0))
 
 /** Faults drawn by chance, from a seeded generator (so a run can be repeated exactly). */
 export interface RandomFaults {
@@ -173,8 +192,8 @@ export interface Service {
   readonly setTokenLifetime: (lifetime: Duration.DurationInput) => Effect.Effect<void, InvalidConfig>
   /** Sets the server clock offset (server minus local, ms; may be negative). */
   readonly setClockOffset: (millis: number) => Effect.Effect<void, InvalidConfig>
-  /** Queues faults for the next requests to `target`, one fault per request, in order. */
-  readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Effect.Effect<void>
+  /** Queues faults for the next requests to `target`, one fault per request, in order. Anything else fails with `InvalidConfig`. */
+  readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Effect.Effect<void, InvalidConfig>
   /** Draws faults by chance for requests to `target` (after any queued ones); `undefined` stops it. */
   readonly setRandomFaults: (target: Target, faults: RandomFaults | undefined) => Effect.Effect<void>
   /** Removes queued and random faults. */
@@ -587,9 +606,13 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
         clockOffset = valid
       }),
     injectFaults: (target, faults) =>
-      Effect.sync(() => {
-        queued.set(target, [...(queued.get(target) ?? []), ...faults])
-      }),
+      Array.isArray(faults) && faults.every(isFault)
+        ? Effect.sync(() => {
+          queued.set(target, [...(queued.get(target) ?? []), ...faults])
+        })
+        : Effect.fail(
+          new InvalidConfig({ setting: "faults", reason: "must be an array of MockClinicalServer.Fault values" })
+        ),
     setRandomFaults: (target, config) =>
       Effect.sync(() => {
         if (config === undefined) randomFaults.delete(target)

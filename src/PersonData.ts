@@ -229,7 +229,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             secrets: () => [person.personUid()],
             resendable: !op.writes || config.retryWrites
           }),
-          ({ json, status }) => {
+          ({ json, secrets, status }) => {
             const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
             return Either.isRight(decoded)
               ? Effect.succeed({ items: decoded.right, raw: json })
@@ -239,8 +239,8 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
                   method: "POST",
                   url,
                   status,
-                  // A decode failure's path may hold keys the server sent: scrub the PersonUid out.
-                  reason: scrub(decoded.left, [person.personUid()])
+                  // A decode failure's path may hold keys the server sent: scrub every secret out.
+                  reason: scrub(decoded.left, secrets())
                 })
               )
           }

@@ -302,8 +302,10 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     // The call path passes a plain number of milliseconds: no Duration is decoded on it.
     const getWithin = (maxWait: Duration.DurationInput): Effect.Effect<AccessToken, HttpError | InvalidRequest> => {
       if (typeof maxWait === "number" && maxWait >= 0) return acquire(maxWait)
-      // Duration reads NaN as zero; as an argument it is a mistake.
-      const decoded = Number.isNaN(maxWait) ? Option.none() : Duration.decodeUnknown(maxWait)
+      // Duration reads NaN and negative numbers as zero; as an argument they are a mistake.
+      const decoded = typeof maxWait === "number" || (typeof maxWait === "string" && maxWait.trim().startsWith("-"))
+        ? Option.none()
+        : Duration.decodeUnknown(maxWait)
       return Option.isSome(decoded)
         ? acquire(Duration.toMillis(decoded.value))
         : Effect.fail(

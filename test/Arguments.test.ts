@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Option, type Schema } from "effect"
-import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { ClinicalClient, HttpDate, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as Fake from "./support/FakeService.js"
 
@@ -102,4 +102,51 @@ describe("bad arguments are typed errors", () => {
         expect(yield* fake.tokenRequests).toHaveLength(1)
       })
     ))
+
+  it("HttpTransport.make / memory / fromHttpClient refuse what is not a function or a client, with InvalidConfig", () => {
+    for (const build of [() => HttpTransport.make(anything(5)), () => HttpTransport.memory(anything(undefined))]) {
+      expect(build).toThrow(expect.objectContaining({ _tag: "InvalidConfig", setting: "send" }))
+    }
+    expect(() => HttpTransport.fromHttpClient(anything(undefined))).toThrow(
+      expect.objectContaining({ _tag: "InvalidConfig", setting: "client" })
+    )
+  })
+
+  it.effect("a handler that returns a Promise, not an Effect, is a TransportError, not a defect", () =>
+    Effect.gen(function*() {
+      const transport = HttpTransport.memory(anything(async () => ({ status: 200, headers: {}, body: "" })))
+      const error = yield* Effect.flip(transport.send({ method: "POST", url: "https://x.org/", headers: {} }))
+      expect(error).toMatchObject({ _tag: "TransportError", detail: "the transport's send did not return an Effect" })
+    }))
+
+  it("HttpDate.format refuses what is not a Date or a number with the documented RangeError", () => {
+    expect(() => HttpDate.format(anything("x"))).toThrow(RangeError)
+  })
+
+  it.effect("TokenService.getWithin refuses a negative wait", () =>
+    Fake.withClient(() =>
+      Effect.gen(function*() {
+        for (const maxWait of [-5, "-5 seconds"]) {
+          expect(failureOf(yield* Effect.exit(TokenService.getWithin(anything(maxWait))))).toMatchObject({
+            _tag: "InvalidRequest",
+            field: "maxWait"
+          })
+        }
+      })
+    ))
+
+  it.effect("the mock refuses faults that are not faults", () =>
+    Effect.gen(function*() {
+      const mock = yield* MockClinicalServer.make()
+      for (
+        const faults of [null, [{ _tag: "Explode" }], [MockClinicalServer.Fault.delay(anything("x"))], [
+          MockClinicalServer.Fault.status(99)
+        ]]
+      ) {
+        expect(failureOf(yield* Effect.exit(mock.injectFaults("medications", anything(faults))))).toMatchObject({
+          _tag: "InvalidConfig",
+          setting: "faults"
+        })
+      }
+    }))
 })

@@ -96,6 +96,10 @@ describe("ClinicalConfig.layer", () => {
     ["a zero maxConcurrentRequests", { maxConcurrentRequests: 0 }, "maxConcurrentRequests"],
     ["a NaN maxResponseBytes", { maxResponseBytes: Number.NaN }, "maxResponseBytes"],
     ["a zero maxResponseBytes", { maxResponseBytes: 0 }, "maxResponseBytes"],
+    ["a maxRetryAfter over an hour", { maxRetryAfter: "61 minutes" }, "maxRetryAfter"],
+    ["a maxTokenLifetime over a year", { maxTokenLifetime: "366 days" }, "maxTokenLifetime"],
+    ["a NaN retryBaseDelay", { retryBaseDelay: Number.NaN }, "retryBaseDelay"],
+    ["a NaN hardRefreshWindow", { hardRefreshWindow: Number.NaN }, "hardRefreshWindow"],
     ["a maxResponseBytes over 1 GiB", { maxResponseBytes: 1024 * 1024 * 1024 + 1 }, "maxResponseBytes"],
     ["a loopback-looking host that is not loopback", { baseUrl: "http://127.0.0.1.evil.example" }, "baseUrl"],
     ["localhost as a subdomain of another host", { baseUrl: "http://localhost.evil.example" }, "baseUrl"]

@@ -16,6 +16,7 @@ import {
   TokenService
 } from "effect-clinical"
 import * as Zlib from "node:zlib"
+import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Hostile from "./support/HostileServer.js"
 import * as Leaks from "./support/Leaks.js"
 
@@ -143,8 +144,7 @@ for (const [name, transport] of transports) {
           if (error._tag === "ResponseDecodeError") expect(error.reason).toContain("Content-Encoding: gzip")
           expect(peak - baseline).toBeLessThan(64 * 2 ** 20)
           expect(elapsed).toBeLessThan(5_000)
-          const data = server.received.find((r) => !Hostile.isToken(r))!
-          expect(data.headers["accept-encoding"]).toBe("identity")
+          for (const received of server.received) expect(received.headers["accept-encoding"]).toBe("identity")
           yield* server.drained.pipe(Effect.timeout("2 seconds"))
         }))
 
@@ -226,6 +226,7 @@ for (const [name, transport] of transports) {
         ["\"TRUE\"", "TRUE", "Success"],
         ["1", 1, "Success"],
         ["\"maybe\"", "maybe", "ResponseDecodeError"],
+        ["\" false\"", " false", "ResponseDecodeError"],
         ["null", null, "ResponseDecodeError"],
         ["2", 2, "ResponseDecodeError"],
         ["{}", {}, "ResponseDecodeError"]
@@ -379,9 +380,15 @@ for (const [name, transport] of transports) {
         it.scopedLive(`${title}: the lifetime is cut to maxTokenLifetime, with one warning`, () =>
           Effect.gen(function*() {
             const server = yield* Hostile.serve((_, res) => Hostile.answerToken(res, { headers }))
-            const { exit, lines } = yield* run(server.url, TokenService.get)
+            // Two tokens with the same absurd lifetime: still one warning.
+            const twice = Effect.flatMap(
+              TokenService.get,
+              (first) => Effect.zipRight(TokenService.invalidate(first), TokenService.get)
+            )
+            const { exit, lines } = yield* run(server.url, twice)
             if (Exit.isFailure(exit)) throw new Error(Cause.pretty(exit.cause))
             const token = exit.value
+            expect(token.generation).toBe(2)
             expect(token.lifetimeMillis).toBe(24 * 3_600_000)
             expect(token.serverLifetimeMillis).toBeGreaterThan(30 * 365 * 24 * 3_600_000)
             expect(token.expiresAt - token.issuedAt).toBe(24 * 3_600_000)
@@ -389,6 +396,96 @@ for (const [name, transport] of transports) {
             expect(warnings).toHaveLength(1)
           }))
       }
+    })
+
+    describe("more of what a server can send (from review)", () => {
+      it.scopedLive("a 3xx is UnexpectedStatus whatever its body says, and its body is never read", () =>
+        Effect.gen(function*() {
+          const answers: Array<Hostile.Handler> = [
+            (_, res) =>
+              Hostile.json(res, 302, { Success: false, ErrorType: "Moved", ErrorMessage: "elsewhere" }, {
+                Location: "/moved"
+              }),
+            (_, res) => {
+              res.writeHead(307, { Location: "/moved", "Content-Type": "application/json" })
+              const drip = setInterval(() => res.write(" "), 50) // a body that never ends
+              res.on("close", () => clearInterval(drip))
+            }
+          ]
+          const server = yield* Hostile.serve(Hostile.withToken((received, res) => answers.shift()!(received, res)))
+          const first = failureOf((yield* run(server.url, get)).exit)
+          // A relative Location resolves against the request: this server's own origin.
+          expect(first).toMatchObject({ _tag: "UnexpectedStatus", status: 302, location: server.origin })
+          const { elapsed, exit } = yield* run(server.url, get, { requestTimeout: "30 seconds" })
+          expect(failureOf(exit)).toMatchObject({ _tag: "UnexpectedStatus", status: 307 })
+          expect(elapsed).toBeLessThan(2_000)
+          yield* server.drained.pipe(Effect.timeout("2 seconds"))
+        }))
+
+      it.scopedLive("a Location whose host carries the ApplicationId is scrubbed", () =>
+        Effect.gen(function*() {
+          const server = yield* Hostile.serve(Hostile.withToken((received, res) => {
+            res.writeHead(302, { Location: `http://${String(received.headers.applicationid).toLowerCase()}.invalid/x` })
+            res.end()
+          }))
+          const error = failureOf((yield* run(server.url, get)).exit)
+          expect(error).toMatchObject({ _tag: "UnexpectedStatus", location: "http://<redacted>.invalid" })
+        }))
+
+      it.scopedLive("a Retry-After of 14 digits is capped, not ignored: the pause is remembered", () =>
+        Effect.gen(function*() {
+          const server = yield* Hostile.serve((_, res) =>
+            Hostile.json(res, 429, {}, { "Retry-After": "99999999999999" })
+          )
+          const calls = Effect.all([Effect.flip(get), Effect.flip(get)])
+          const { exit } = yield* run(server.url, calls, { maxRetryAfter: "2 seconds" })
+          if (Exit.isFailure(exit)) throw new Error(Cause.pretty(exit.cause))
+          expect(exit.value[0]).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 2_000 })
+          expect(exit.value[1]).toMatchObject({ _tag: "RateLimited", operation: "token" })
+          expect(server.received).toHaveLength(1)
+        }))
+
+      it.scopedLive("a 204 is a body that is not JSON; a byte-order mark before JSON is fine", () =>
+        Effect.gen(function*() {
+          const answers: Array<Hostile.Handler> = [
+            (_, res) => {
+              res.writeHead(204)
+              res.end()
+            },
+            (_, res) =>
+              Hostile.json(res, 200, `\ufeff${JSON.stringify({ Medications: [{ Name: "x" }], Success: true })}`)
+          ]
+          const server = yield* Hostile.serve(Hostile.withToken((received, res) => answers.shift()!(received, res)))
+          expect(failureOf((yield* run(server.url, get)).exit)).toMatchObject({
+            _tag: "ResponseDecodeError",
+            reason: "the body is not JSON"
+          })
+          const { exit } = yield* run(server.url, get)
+          expect(Exit.isSuccess(exit) && exit.value.medications).toEqual([{ Name: "x" }])
+        }))
+
+      it.scopedLive("a Content-Encoding that echoes the ApplicationId is not shown", () =>
+        Effect.gen(function*() {
+          const server = yield* Hostile.serve(Hostile.withToken((received, res) => {
+            res.writeHead(200, { "Content-Encoding": String(received.headers.applicationid) })
+            res.end("not json")
+          }))
+          const error = failureOf((yield* run(server.url, get)).exit)
+          expect(error).toMatchObject({ _tag: "ResponseDecodeError" })
+          expect(error.message).toContain("it came with a Content-Encoding")
+        }))
+
+      it.scopedLive("a getAs failure whose path is a key the server chose (the token) is scrubbed", () =>
+        Effect.gen(function*() {
+          const server = yield* Hostile.serve(Hostile.withToken((received, res) => {
+            const bearer = String(received.headers.authorization).slice("Bearer ".length)
+            Hostile.json(res, 200, { Medications: [{ [bearer]: "not a number" }], Success: true })
+          }))
+          const schema = Schema.Record({ key: Schema.String, value: Schema.Number })
+          const error = failureOf((yield* run(server.url, MedicationService.getAs(schema, Hostile.PERSON_UID))).exit)
+          expect(error).toMatchObject({ _tag: "ResponseDecodeError" })
+          expect(error.message).toContain("Medications[0].<redacted> has the wrong type")
+        }))
     })
 
     describe("what already held, kept", () => {
@@ -530,5 +627,76 @@ describe("layerHttpClient over a client that follows redirects itself", () => {
       expect(error.message).toContain(other.origin)
       expect(error.message).not.toContain("/elsewhere")
       Leaks.expectNoneInExit(exit, SECRETS)
+    }))
+})
+
+describe("layerHttpClient: timeouts, options and spans (from review)", () => {
+  const clientLayer = (url: string, http: Layer.Layer<HttpClient.HttpClient>) =>
+    ClinicalClient.layer(settings(url, {})).pipe(Layer.provide(HttpTransport.layerHttpClient), Layer.provide(http))
+
+  it.scopedLive("a client that ignores its abort signal is still cut by the timeout", () =>
+    Effect.gen(function*() {
+      const server = yield* Hostile.serve((_, res) => Hostile.answerToken(res))
+      const deaf = Layer.succeed(HttpClient.HttpClient, HttpClient.make(() => Effect.never))
+      const started = Date.now()
+      const error = yield* Effect.flip(TokenService.get.pipe(Effect.provide(clientLayer(server.url, deaf))))
+      expect(error).toMatchObject({ _tag: "TransportError", reason: "Timeout", operation: "token" })
+      expect(Date.now() - started).toBeLessThan(3_000)
+    }))
+
+  it.scopedLive("a client that follows a redirect to a silent host is cut by the timeout too", () =>
+    Effect.gen(function*() {
+      const silent = yield* Hostile.serve(() => {})
+      const server = yield* Hostile.serve(Hostile.withToken((_, res) => {
+        res.writeHead(307, { Location: `${silent.url}/elsewhere` })
+        res.end()
+      }))
+      const following = Layer.effect(
+        HttpClient.HttpClient,
+        Effect.map(HttpClient.HttpClient, (client) => HttpClient.followRedirects(client))
+      ).pipe(Layer.provide(FetchHttpClient.layer))
+      const started = Date.now()
+      const error = yield* Effect.flip(get.pipe(Effect.provide(clientLayer(server.url, following))))
+      expect(error).toMatchObject({ _tag: "TransportError", reason: "Timeout" })
+      expect(Date.now() - started).toBeLessThan(3_000)
+    }))
+
+  it.scopedLive("the application's RequestInit (a header, a dispatcher) is used, and redirects stay unfollowed", () =>
+    Effect.gen(function*() {
+      const other = yield* Hostile.serve((_, res) => Hostile.json(res, 200, { Medications: [] }))
+      const server = yield* Hostile.serve(Hostile.withToken((_, res) => {
+        res.writeHead(302, { Location: `${other.url}/x` })
+        res.end()
+      }))
+      const client = ClinicalClient.layer(settings(server.url, {})).pipe(
+        Layer.provide(HttpTransport.layerHttpClient),
+        Layer.provide(FetchHttpClient.layer),
+        Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { headers: { "x-proxy-authorization": "proxy" } }))
+      )
+      const error = yield* Effect.flip(get.pipe(Effect.provide(client)))
+      expect(error).toMatchObject({ _tag: "UnexpectedStatus", status: 302 })
+      expect(server.received.map((r) => r.headers["x-proxy-authorization"])).toEqual(["proxy", "proxy"])
+      expect(other.received).toHaveLength(0)
+    }))
+
+  it.scopedLive("no header a server echoes a secret in reaches a span attribute", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = yield* CapturingTracer.make
+      const server = yield* Hostile.serve(Hostile.withToken((received, res) => {
+        res.writeHead(200, {
+          "Content-Type": "application/json",
+          "X-Echo": String(received.headers.authorization),
+          "X-Person": JSON.parse(received.body).personuid,
+          "X-App": String(received.headers.applicationid).toLowerCase()
+        })
+        res.end(JSON.stringify({ Medications: [], Success: true }))
+      }))
+      yield* get.pipe(
+        Effect.provide(clientLayer(server.url, FetchHttpClient.layer)),
+        Effect.withTracer(tracer)
+      )
+      const attributes = spans.flatMap((span) => [...span.attributes.entries()])
+      expect(attributes.map(([key]) => key)).toContain("http.response.header.x-echo")
+      for (const [key, value] of attributes) Leaks.expectNone(`span attribute ${key}`, String(value), SECRETS)
     }))
 })

@@ -118,6 +118,22 @@ const flows: ReadonlyArray<readonly [string, Flow]> = [
       fake.scriptData((request) => Effect.fail(HttpTransport.transportError(request, "Network", echo(request)))),
       get
     )],
+  [
+    "a token transport failure naming the ApplicationId alone, in lower case (a host it was sent to)",
+    (fake) =>
+      Effect.zipRight(
+        // Every attempt fails, so the call ends in this error (and its detail).
+        fake.scriptToken(...Array.from({ length: 4 }, (): Fake.Responder => (request) =>
+          Effect.fail(
+            HttpTransport.transportError(
+              request,
+              "Network",
+              `getaddrinfo ENOTFOUND ${Fake.APPLICATION_ID.toLowerCase()}.invalid`
+            )
+          ))),
+        get
+      )
+  ],
   ["a token transport failure whose detail holds the ApplicationId", (fake) =>
     Effect.zipRight(
       fake.scriptToken((request) => Effect.fail(HttpTransport.transportError(request, "Network", echo(request)))),

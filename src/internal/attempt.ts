@@ -31,6 +31,7 @@ export const labelled = (
 export const send = (
   transport: HttpTransport.Service,
   request: HttpTransport.TransportRequest,
-  operation: Operation
+  operation: Operation,
+  secrets: ReadonlyArray<Redacted.Redacted<string>> = []
 ): Effect.Effect<HttpTransport.TransportResponse, TransportError> =>
-  Effect.mapError(transport.send(request), (error) => labelled(error, operation))
+  Effect.mapError(transport.send(request), (error) => labelled(error, operation, secrets))

@@ -39,6 +39,8 @@ import * as Telemetry from "./telemetry.js"
 export interface JsonResponse {
   readonly status: number
   readonly json: unknown
+  /** Every secret the request carried (the PersonUid, the token, the ApplicationId, ...): to scrub from text built from the body. */
+  readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>
 }
 
 /** What a call is. */
@@ -207,8 +209,18 @@ export const make = (
       return Effect.void
     })
 
-  const succeed = (call: Call, progress: CallPolicy.Progress, status: number, json: unknown) =>
-    Effect.as(record(call, progress, status, undefined), { status, json })
+  const succeed = (
+    call: Call,
+    progress: CallPolicy.Progress,
+    status: number,
+    json: unknown,
+    used: TokenService.AccessToken | undefined
+  ): Effect.Effect<JsonResponse> =>
+    Effect.as(record(call, progress, status, undefined), {
+      status,
+      json,
+      secrets: () => [...call.secrets(), config.applicationId, ...(used === undefined ? [] : [used.token])]
+    })
 
   const fail = (call: Call, progress: CallPolicy.Progress, error: ClinicalError) =>
     Effect.zipRight(record(call, progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
@@ -226,7 +238,7 @@ export const make = (
         const step = CallPolicy.next(policy, progress, outcome, clock.unsafeCurrentTimeMillis(), random)
         switch (step._tag) {
           case "Done":
-            return succeed(call, step.progress, step.status, step.json)
+            return succeed(call, step.progress, step.status, step.json, used)
           case "Fail":
             return fail(call, step.progress, step.error)
           case "RefreshToken":
@@ -272,7 +284,7 @@ export const make = (
       }, response)
       // The common case needs no step: a body that reads is the answer.
       return read._tag === "Right"
-        ? succeed(call, progress, response.status, read.right)
+        ? succeed(call, progress, response.status, read.right, used)
         : proceed(call, progress, { _tag: "Answered", status: response.status, read }, used)
     })
 

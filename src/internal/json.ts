@@ -10,11 +10,15 @@ import * as Option from "effect/Option"
 export const isRecord = (u: unknown): u is { readonly [key: string]: unknown } =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
-/** The parsed value, or `None` when `text` is not JSON. (V8's `JSON.parse` is iterative: depth cannot crash it.) */
+/**
+ * The parsed value, or `None` when `text` is not JSON. A leading byte-order mark is allowed (some
+ * .NET servers write one; fetch drops it, a raw socket does not). V8's `JSON.parse` is iterative:
+ * depth cannot crash it.
+ */
 export const parse = (text: string | undefined): Option.Option<unknown> => {
   if (text === undefined) return Option.none()
   try {
-    return Option.some(JSON.parse(text))
+    return Option.some(JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text))
   } catch {
     return Option.none()
   }

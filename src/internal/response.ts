@@ -34,7 +34,7 @@ export const isTokenRejected = (status: number): boolean => status === 401 || st
 export const retryAfterMillis = (value: string | undefined, now: number, max: number): number | undefined => {
   if (value === undefined) return undefined
   const text = value.trim()
-  const millis = /^\d{1,10}$/.test(text)
+  const millis = /^\d+$/.test(text)
     ? Number(text) * 1000
     : Option.getOrUndefined(Option.map(HttpDate.parseMillis(text, { now }), (at) => Math.max(0, at - now)))
   return millis === undefined ? undefined : Math.min(millis, max)
@@ -116,23 +116,27 @@ const serverText = (value: unknown, secrets: Iterable<Redacted.Redacted<string>>
 const decodeError = (exchange: Exchange, status: number, reason: string) =>
   new ResponseDecodeError({ ...about(exchange), status, reason })
 
+/** Content codings a server might send: named in an error. Any other value is server text, and is not shown. */
+const KNOWN_ENCODINGS = new Set(["gzip", "x-gzip", "deflate", "br", "compress", "x-compress", "zstd"])
+
 /** Why a body is not JSON; a compressed one says so (the client asks for none: `Accept-Encoding: identity`). */
 const notJson = (response: TransportResponse): string => {
-  const encoding = response.headers["content-encoding"]?.trim()
-  return encoding === undefined || encoding === "" || encoding.toLowerCase() === "identity"
-    ? "the body is not JSON"
-    : `the body is not JSON (it came with Content-Encoding: ${encoding.slice(0, 40)}, which the client did not ask for)`
+  const encoding = response.headers["content-encoding"]?.trim().toLowerCase()
+  if (encoding === undefined || encoding === "" || encoding === "identity") return "the body is not JSON"
+  const named = KNOWN_ENCODINGS.has(encoding) ? `Content-Encoding: ${encoding}` : "a Content-Encoding"
+  return `the body is not JSON (it came with ${named}, which the client did not ask for)`
 }
 
 /**
  * The JSON body of a successful response, or the typed error the response stands for:
- * 401 and 419 by status; then the envelope's `Success: false` (`ApiError`), whatever the status;
- * then any other non-2xx by status (a 3xx with its `Location` origin); then a 2xx body that is not
+ * 401, 419 and 3xx (with its `Location` origin) by status; then the envelope's `Success: false`
+ * (`ApiError`), whatever the status; then any other non-2xx by status; then a 2xx body that is not
  * JSON, whose `Success` is neither true nor false, or that nests deeper than {@link Json.MAX_DEPTH}.
  */
 export const readJson = (exchange: Exchange, response: TransportResponse): Either.Either<unknown, HttpError> => {
   const status = response.status
-  if (isTokenRejected(status)) return Either.left(statusError(exchange, response))
+  // 401 and 419 drive the token refresh; a redirect is never followed: both whatever the body says.
+  if (isTokenRejected(status) || (status >= 300 && status <= 399)) return Either.left(statusError(exchange, response))
   const json = Json.parse(response.body)
   const record = Option.isSome(json) && Json.isRecord(json.value) ? json.value : undefined
   const outcome = record === undefined ? "absent" : outcomeOf(Json.field(record, "Success"))

@@ -117,7 +117,8 @@ export const requestToken = (
     const request = tokenRequest(config)
     const sentAt = yield* Clock.currentTimeMillis
     yield* Metric.increment(Telemetry.tokenRequests)
-    const response = yield* send(transport, request, "token")
+    // The ApplicationId travels inside the body: name it, so that no transport detail can echo it.
+    const response = yield* send(transport, request, "token", [config.applicationId])
     yield* Effect.annotateCurrentSpan("http.response.status_code", response.status)
     const receivedAt = yield* Clock.currentTimeMillis
     return yield* readTokenResponse(response, sentAt, receivedAt, config)
