@@ -10,7 +10,15 @@ import { Effect, Layer } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import { Agent, request } from "undici"
 
-export const KINDS = ["raw-undici", "platform-httpclient", "fetch", "library-undici", "library-fetch"] as const
+export const KINDS = [
+  "raw-undici",
+  "platform-httpclient",
+  "platform-fetch",
+  "fetch",
+  "library-undici",
+  "library-fetch",
+  "adapter-fetch"
+] as const
 /** Diagnostic kinds, not part of the published table: the library's transport alone, and an Effect.forEach floor. */
 export const DIAGNOSTIC_KINDS = ["transport-only", "effect-floor"] as const
 export type Kind = (typeof KINDS)[number] | (typeof DIAGNOSTIC_KINDS)[number]
@@ -211,9 +219,10 @@ export const measure = async (
     latencies.length = 0
     await timed(() => promisePool(calls, concurrency, caller.call, latencies))
     await caller.close()
-  } else if (kind === "platform-httpclient") {
-    await effectPool(NodeHttpClient.layerUndici, platformSetup(baseUrl), calls, concurrency, warmup, latencies, timed)
-  } else if (kind === "transport-only" || kind === "effect-floor") {
+  } else if (kind === "platform-httpclient" || kind === "platform-fetch") {
+    const platform = kind === "platform-fetch" ? FetchHttpClient.layer : NodeHttpClient.layerUndici
+    await effectPool(platform, platformSetup(baseUrl), calls, concurrency, warmup, latencies, timed)
+  } else if (kind === "transport-only" || kind === "adapter-fetch" || kind === "effect-floor") {
     const setup = Effect.gen(function*() {
       const transport = yield* HttpTransport.HttpTransport
       const tokenResponse = yield* transport.send({
@@ -230,12 +239,19 @@ export const measure = async (
           url,
           headers: { "content-type": "application/json", authorization, applicationid: APPLICATION_ID },
           body: JSON.stringify({ personuid: PERSON_UID }),
-          timeoutMillis: 30_000
+          // As the library sends every data request: with a timeout and a body limit.
+          timeoutMillis: 30_000,
+          maxResponseBytes: 4 * 1024 * 1024
         })
       ).pipe(Effect.map((response) => JSON.parse(response.body)))
-      return kind === "transport-only" ? call : Effect.promise(() => Promise.resolve(1))
+      return kind === "effect-floor" ? Effect.promise(() => Promise.resolve(1)) : call
     })
-    await effectPool(HttpTransport.layerUndici(), setup, calls, concurrency, warmup, latencies, timed)
+    // adapter-fetch is HttpTransport.layerHttpClient alone over the FetchHttpClient that
+    // platform-fetch drives by hand: the difference between the two rows is the adapter's cost.
+    const transport = kind === "adapter-fetch"
+      ? HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer))
+      : HttpTransport.layerUndici()
+    await effectPool(transport, setup, calls, concurrency, warmup, latencies, timed)
   } else {
     const layer = libraryLayer(baseUrl, kind === "library-undici" ? "undici" : "fetch")
     await effectPool(
