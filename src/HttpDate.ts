@@ -5,6 +5,7 @@
  * are not HTTP dates at all. Every form here is GMT.
  */
 import * as Option from "effect/Option"
+import { pad } from "./internal/validate.js"
 
 const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"] as const
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"] as const
@@ -82,7 +83,7 @@ export const parse = (input: string, options?: ParseOptions): Option.Option<Date
 export const parseMillis = (input: string, options?: ParseOptions): Option.Option<number> =>
   Option.map(parse(input, options), (date) => date.getTime())
 
-const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
+const pad2 = (n: number): string => pad(n, 2)
 
 /**
  * Formats an instant as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form servers send.

@@ -23,7 +23,9 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Agent, type Dispatcher } from "undici"
 import { InvalidConfig, TransportError } from "./ClinicalError.js"
+import { field } from "./internal/json.js"
 import { scrub } from "./internal/redaction.js"
+import { splitUrl } from "./internal/url.js"
 
 /** A header value or body, kept `Redacted` when it holds a secret. */
 export type WireValue = string | Redacted.Redacted<string>
@@ -78,11 +80,8 @@ const sendableBody = (request: TransportRequest): string | undefined =>
 
 /** A header of the request by case-insensitive name, revealed; for in-memory handlers in tests. */
 export const wireHeader = (request: TransportRequest, name: string): string | undefined => {
-  const wanted = name.toLowerCase()
-  for (const key in request.headers) {
-    if (key.toLowerCase() === wanted) return reveal(request.headers[key]!)
-  }
-  return undefined
+  const value = field(request.headers, name) as WireValue | undefined
+  return value === undefined ? undefined : reveal(value)
 }
 
 const secretsOf = function*(request: TransportRequest): Generator<Redacted.Redacted<string>> {
@@ -190,11 +189,6 @@ const flattenHeaders = (
     if (value !== undefined) out[name] = typeof value === "string" ? value : value.join(", ")
   }
   return out
-}
-
-const splitUrl = (url: string): { readonly origin: string; readonly path: string } => {
-  const slash = url.indexOf("/", url.indexOf("//") + 2)
-  return slash < 0 ? { origin: url, path: "/" } : { origin: url.slice(0, slash), path: url.slice(slash) }
 }
 
 /**

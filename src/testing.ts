@@ -4,4 +4,4 @@
  */
 
 /** A faithful stand-in for the service: in memory, or over loopback HTTP. */
-export * as MockClinicalServer from "./MockClinicalServer.js"
+export * as MockClinicalServer from "./testing/MockClinicalServer.js"

@@ -9,13 +9,12 @@
  * - a GUID with or without its hyphens (`N` format) or braces (`B` format).
  */
 import * as Redacted from "effect/Redacted"
+import { isGuid } from "./validate.js"
 
 /** Longest piece of foreign text kept in an error. */
 export const MAX_TEXT = 500
 
 const REPLACEMENT = "<redacted>"
-
-const GUID = /^\{?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\}?$/i
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
 
@@ -36,7 +35,7 @@ const characterForms = (character: string): string => {
 
 /** A pattern that matches `secret` in every form above (the caller adds the `i` flag). */
 const secretPattern = (secret: string): string => {
-  if (GUID.test(secret)) {
+  if (isGuid(secret)) {
     const digits = secret.replace(/[{}-]/g, "")
     const groups = [
       digits.slice(0, 8),

@@ -10,6 +10,9 @@ import * as Redacted from "effect/Redacted"
 
 const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 
+/** True for a GUID in its 36-character hyphenated form, in any letter case. */
+export const isGuid = (value: string): boolean => GUID.test(value)
+
 /** Visible ASCII only: no control characters (CR/LF included), no spaces, nothing non-ASCII. */
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/
 
@@ -31,7 +34,7 @@ export const guid = (value: unknown): Either.Either<string, string> => {
   if (typeof value !== "string") return Either.left("must be a string")
   const trimmed = value.trim()
   const bare = trimmed.startsWith("{") && trimmed.endsWith("}") ? trimmed.slice(1, -1).trim() : trimmed
-  return GUID.test(bare)
+  return isGuid(bare)
     ? Either.right(bare)
     : Either.left("must be a GUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hexadecimal digits)")
 }
@@ -93,7 +96,8 @@ export const visibleAscii = (value: unknown, maxLength: number): Either.Either<s
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 const US_DATE = /^(\d{2})\/(\d{2})\/(\d{4})$/
 
-const pad = (n: number, width: number): string => String(n).padStart(width, "0")
+/** `n` written with at least `width` digits. */
+export const pad = (n: number, width: number): string => String(n).padStart(width, "0")
 
 /** A day of the calendar (proleptic Gregorian, years 1 to 9999). */
 export interface Day {

@@ -9,7 +9,9 @@
  * data, the `{ Success, ErrorType, ErrorMessage, ... }` envelope. All of its time comes from
  * Effect's `Clock` (so `TestClock` drives it) plus a configurable server clock offset.
  *
- * Its medication records are invented (see `fixturePersons`): the real fields are not published.
+ * Its records are invented (see `fixturePersons`): the real fields are not published. The pieces:
+ * `operations` (each operation's handler), `faults` (injection), `fixture` (the persons), this
+ * module (the service, its controls and counters, and serving it).
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
@@ -26,10 +28,11 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Http from "node:http"
-import { InvalidConfig, type TransportError } from "./ClinicalError.js"
-import * as HttpDate from "./HttpDate.js"
-import * as HttpTransport from "./HttpTransport.js"
-import { field, isRecord, parse } from "./internal/json.js"
+import { InvalidConfig, type TransportError } from "../ClinicalError.js"
+import * as HttpTransport from "../HttpTransport.js"
+import { isRecord } from "../internal/json.js"
+import { pathOf } from "../internal/url.js"
+import * as Faults from "./faults.js"
 import {
   DEMO_APPLICATION_ID,
   FIXTURE_PERSONS,
@@ -37,94 +40,30 @@ import {
   type MockEthnicity,
   type MockMedication,
   type MockPerson
-} from "./internal/mockFixture.js"
+} from "./fixture.js"
+import { answer, type Operation, operationOf, OPERATIONS, paths, type ServerState } from "./operations.js"
+import { seededRandom } from "./seeded.js"
 
 export type { MockDevice, MockEthnicity, MockMedication, MockPerson }
+export { paths }
+export type { Operation }
+
+/** A fault the mock can inject; `Fault.status(503)`, `Fault.drop`, ... build them. */
+export type Fault = Faults.Fault
+/** Constructors of faults. */
+export const Fault = Faults.Fault
+/** What the mock did with one request: answered it, or dropped the connection. */
+export type Outcome = Faults.Outcome
+/** Faults drawn by chance, from a seeded generator (so a run can be repeated exactly). */
+export type RandomFaults = Faults.RandomFaults
+/** What a fault applies to: an operation, or `any`. */
+export type Target = Faults.Target
 
 /** The ApplicationId the mock accepts by default (a made-up GUID). */
 export const demoApplicationId: string = DEMO_APPLICATION_ID
 
 /** The built-in persons: three, with two to six invented medications each, ethnicities and devices. */
 export const fixturePersons: ReadonlyArray<MockPerson> = FIXTURE_PERSONS
-
-/** Paths of the operations the mock serves (matched case-insensitively). */
-export const paths = {
-  token: "/api/Server/Token",
-  authenticate: "/api/Server/Authenticate",
-  medications: "/api/clinical/medication/get",
-  ethnicities: "/api/Demographics/ethnicity/get",
-  detailedEthnicities: "/api/Demographics/detailedethnicity/get",
-  uniqueDeviceIdentifiers: "/api/Clinical/UniqueDeviceIdentifier/Get"
-} as const
-
-/** An operation of the mock, or `any` for fault targets. */
-export type Operation = keyof typeof paths
-
-/** What a fault applies to. */
-export type Target = Operation | "any"
-
-/** A fault the mock can inject in place of (or before) its normal answer. */
-export type Fault =
-  | { readonly _tag: "Status"; readonly status: number; readonly body: string; readonly retryAfter?: string }
-  | { readonly _tag: "Delay"; readonly millis: number }
-  | { readonly _tag: "Drop" }
-  | { readonly _tag: "NotJson" }
-  | { readonly _tag: "MissingTokenExpires" }
-  | { readonly _tag: "MalformedTokenExpires" }
-
-/** Constructors of faults. */
-export const Fault = {
-  /** Answer with `status`, an optional body (JSON-encoded unless a string) and `Retry-After`. */
-  status: (
-    status: number,
-    options?: { readonly body?: unknown; readonly retryAfter?: string | number | undefined }
-  ): Fault => ({
-    _tag: "Status",
-    status,
-    body: options?.body === undefined
-      ? JSON.stringify({ Message: `Injected fault: HTTP ${status}.` })
-      : typeof options.body === "string"
-      ? options.body
-      : JSON.stringify(options.body),
-    ...(options?.retryAfter === undefined ? {} : { retryAfter: String(options.retryAfter) })
-  }),
-  /** Wait this long (on the mock's clock), then answer normally. */
-  delay: (duration: Duration.DurationInput): Fault => ({
-    _tag: "Delay",
-    // Not a duration: NaN, which injectFaults refuses.
-    millis: Option.match(Duration.decodeUnknown(duration), { onNone: () => Number.NaN, onSome: Duration.toMillis })
-  }),
-  /** Drop the connection without an answer. */
-  drop: { _tag: "Drop" } as Fault,
-  /** Answer 200 with an HTML page instead of JSON. */
-  notJson: { _tag: "NotJson" } as Fault,
-  /** Answer a token request normally, but without `TOKEN_EXPIRES`. */
-  missingTokenExpires: { _tag: "MissingTokenExpires" } as Fault,
-  /** Answer a token request normally, with a `TOKEN_EXPIRES` that is not an HTTP date. */
-  malformedTokenExpires: { _tag: "MalformedTokenExpires" } as Fault
-} as const
-
-const FAULT_TAGS: ReadonlySet<string> = new Set([
-  "Status",
-  "Delay",
-  "Drop",
-  "NotJson",
-  "MissingTokenExpires",
-  "MalformedTokenExpires"
-])
-
-/** A fault built by {@link Fault}: a known kind, with a real status or delay. */
-const isFault = (u: unknown): u is Fault =>
-  isRecord(u) && typeof u._tag === "string" && FAULT_TAGS.has(u._tag) &&
-  (u._tag !== "Status" || (Number.isInteger(u.status) && (u.status as number) >= 100 && (u.status as number) <= 599)) &&
-  (u._tag !== "Delay" || (typeof u.millis === "number" && Number.isFinite(u.millis) && u.millis >= 0))
-
-/** Faults drawn by chance, from a seeded generator (so a run can be repeated exactly). */
-export interface RandomFaults {
-  readonly seed: number
-  /** Each fault with its probability per request; the probabilities must not add up to more than 1. */
-  readonly faults: ReadonlyArray<{ readonly probability: number; readonly fault: Fault }>
-}
 
 /** One request as the mock received it, and how it answered. Holds secrets: it is the server's log. */
 export interface LoggedRequest {
@@ -152,11 +91,6 @@ export interface Counters {
   /** Responses by status code. */
   readonly byStatus: Readonly<Record<number, number>>
 }
-
-/** What the mock did with one request: answered it, or dropped the connection. */
-export type Outcome =
-  | { readonly _tag: "Response"; readonly response: HttpTransport.TransportResponse }
-  | { readonly _tag: "Drop" }
 
 /** Settings of a mock. */
 export interface Options {
@@ -211,97 +145,13 @@ export class MockClinicalServer
   extends Context.Tag("effect-clinical/MockClinicalServer")<MockClinicalServer, Service>()
 {}
 
-/** mulberry32: small, fast, seeded; enough for repeatable fault draws and token bytes. */
-const seededRandom = (seed: number): () => number => {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-const randomBytes = (random: () => number, length: number): Uint8Array => {
-  const bytes = new Uint8Array(length)
-  for (let i = 0; i < length; i++) bytes[i] = Math.floor(random() * 256)
-  return bytes
-}
-
-const base64 = (bytes: Uint8Array): string => Buffer.from(bytes).toString("base64")
-
-/**
- * A token shaped like the real ones: two base64 pieces joined, 112 characters. The first piece
- * starts with bytes that encode to `+/+/`, so `/`, `+` and `=` always occur.
- */
-const makeToken = (random: () => number): string =>
-  base64(new Uint8Array([0xfb, 0xff, 0xbf, ...randomBytes(random, 58)])) + base64(randomBytes(random, 20))
-
-const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const DAY = /^(\d{4}-\d{2}-\d{2})/
-
-const OPERATIONS = Object.keys(paths) as ReadonlyArray<Operation>
-
-const byLowerCasePath = new Map(OPERATIONS.map((operation) => [paths[operation].toLowerCase(), operation]))
-
-const operationOf = (path: string): Operation | undefined => byLowerCasePath.get(path.toLowerCase())
-
-const pathOf = (url: string): string => {
-  const start = url.indexOf("/", url.indexOf("//") + 2)
-  if (start < 0) return "/"
-  const end = url.search(/[?#]/)
-  return end < 0 ? url.slice(start) : url.slice(start, end)
-}
-
-const parseJson = (body: string | undefined): unknown => Option.getOrUndefined(parse(body))
-
-/** The operations that answer a person's data. */
-type PersonDataOperation = Exclude<Operation, "token" | "authenticate">
-
-/**
- * Each person-data operation: the collection it answers with, the person's items, and the day by
- * which the date range selects an item (none: the item is always selected).
- */
-const PERSON_DATA: {
-  readonly [K in PersonDataOperation]: {
-    readonly collection: string
-    readonly itemsOf: (person: MockPerson) => ReadonlyArray<object>
-    readonly dateOf: (item: object) => string | undefined
-  }
-} = {
-  medications: {
-    collection: "Medications",
-    itemsOf: (person) => person.medications,
-    dateOf: (item) => (item as MockMedication).StartDate
-  },
-  ethnicities: { collection: "Ethnicities", itemsOf: (person) => person.ethnicities ?? [], dateOf: () => undefined },
-  detailedEthnicities: {
-    collection: "Ethnicities",
-    itemsOf: (person) => person.detailedEthnicities ?? [],
-    dateOf: () => undefined
-  },
-  uniqueDeviceIdentifiers: {
-    collection: "UniqueDeviceIdentifier",
-    itemsOf: (person) => person.uniqueDeviceIdentifiers ?? [],
-    dateOf: (item) => (item as MockDevice).ImplantDate
-  }
-}
-
-interface IssuedToken {
-  readonly applicationId: string
-  readonly expiresAt: number
-}
-
 interface Totals {
-  tokensIssued: number
   byOperation: Record<Operation, number>
   dropped: number
   byStatus: Record<number, number>
 }
 
 const zeroTotals = (): Totals => ({
-  tokensIssued: 0,
   byOperation: Object.fromEntries(OPERATIONS.map((operation) => [operation, 0])) as Record<Operation, number>,
   dropped: 0,
   byStatus: {}
@@ -368,154 +218,23 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
   const persons = options.persons ?? FIXTURE_PERSONS
   const byUid = new Map(persons.map((person) => [person.personUid, person]))
   const logLimit = options.requestLogLimit ?? 10_000
-  const random = seededRandom(options.seed ?? 1)
   // Plain mutable state: every read and write happens inside one synchronous Effect step, and
   // JavaScript runs one step at a time, so no update can interleave with another.
-  let lifetimeMillis = initialLifetime
+  const state: ServerState = {
+    accepted,
+    persons,
+    byUid,
+    random: seededRandom(options.seed ?? 1),
+    lifetimeMillis: initialLifetime,
+    tokens: new Map(),
+    tokensIssued: 0
+  }
   let clockOffset = initialOffset
-  let tokens = new Map<string, IssuedToken>()
   let totals = zeroTotals()
   let log: Array<LoggedRequest> = []
-  const queued = new Map<Target, Array<Fault>>()
-  const randomFaults = new Map<Target, { readonly draw: () => number; readonly config: RandomFaults }>()
+  const faults = Faults.schedule()
 
   const serverNow = Effect.map(Clock.currentTimeMillis, (now) => now + clockOffset)
-
-  const json = (
-    status: number,
-    body: unknown,
-    now: number,
-    extra: Record<string, string> = {}
-  ): HttpTransport.TransportResponse => ({
-    status,
-    headers: {
-      "content-type": "application/json; charset=utf-8",
-      "cache-control": "no-cache",
-      pragma: "no-cache",
-      expires: "-1",
-      date: HttpDate.format(now),
-      ...extra
-    },
-    body: typeof body === "string" ? body : JSON.stringify(body)
-  })
-
-  const envelope = (status: number, now: number, errorType: string, errorMessage: string, payload: object) =>
-    json(status, { ...payload, Success: false, ErrorMessage: errorMessage, ErrorType: errorType }, now)
-
-  const denied = (now: number) => json(401, { Message: "Authorization has been denied for this request." }, now)
-
-  const issueToken = (request: HttpTransport.TransportRequest, now: number) => {
-    const body = parseJson(HttpTransport.wireBody(request))
-    if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
-    const applicationId = field(body, "ApplicationId")
-    if (
-      typeof applicationId !== "string" || !GUID.test(applicationId) || !accepted.has(applicationId.toLowerCase())
-    ) {
-      return denied(now)
-    }
-    const token = makeToken(random)
-    const expiresAt = now + lifetimeMillis
-    tokens.set(token, { applicationId: applicationId.toLowerCase(), expiresAt })
-    totals.tokensIssued++
-    return json(200, { Token: token, TokenType: "Bearer" }, now, { token_expires: HttpDate.format(expiresAt) })
-  }
-
-  /** The checks every data request passes first: a known, unexpired token and its own ApplicationId. */
-  const authorize = (request: HttpTransport.TransportRequest, now: number) => {
-    const authorization = HttpTransport.wireHeader(request, "authorization") ?? ""
-    const issued = authorization.startsWith("Bearer ") ? tokens.get(authorization.slice(7)) : undefined
-    if (issued === undefined) return denied(now)
-    if (now >= issued.expiresAt) return json(419, { Message: "The token has exceeded its lifetime." }, now)
-    const applicationId = HttpTransport.wireHeader(request, "applicationid")
-    if (applicationId === undefined || applicationId.toLowerCase() !== issued.applicationId) return denied(now)
-    return undefined
-  }
-
-  /** A person-data operation: the BaseRequest body (PersonUid, StartDate, EndDate), the envelope with the collection. */
-  const personData = (operation: PersonDataOperation) => (request: HttpTransport.TransportRequest, now: number) => {
-    const refused = authorize(request, now)
-    if (refused !== undefined) return refused
-    const body = parseJson(HttpTransport.wireBody(request))
-    if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
-    const { collection, dateOf, itemsOf } = PERSON_DATA[operation]
-    const none = { [collection]: null }
-    const personUid = field(body, "PersonUid")
-    if (typeof personUid !== "string" || personUid.length === 0) {
-      return envelope(400, now, "MissingData", "PersonUid is required.", none)
-    }
-    const person = byUid.get(personUid)
-    if (person === undefined) return envelope(400, now, "PersonNotFound", "The person could not be found.", none)
-    const bounds: Array<string | undefined> = []
-    for (const name of ["StartDate", "EndDate"]) {
-      const value = field(body, name)
-      if (value === undefined || value === null) bounds.push(undefined)
-      else {
-        const day = typeof value === "string" ? DAY.exec(value)?.[1] : undefined
-        if (day === undefined) return envelope(400, now, "InvalidData", `${name} is not a date.`, none)
-        bounds.push(day)
-      }
-    }
-    const [from, to] = bounds
-    const selected = itemsOf(person).filter((item) => {
-      const day = dateOf(item)
-      return day === undefined || ((from === undefined || day >= from) && (to === undefined || day <= to))
-    })
-    return json(200, { [collection]: selected, Success: true, ErrorMessage: null, ErrorType: null }, now)
-  }
-
-  const authenticate = (request: HttpTransport.TransportRequest, now: number) => {
-    const refused = authorize(request, now)
-    if (refused !== undefined) return refused
-    const body = parseJson(HttpTransport.wireBody(request))
-    if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
-    const passCode = field(body, "PassCode")
-    const dateOfBirth = field(body, "DateOfBirth")
-    if (typeof passCode !== "string" || typeof dateOfBirth !== "string") {
-      return envelope(400, now, "MissingData", "PassCode and DateOfBirth are required.", { PersonUid: null })
-    }
-    const person = persons.find((p) => p.passCode === passCode && p.dateOfBirth === dateOfBirth)
-    if (person === undefined) {
-      return envelope(400, now, "AuthenticationFailed", "The pass code or date of birth is not correct.", {
-        PersonUid: null
-      })
-    }
-    return json(200, { PersonUid: person.personUid, Success: true, ErrorMessage: null, ErrorType: null }, now)
-  }
-
-  const answer = (request: HttpTransport.TransportRequest, operation: Operation | undefined, now: number) => {
-    if (request.method !== "POST") {
-      return json(405, { Message: `The requested resource does not support http method '${request.method}'.` }, now)
-    }
-    switch (operation) {
-      case "token":
-        return issueToken(request, now)
-      case "authenticate":
-        return authenticate(request, now)
-      case undefined:
-        return json(404, { Message: "No HTTP resource was found that matches the request URI." }, now)
-      default:
-        return personData(operation)(request, now)
-    }
-  }
-
-  const nextFault = (operation: Operation | undefined): Fault | undefined => {
-    for (const target of [operation, "any"] as const) {
-      if (target === undefined) continue
-      const queue = queued.get(target)
-      if (queue !== undefined && queue.length > 0) return queue.shift()
-    }
-    for (const target of [operation, "any"] as const) {
-      if (target === undefined) continue
-      const chance = randomFaults.get(target)
-      if (chance === undefined) continue
-      let roll = chance.draw()
-      for (const { fault, probability } of chance.config.faults) {
-        if (roll < probability) return fault
-        roll -= probability
-      }
-    }
-    return undefined
-  }
 
   const record = (
     request: HttpTransport.TransportRequest,
@@ -538,47 +257,18 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
     if (log.length > logLimit) log = log.slice(log.length - logLimit)
   }
 
-  const withFault = (
-    request: HttpTransport.TransportRequest,
-    operation: Operation | undefined,
-    fault: Fault | undefined,
-    now: number
-  ): Outcome => {
-    if (fault?._tag === "Drop") return { _tag: "Drop" }
-    if (fault?._tag === "Status") {
-      const retryAfter = fault.retryAfter === undefined ? {} : { "retry-after": fault.retryAfter }
-      return { _tag: "Response", response: json(fault.status, fault.body, now, retryAfter) }
-    }
-    if (fault?._tag === "NotJson") {
-      const page = "<html><head><title>Service Unavailable</title></head><body>Service Unavailable</body></html>"
-      return {
-        _tag: "Response",
-        response: { ...json(200, page, now), headers: { "content-type": "text/html", date: HttpDate.format(now) } }
-      }
-    }
-    const response = answer(request, operation, now)
-    if (operation === "token" && response.status === 200 && fault !== undefined) {
-      const { token_expires: _dropped, ...headers } = response.headers
-      if (fault._tag === "MissingTokenExpires") return { _tag: "Response", response: { ...response, headers } }
-      if (fault._tag === "MalformedTokenExpires") {
-        return { _tag: "Response", response: { ...response, headers: { ...headers, token_expires: "in one hour" } } }
-      }
-    }
-    return { _tag: "Response", response }
-  }
-
   const respond = (request: HttpTransport.TransportRequest): Effect.Effect<Outcome> =>
     Effect.gen(function*() {
       const path = pathOf(request.url)
       const operation = operationOf(path)
       if (operation !== undefined) totals.byOperation[operation]++
-      let fault = nextFault(operation)
+      let fault = faults.next(operation)
       if (fault?._tag === "Delay") {
         yield* Effect.sleep(Duration.millis(fault.millis))
         fault = undefined
       }
       const now = yield* serverNow
-      const outcome = withFault(request, operation, fault, now)
+      const outcome = Faults.applyFault(fault, operation, now, () => answer(state, request, operation, now))
       record(request, path, operation, now, outcome._tag === "Drop" ? "dropped" : outcome.response.status)
       return outcome
     })
@@ -595,36 +285,27 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
     respond,
     handle,
     revokeAllTokens: Effect.sync(() => {
-      tokens = new Map()
+      state.tokens = new Map()
     }),
     setTokenLifetime: (lifetime) =>
       Effect.map(lifetimeOf(lifetime), (millis) => {
-        lifetimeMillis = millis
+        state.lifetimeMillis = millis
       }),
     setClockOffset: (millis) =>
       Effect.map(offsetOf(millis), (valid) => {
         clockOffset = valid
       }),
-    injectFaults: (target, faults) =>
-      Array.isArray(faults) && faults.every(isFault)
-        ? Effect.sync(() => {
-          queued.set(target, [...(queued.get(target) ?? []), ...faults])
-        })
+    injectFaults: (target, injected) =>
+      Array.isArray(injected) && injected.every(Faults.isFault)
+        ? Effect.sync(() => faults.inject(target, injected))
         : Effect.fail(
           new InvalidConfig({ setting: "faults", reason: "must be an array of MockClinicalServer.Fault values" })
         ),
-    setRandomFaults: (target, config) =>
-      Effect.sync(() => {
-        if (config === undefined) randomFaults.delete(target)
-        else randomFaults.set(target, { draw: seededRandom(config.seed), config })
-      }),
-    clearFaults: Effect.sync(() => {
-      queued.clear()
-      randomFaults.clear()
-    }),
+    setRandomFaults: (target, config) => Effect.sync(() => faults.setRandom(target, config)),
+    clearFaults: Effect.sync(() => faults.clear()),
     counters: Effect.sync(() => ({
       tokenRequests: totals.byOperation.token,
-      tokensIssued: totals.tokensIssued,
+      tokensIssued: state.tokensIssued,
       medicationRequests: totals.byOperation.medications,
       authenticateRequests: totals.byOperation.authenticate,
       requestsByOperation: { ...totals.byOperation },
@@ -638,6 +319,7 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
     requestLog: Effect.sync(() => [...log]),
     resetCounters: Effect.sync(() => {
       totals = zeroTotals()
+      state.tokensIssued = 0
       log = []
     })
   })

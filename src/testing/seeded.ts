@@ -1,0 +1,13 @@
+/** Repeatable randomness for the mock: the same seed, the same tokens and the same fault draws. */
+
+/** mulberry32: small, fast, seeded; enough for repeatable fault draws and token bytes. */
+export const seededRandom = (seed: number): () => number => {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
