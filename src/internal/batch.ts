@@ -1,0 +1,114 @@
+/**
+ * Many persons through one operation: a Stream of per-person outcomes in completion order, with a
+ * bounded number of calls in flight and memory that does not grow with the input. The decisions
+ * (the totals, when to stop) are `batchTally`'s; this is their interpreter.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import { type ClinicalError, InvalidRequest } from "../ClinicalError.js"
+import * as Tally from "./batchTally.js"
+
+/** What became of one person. */
+export type Outcome<A> =
+  | { readonly _tag: "Success"; readonly result: A }
+  | { readonly _tag: "Failure"; readonly error: ClinicalError }
+  /** Not sent: the batch had stopped, for `stop.reason`, because of `stop.error`. */
+  | { readonly _tag: "Skipped"; readonly stop: Tally.Stop }
+
+/** One person's outcome; `index` is the person's position in the input, from 0. */
+export interface Entry<A> {
+  readonly index: number
+  readonly outcome: Outcome<A>
+}
+
+/** How a batch runs. */
+export interface Options {
+  /** Calls in flight at once. Default: the client's `maxConcurrentRequests`. */
+  readonly concurrency?: number | undefined
+  /** Transport failures in a row after which the rest are skipped. Default 10. */
+  readonly stopAfterTransportFailures?: number | undefined
+  /** Called after every outcome with the totals so far (keep it quick: the batch waits for it). */
+  readonly onProgress?: ((progress: Tally.Progress) => Effect.Effect<void>) | undefined
+}
+
+export const DEFAULT_STOP_AFTER_TRANSPORT_FAILURES = 10
+
+/** Persons read from an iterable input at a time. */
+const READ_AHEAD = 64
+
+const positiveInteger = (value: unknown, max: number): value is number =>
+  typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= max
+
+const isStream = <P, E, R>(input: unknown): input is Stream.Stream<P, E, R> =>
+  typeof input === "object" && input !== null && Stream.StreamTypeId in input
+
+const isIterable = <P>(input: unknown): input is Iterable<P> =>
+  typeof input === "object" && input !== null && typeof (input as Iterable<P>)[Symbol.iterator] === "function"
+
+/** An iterable's iterator, itself iterable (as `fromIteratorSucceed` wants). */
+const iterate = <P>(input: Iterable<P>): IterableIterator<P> => {
+  const iterator = input[Symbol.iterator]()
+  const iterable: IterableIterator<P> = { next: () => iterator.next(), [Symbol.iterator]: () => iterable }
+  return iterable
+}
+
+/**
+ * Runs `call` for every person of `input` (an iterable, read lazily, or a Stream). The options are
+ * checked first: a refused one fails the stream with `InvalidRequest`, before anything is sent.
+ */
+export const many = <P, A, E, R>(
+  operation: string,
+  call: (person: P) => Effect.Effect<A, ClinicalError>,
+  input: Iterable<P> | Stream.Stream<P, E, R>,
+  options: Options | undefined,
+  defaultConcurrency: number
+): Stream.Stream<Entry<A>, E | InvalidRequest, R> => {
+  const refuse = (field: string, reason: string) => Stream.fail(new InvalidRequest({ operation, field, reason }))
+  const concurrency = options?.concurrency ?? defaultConcurrency
+  if (!positiveInteger(concurrency, 100_000)) return refuse("concurrency", "must be a whole number from 1 to 100000")
+  const stopAfter = options?.stopAfterTransportFailures ?? DEFAULT_STOP_AFTER_TRANSPORT_FAILURES
+  if (!positiveInteger(stopAfter, Number.MAX_SAFE_INTEGER)) {
+    return refuse("stopAfterTransportFailures", "must be a whole number, 1 or more")
+  }
+  const onProgress = options?.onProgress
+  if (onProgress !== undefined && typeof onProgress !== "function") return refuse("onProgress", "must be a function")
+  if (!isStream<P, E, R>(input) && !isIterable<P>(input)) {
+    return refuse("personUids", "must be an iterable (an array, a Set, a generator) or a Stream")
+  }
+  // An iterable is read a few persons ahead of the calls, not whole: a generator of millions is fine.
+  const source = isStream<P, E, R>(input)
+    ? input
+    : Stream.suspend(() => Stream.fromIteratorSucceed(iterate(input), READ_AHEAD))
+
+  // A fresh tally per run of the stream. Plain mutable state: each update is one synchronous step.
+  return Stream.unwrap(Effect.map(Clock.currentTimeMillis, (startedAt) => {
+    let tally = Tally.initial
+    const settle = (index: number, outcome: Outcome<A>): Effect.Effect<Entry<A>> => {
+      const entry: Entry<A> = { index, outcome }
+      if (onProgress === undefined) return Effect.succeed(entry)
+      return Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => Effect.as(onProgress(Tally.progressOf(tally, now - startedAt)), entry)
+      )
+    }
+    // Decided when the call would start, not when the stream builds its effect (which can be earlier).
+    const run = ([person, index]: readonly [P, number]): Effect.Effect<Entry<A>> =>
+      Effect.suspend(() => {
+        if (tally.stop !== undefined) {
+          const stop = tally.stop
+          tally = Tally.skipped(tally)
+          return settle(index, { _tag: "Skipped", stop })
+        }
+        return Effect.flatMap(Effect.either(call(person)), (result) => {
+          if (result._tag === "Right") {
+            tally = Tally.succeeded(tally)
+            return settle(index, { _tag: "Success", result: result.right })
+          }
+          tally = Tally.failed(tally, result.left, stopAfter)
+          return settle(index, { _tag: "Failure", error: result.left })
+        })
+      })
+    return source.pipe(Stream.zipWithIndex, Stream.mapEffect(run, { concurrency, unordered: true }))
+  }))
+}

@@ -1,0 +1,105 @@
+/**
+ * A batch's running totals and its one decision: whether a failure means every person still to
+ * come would fail the same way, so that sending on would only repeat it. Pure: `PersonData.getMany`
+ * interprets it.
+ */
+import type { ClinicalError } from "../ClinicalError.js"
+
+/**
+ * Why a batch stopped early:
+ * - `CredentialsRefused`: the token endpoint refused the ApplicationId, or a data host refused a
+ *   fresh token (401/419 after the client's refresh and resend);
+ * - `InvalidRequest`: the operation's definition or the batch's options (the date range) were
+ *   refused, before anything was sent;
+ * - `TransportFailures`: that many transport failures in a row (the host is down or unreachable).
+ */
+export type StopReason = "CredentialsRefused" | "InvalidRequest" | "TransportFailures"
+
+/** Why the batch stopped, and the error that decided it. */
+export interface Stop {
+  readonly reason: StopReason
+  readonly error: ClinicalError
+}
+
+/** The totals so far. */
+export interface Tally {
+  readonly succeeded: number
+  readonly failed: number
+  readonly skipped: number
+  /** Transport failures since the last outcome of another kind. */
+  readonly transportFailuresInARow: number
+  readonly stop: Stop | undefined
+}
+
+export const initial: Tally = { succeeded: 0, failed: 0, skipped: 0, transportFailuresInARow: 0, stop: undefined }
+
+/** Whether `error` would hit every person still to come; `undefined` when it concerns this person only. */
+export const stopReasonOf = (
+  error: ClinicalError,
+  transportFailuresInARow: number,
+  stopAfterTransportFailures: number
+): StopReason | undefined => {
+  switch (error._tag) {
+    case "Unauthorized":
+    case "TokenExpired":
+      return "CredentialsRefused"
+    case "BadRequest":
+    case "ApiError":
+      // From the token endpoint these refuse the ApplicationId; from a data host, this person.
+      return error.operation === "token" ? "CredentialsRefused" : undefined
+    case "InvalidRequest":
+      // A PersonUid is this person's; the operation, the schema and the date range are everyone's.
+      return error.field === "personUid" ? undefined : "InvalidRequest"
+    case "TransportError":
+      return transportFailuresInARow >= stopAfterTransportFailures ? "TransportFailures" : undefined
+    default:
+      return undefined
+  }
+}
+
+export const succeeded = (tally: Tally): Tally => ({
+  ...tally,
+  succeeded: tally.succeeded + 1,
+  transportFailuresInARow: 0
+})
+
+/** A person failed; the first failure that would hit everyone stops the batch (later ones keep that reason). */
+export const failed = (tally: Tally, error: ClinicalError, stopAfterTransportFailures: number): Tally => {
+  const inARow = error._tag === "TransportError" ? tally.transportFailuresInARow + 1 : 0
+  const reason = tally.stop === undefined ? stopReasonOf(error, inARow, stopAfterTransportFailures) : undefined
+  return {
+    ...tally,
+    failed: tally.failed + 1,
+    transportFailuresInARow: inARow,
+    stop: reason === undefined ? tally.stop : { reason, error }
+  }
+}
+
+export const skipped = (tally: Tally): Tally => ({ ...tally, skipped: tally.skipped + 1 })
+
+/** What a caller watching a batch sees. */
+export interface Progress {
+  /** Persons with an outcome: succeeded + failed + skipped. */
+  readonly done: number
+  readonly succeeded: number
+  readonly failed: number
+  readonly skipped: number
+  readonly elapsedMillis: number
+  /** Persons sent and answered per second so far (skipped ones excluded). */
+  readonly perSecond: number
+  /** Why the batch stopped early, if it did. */
+  readonly stopped: StopReason | undefined
+}
+
+export const progressOf = (tally: Tally, elapsedMillis: number): Progress => {
+  const answered = tally.succeeded + tally.failed
+  return {
+    done: answered + tally.skipped,
+    succeeded: tally.succeeded,
+    failed: tally.failed,
+    skipped: tally.skipped,
+    elapsedMillis,
+    perSecond: elapsedMillis > 0 ? (answered * 1000) / elapsedMillis : 0,
+    stopped: tally.stop?.reason
+  }
+}
