@@ -12,6 +12,7 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["test/support/globalSetup.ts"],
     // Skipped or focused tests must never land unnoticed.
     allowOnly: false,
     passWithNoTests: false,

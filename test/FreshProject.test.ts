@@ -134,9 +134,7 @@ describe("a fresh project that installs the packed library with the README's ins
 
   // The install is a test of its own: a broken install line is a failure, not a skipped suite.
   it("installs with exactly the README's line", async () => {
-    await run(process.execPath, [Path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], {
-      cwd: root
-    })
+    // dist/ was built by test/support/globalSetup.ts.
     const packed = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-pack-"))
     const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packed], { cwd: root })
     const tarball = Path.join(packed, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename)

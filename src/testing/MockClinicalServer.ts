@@ -41,7 +41,16 @@ import {
   type MockMedication,
   type MockPerson
 } from "./fixture.js"
-import { answer, type Operation, operationOf, OPERATIONS, paths, type ServerState } from "./operations.js"
+import {
+  answer,
+  type Behaviour,
+  defaultBehaviour,
+  type Operation,
+  operationOf,
+  OPERATIONS,
+  paths,
+  type ServerState
+} from "./operations.js"
 import { seededRandom } from "./seeded.js"
 
 export type { MockDevice, MockEthnicity, MockMedication, MockPerson }
@@ -106,6 +115,16 @@ export interface Options {
   readonly seed?: number | undefined
   /** Requests kept in the request log (the oldest are dropped). Default 10,000. */
   readonly requestLogLimit?: number | undefined
+  /** The form of `TOKEN_EXPIRES`: `imf-fixdate` (default, as documented), `rfc850` or `asctime`. */
+  readonly tokenExpiresForm?: Behaviour["tokenExpiresForm"] | undefined
+  /** Whether issuing a token revokes the earlier ones of its ApplicationId (unknown of the real service). Default false. */
+  readonly revokeOnIssue?: boolean | undefined
+  /** Status of the `Success: false` answer for an unknown person: 400 (default) or 200 (both plausible). */
+  readonly unknownPersonStatus?: number | undefined
+  /** Status for a method other than POST. Default 405, as documented. */
+  readonly wrongMethodStatus?: number | undefined
+  /** `any-case` (default: `personuid` binds, as ASP.NET does) or `exact` (only `PersonUid` binds). */
+  readonly fieldNames?: Behaviour["fieldNames"] | undefined
 }
 
 /** A running mock: its answers and its controls. */
@@ -201,6 +220,26 @@ const refusedOption = (options: unknown): InvalidConfig | undefined => {
     return refuse("requestLogLimit", "must be a whole number, 0 or more")
   }
   if (seed !== undefined && !Number.isFinite(seed)) return refuse("seed", "must be a finite number")
+  const { fieldNames, revokeOnIssue, tokenExpiresForm, unknownPersonStatus, wrongMethodStatus } = options as Options
+  if (tokenExpiresForm !== undefined && !["imf-fixdate", "rfc850", "asctime"].includes(tokenExpiresForm)) {
+    return refuse("tokenExpiresForm", "must be imf-fixdate, rfc850 or asctime")
+  }
+  if (revokeOnIssue !== undefined && typeof revokeOnIssue !== "boolean") {
+    return refuse("revokeOnIssue", "must be a boolean")
+  }
+  for (
+    const [setting, status] of [["unknownPersonStatus", unknownPersonStatus], [
+      "wrongMethodStatus",
+      wrongMethodStatus
+    ]] as const
+  ) {
+    if (status !== undefined && !(Number.isInteger(status) && status >= 200 && status <= 599)) {
+      return refuse(setting, "must be an HTTP status from 200 to 599")
+    }
+  }
+  if (fieldNames !== undefined && fieldNames !== "any-case" && fieldNames !== "exact") {
+    return refuse("fieldNames", "must be any-case or exact")
+  }
   return undefined
 }
 
@@ -221,6 +260,13 @@ const build = (options: Options, initialLifetime: number, initialOffset: number)
   // Plain mutable state: every read and write happens inside one synchronous Effect step, and
   // JavaScript runs one step at a time, so no update can interleave with another.
   const state: ServerState = {
+    behaviour: {
+      tokenExpiresForm: options.tokenExpiresForm ?? defaultBehaviour.tokenExpiresForm,
+      revokeOnIssue: options.revokeOnIssue ?? defaultBehaviour.revokeOnIssue,
+      unknownPersonStatus: options.unknownPersonStatus ?? defaultBehaviour.unknownPersonStatus,
+      wrongMethodStatus: options.wrongMethodStatus ?? defaultBehaviour.wrongMethodStatus,
+      fieldNames: options.fieldNames ?? defaultBehaviour.fieldNames
+    },
     accepted,
     persons,
     byUid,

@@ -88,8 +88,53 @@ export interface IssuedToken {
   readonly expiresAt: number
 }
 
+/**
+ * How the mock answers the points the service's documentation leaves open (each can be set both
+ * ways, so that a client, or `effect-clinical probe`, can be tested against either answer).
+ */
+export interface Behaviour {
+  /** The form of `TOKEN_EXPIRES`. Default `imf-fixdate` (the documented sample's). */
+  readonly tokenExpiresForm: "imf-fixdate" | "rfc850" | "asctime"
+  /** Whether issuing a token revokes the ones issued before it for the same ApplicationId. Default false. */
+  readonly revokeOnIssue: boolean
+  /** The status of the `Success: false` answer for an unknown person. Default 400. */
+  readonly unknownPersonStatus: number
+  /** The status of a request with another method than POST. Default 405 (documented). */
+  readonly wrongMethodStatus: number
+  /** Whether body field names bind in any letter case (`personuid`) or only as documented (`PersonUid`). Default `any-case`. */
+  readonly fieldNames: "any-case" | "exact"
+}
+
+export const defaultBehaviour: Behaviour = {
+  tokenExpiresForm: "imf-fixdate",
+  revokeOnIssue: false,
+  unknownPersonStatus: 400,
+  wrongMethodStatus: 405,
+  fieldNames: "any-case"
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+const LONG_DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+
+/** An HTTP date in one of the three forms RFC 9110 names. */
+export const formatDate = (millis: number, form: Behaviour["tokenExpiresForm"]): string => {
+  if (form === "imf-fixdate") return HttpDate.format(millis)
+  const d = new Date(millis)
+  const two = (n: number) => String(n).padStart(2, "0")
+  const time = `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())}`
+  return form === "rfc850"
+    ? `${LONG_DAYS[d.getUTCDay()]}, ${two(d.getUTCDate())}-${MONTHS[d.getUTCMonth()]}-${
+      two(d.getUTCFullYear() % 100)
+    } ${time} GMT`
+    : `${DAYS[d.getUTCDay()]} ${MONTHS[d.getUTCMonth()]} ${
+      String(d.getUTCDate()).padStart(2, " ")
+    } ${time} ${d.getUTCFullYear()}`
+}
+
 /** The state the operations read and change. Every change happens in one synchronous step. */
 export interface ServerState {
+  readonly behaviour: Behaviour
   readonly accepted: ReadonlySet<string>
   readonly persons: ReadonlyArray<MockPerson>
   readonly byUid: ReadonlyMap<string, MockPerson>
@@ -135,9 +180,16 @@ const issueToken = (state: ServerState, request: HttpTransport.TransportRequest,
   }
   const token = makeToken(state.random)
   const expiresAt = now + state.lifetimeMillis
+  if (state.behaviour.revokeOnIssue) {
+    for (const [issued, { applicationId: owner }] of state.tokens) {
+      if (owner === applicationId.toLowerCase()) state.tokens.delete(issued)
+    }
+  }
   state.tokens.set(token, { applicationId: applicationId.toLowerCase(), expiresAt })
   state.tokensIssued++
-  return json(200, { Token: token, TokenType: "Bearer" }, now, { token_expires: HttpDate.format(expiresAt) })
+  return json(200, { Token: token, TokenType: "Bearer" }, now, {
+    token_expires: formatDate(expiresAt, state.behaviour.tokenExpiresForm)
+  })
 }
 
 /** The checks every data request passes first: a known, unexpired token and its own ApplicationId. */
@@ -164,12 +216,14 @@ const personData = (
   if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
   const { collection, dateOf, itemsOf } = PERSON_DATA[operation]
   const none = { [collection]: null }
-  const personUid = field(body, "PersonUid")
+  const personUid = state.behaviour.fieldNames === "exact" ? body.PersonUid : field(body, "PersonUid")
   if (typeof personUid !== "string" || personUid.length === 0) {
     return envelope(400, now, "MissingData", "PersonUid is required.", none)
   }
   const person = state.byUid.get(personUid)
-  if (person === undefined) return envelope(400, now, "PersonNotFound", "The person could not be found.", none)
+  if (person === undefined) {
+    return envelope(state.behaviour.unknownPersonStatus, now, "PersonNotFound", "The person could not be found.", none)
+  }
   const bounds: Array<string | undefined> = []
   for (const name of ["StartDate", "EndDate"]) {
     const value = field(body, name)
@@ -216,7 +270,9 @@ export const answer = (
   now: number
 ): HttpTransport.TransportResponse => {
   if (request.method !== "POST") {
-    return json(405, { Message: `The requested resource does not support http method '${request.method}'.` }, now)
+    return json(state.behaviour.wrongMethodStatus, {
+      Message: `The requested resource does not support http method '${request.method}'.`
+    }, now)
   }
   switch (operation) {
     case "token":

@@ -1,0 +1,370 @@
+/**
+ * The `effect-clinical` command line: an Effect program over the library's own layers. Data goes
+ * to stdout; messages, warnings and progress to stderr. No flag takes a secret.
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Prompt from "@effect/cli/Prompt"
+import * as Chunk from "effect/Chunk"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
+import * as ClinicalConfig from "../ClinicalConfig.js"
+import type { ClinicalError } from "../ClinicalError.js"
+import * as PersonAuthentication from "../PersonAuthentication.js"
+import * as PersonData from "../PersonData.js"
+import * as MockClinicalServer from "../testing/MockClinicalServer.js"
+import * as TokenService from "../TokenService.js"
+import * as BatchJob from "./batchJob.js"
+import { client, envFile } from "./environment.js"
+import { CliError, ExitCode, exitCodeOfError, usage } from "./outcome.js"
+import * as Persons from "./persons.js"
+import * as Probe from "./probe.js"
+import * as Render from "./render.js"
+
+/** The documented operations, by command name. */
+export const OPERATIONS: ReadonlyArray<readonly [string, PersonData.Operation]> = [
+  ["medications", PersonData.medications],
+  ["ethnicities", PersonData.ethnicities],
+  ["detailed-ethnicities", PersonData.detailedEthnicities],
+  ["unique-device-identifiers", PersonData.uniqueDeviceIdentifiers]
+]
+
+const operationNamed = (name: string): Effect.Effect<PersonData.Operation, CliError> => {
+  const found = OPERATIONS.find(([command, op]) => command === name || op.name === name)
+  return found === undefined
+    ? Effect.fail(usage(`unknown operation "${name}": one of ${OPERATIONS.map(([command]) => command).join(", ")}`))
+    : Effect.succeed(found[1])
+}
+
+const stdinIsTerminal = (): boolean => process.stdin.isTTY === true
+
+// ---------------------------------------------------------------------------------------------
+// token
+
+const reveal = Options.boolean("reveal").pipe(
+  Options.withDescription("print the token itself too (it is a credential: keep it out of logs)")
+)
+const json = Options.boolean("json").pipe(Options.withDescription("print JSON instead of a table"))
+
+const token = Command.make("token", { envFile, reveal, json }, ({ envFile, json, reveal }) =>
+  Effect.gen(function*() {
+    const config = yield* ClinicalConfig.ClinicalConfig
+    const issued = yield* TokenService.get
+    const host = new URL(config.authUrl).origin
+    const skew = issued.serverClockSkewMillis
+    if (json) {
+      yield* Console.log(JSON.stringify({
+        host,
+        generation: issued.generation,
+        issuedAt: new Date(issued.issuedAt).toISOString(),
+        expiresAt: new Date(issued.expiresAt).toISOString(),
+        lifetimeSeconds: issued.lifetimeMillis / 1000,
+        serverLifetimeSeconds: issued.serverLifetimeMillis / 1000,
+        serverClockSkewMillis: skew ?? null,
+        ...(reveal ? { token: Redacted.value(issued.token) } : {})
+      }))
+      return
+    }
+    yield* Console.log(Render.fields([
+      ["host", host],
+      ["lifetime", Render.duration(issued.lifetimeMillis)],
+      ["expires", `${new Date(issued.expiresAt).toISOString()} (local clock)`],
+      [
+        "server clock",
+        skew === undefined
+          ? "unknown (no Date header)"
+          : `${skew >= 0 ? "+" : ""}${Render.duration(skew)} (${skew >= 0 ? "ahead of" : "behind"} this machine)`
+      ],
+      ...(reveal ? [["token", Redacted.value(issued.token)] as const] : [])
+    ]))
+  }).pipe(Effect.provide(client(envFile)))).pipe(
+    Command.withDescription(
+      "Obtain a token and print its host, lifetime, expiry and the server's clock skew; the token itself only with --reveal.\n" +
+        "Example: CLINICAL_BASE_URL=https://openapitest.intelichart.com CLINICAL_APPLICATION_ID=... effect-clinical token"
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------
+// authenticate
+
+/** Pass code and date of birth: asked for at a terminal, else two lines of standard input. */
+const credentials = Effect.suspend(() => {
+  if (stdinIsTerminal()) {
+    return Effect.all({
+      passCode: Prompt.run(Prompt.password({ message: "Pass code" })),
+      dateOfBirth: Effect.map(
+        Prompt.run(Prompt.text({ message: "Date of birth (MM/DD/YYYY or YYYY-MM-DD)" })),
+        Redacted.make
+      )
+    }).pipe(Effect.mapError(() => new CliError({ message: "cancelled", code: ExitCode.Interrupted })))
+  }
+  return Stream.runCollect(Stream.take(Persons.fromFile("-"), 2)).pipe(
+    Effect.flatMap((lines) => {
+      const [passCode, dateOfBirth] = Chunk.toReadonlyArray(lines)
+      return passCode === undefined || dateOfBirth === undefined
+        ? Effect.fail(usage("standard input must hold two lines: the pass code, then the date of birth"))
+        : Effect.succeed({ passCode: Redacted.make(passCode), dateOfBirth: Redacted.make(dateOfBirth) })
+    })
+  )
+})
+
+const authenticate = Command.make("authenticate", { envFile, json }, ({ envFile, json }) =>
+  Effect.gen(function*() {
+    const personUid = yield* PersonAuthentication.authenticate(yield* credentials)
+    // The PersonUid is what the user asked for: printed as is, for them to store.
+    yield* Console.log(json ? JSON.stringify({ personUid: Redacted.value(personUid) }) : Redacted.value(personUid))
+  }).pipe(Effect.provide(client(envFile)))).pipe(
+    Command.withDescription(
+      "Exchange a person's pass code and date of birth for their PersonUid. Asks at a terminal; " +
+        "otherwise reads two lines from standard input (pass code, date of birth).\n" +
+        "Example: printf '%s\\n%s\\n' \"$PASS_CODE\" 01/31/1970 | effect-clinical authenticate"
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------
+// the person-data operations
+
+const personsFile = Options.file("persons-file", { exists: "yes" }).pipe(
+  Options.withDescription("read PersonUids from this file, one per line (blank lines and # comments skipped)"),
+  Options.optional
+)
+const format = Options.choice("format", ["table", "json", "ndjson"]).pipe(
+  Options.withDescription("table (default), json (one array), ndjson (one line per person, as they complete)"),
+  Options.withDefault("table" as const)
+)
+const jsonFlag = Options.boolean("json").pipe(Options.withDescription("same as --format json"))
+const ndjsonFlag = Options.boolean("ndjson").pipe(Options.withDescription("same as --format ndjson"))
+const startDate = Options.text("start-date").pipe(
+  Options.withDescription("first day to include, YYYY-MM-DD"),
+  Options.optional
+)
+const endDate = Options.text("end-date").pipe(
+  Options.withDescription("last day to include, YYYY-MM-DD"),
+  Options.optional
+)
+const personArgs = Args.text({ name: "personUid" }).pipe(
+  Args.withDescription("PersonUids; - reads them from standard input"),
+  Args.repeated
+)
+
+type Entry = PersonData.Entry<PersonData.Result<PersonData.Item>>
+
+const entryJson = ({ index, outcome }: Entry): Record<string, unknown> => {
+  switch (outcome._tag) {
+    case "Success":
+      return { person: index + 1, items: outcome.result.items }
+    case "Failure":
+      return { person: index + 1, error: Render.errorJson(outcome.error) }
+    case "Skipped":
+      return { person: index + 1, skipped: outcome.stop.reason }
+  }
+}
+
+const entryTable = (name: string, { index, outcome }: Entry): string => {
+  const title = `person ${Render.person(index)}`
+  switch (outcome._tag) {
+    case "Success":
+      return outcome.result.items.length === 0
+        ? `${title}: no ${name}`
+        : `${title}: ${outcome.result.items.length} ${name}\n${Render.itemsTable(outcome.result.items)}`
+    case "Failure":
+      return `${title}: failed: ${outcome.error.message}`
+    case "Skipped":
+      return `${title}: not sent (the batch stopped: ${outcome.stop.error.message})`
+  }
+}
+
+const dataCommand = (name: string, operation: PersonData.Operation) =>
+  Command.make(
+    name,
+    { envFile, personsFile, format, json: jsonFlag, ndjson: ndjsonFlag, startDate, endDate, persons: personArgs },
+    (options) =>
+      Effect.gen(function*() {
+        const chosen = options.json ? "json" : options.ndjson ? "ndjson" : options.format
+        const input = Persons.fromArguments(options.persons, Option.getOrUndefined(options.personsFile))
+        const entries = PersonData.getMany(operation, input, {
+          startDate: Option.getOrUndefined(options.startDate),
+          endDate: Option.getOrUndefined(options.endDate)
+        })
+        let count = 0
+        let failures = 0
+        let firstError: ClinicalError | undefined
+        const note = ({ outcome }: Entry) => {
+          count++
+          const error = outcome._tag === "Failure"
+            ? outcome.error
+            : outcome._tag === "Skipped"
+            ? outcome.stop.error
+            : undefined
+          if (error !== undefined) {
+            failures++
+            firstError ??= error
+          }
+        }
+        if (chosen === "ndjson") {
+          yield* Stream.runForEach(entries, (entry) => {
+            note(entry)
+            return Console.log(JSON.stringify(entryJson(entry)))
+          })
+        } else {
+          // Printed in the input's order, once all are in.
+          const all = [...Chunk.toReadonlyArray(yield* Stream.runCollect(entries))].sort((a, b) => a.index - b.index)
+          all.forEach(note)
+          if (all.length > 0) {
+            yield* Console.log(
+              chosen === "json"
+                ? JSON.stringify(all.map(entryJson), null, 2)
+                : all.map((entry) => entryTable(name, entry)).join("\n\n")
+            )
+          }
+        }
+        if (count === 0) {
+          return yield* Effect.fail(usage("no PersonUid given: pass some, - for standard input, or --persons-file"))
+        }
+        if (firstError !== undefined) {
+          // One person: their error. Several: how many failed (each one's error is in the output).
+          return yield* Effect.fail(
+            count === 1 ? firstError : new CliError({
+              message: `${failures} of ${count} persons failed`,
+              code: exitCodeOfError(firstError)
+            })
+          )
+        }
+      }).pipe(
+        Effect.mapError((error) => error._tag === "InvalidRequest" ? usage(error.message) : error),
+        Effect.provide(client(options.envFile))
+      )
+  ).pipe(
+    Command.withDescription(
+      `A person's ${operation.name} (POST ${operation.path}), for each PersonUid given.\n` +
+        `Example: effect-clinical ${name} --ndjson --persons-file persons.txt`
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------
+// batch
+
+const batch = Command.make("batch", {
+  envFile,
+  operation: Args.text({ name: "operation" }).pipe(
+    Args.withDescription(`one of ${OPERATIONS.map(([command]) => command).join(", ")}`)
+  ),
+  personsFile: Options.file("persons-file", { exists: "yes" }).pipe(
+    Options.withDescription("the PersonUids, one per line")
+  ),
+  out: Options.file("out").pipe(Options.withDescription("results, one JSON line per person (created owner-only)")),
+  resume: Options.boolean("resume").pipe(
+    Options.withDescription("continue an interrupted batch: skip the persons already in --out")
+  ),
+  concurrency: Options.integer("concurrency").pipe(
+    Options.withDescription("calls in flight (default: CLINICAL_MAX_CONCURRENT_REQUESTS, 64)"),
+    Options.optional
+  ),
+  startDate,
+  endDate
+}, (options) =>
+  Effect.gen(function*() {
+    const operation = yield* operationNamed(options.operation)
+    yield* BatchJob.run({
+      operation,
+      personsFile: options.personsFile,
+      out: options.out,
+      resume: options.resume,
+      concurrency: Option.getOrUndefined(options.concurrency),
+      startDate: Option.getOrUndefined(options.startDate),
+      endDate: Option.getOrUndefined(options.endDate),
+      interactive: process.stderr.isTTY === true
+    })
+  }).pipe(Effect.provide(client(options.envFile)))).pipe(
+    Command.withDescription(
+      "Run one operation for every person of a file: results to --out (NDJSON, by input position, no PersonUid), " +
+        "progress on stderr, resumable with --resume after Ctrl-C.\n" +
+        "Example: effect-clinical batch medications --persons-file persons.txt --out results.ndjson"
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------
+// probe
+
+const probe = Command.make("probe", {
+  envFile,
+  json,
+  person: Args.text({ name: "personUid" }).pipe(
+    Args.withDescription(
+      "a PersonUid the ApplicationId may read (- reads it from standard input); without it, fewer facts"
+    ),
+    Args.optional
+  )
+}, ({ envFile, json, person }) =>
+  Effect.gen(function*() {
+    const personUid = yield* Option.match(person, {
+      onNone: () => Effect.succeed(undefined),
+      onSome: (given) =>
+        given === "-"
+          ? Effect.map(Stream.runHead(Persons.fromFile("-")), Option.getOrUndefined)
+          : Effect.succeed(given)
+    })
+    const report = yield* Probe.run(personUid === undefined ? undefined : Redacted.make(personUid))
+    yield* Console.log(json ? JSON.stringify(report, null, 2) : Probe.render(report))
+  }).pipe(Effect.provide(Probe.layer(envFile)))).pipe(
+    Command.withDescription(
+      "Check a service against what is documented, read-only, in a bounded number of requests: the token's " +
+        "expiry header and lifetime, the server's clock, whether a new token revokes the old one, how an unknown " +
+        "person and a wrong method are answered, whether personuid binds like PersonUid, and the medication " +
+        "response's field names (names only).\nExample: effect-clinical probe - < my-test-person.txt"
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------
+// mock-server
+
+const mockServer = Command.make("mock-server", {
+  port: Options.integer("port").pipe(
+    Options.withDescription("port on 127.0.0.1 (default: PORT, else any free one)"),
+    Options.optional
+  )
+}, ({ port }) =>
+  Effect.gen(function*() {
+    const chosen = Option.getOrElse(port, () => Number(process.env.PORT ?? "0"))
+    if (!Number.isInteger(chosen) || chosen < 0 || chosen > 65535) {
+      return yield* Effect.fail(usage(`the port must be an integer from 0 to 65535`))
+    }
+    const mock = yield* MockClinicalServer.make()
+    const baseUrl = yield* MockClinicalServer.serve(mock, { port: chosen })
+    yield* Console.log(`Mock clinical service listening at ${baseUrl}`)
+    yield* Console.log(`Demo ApplicationId (the mock's own, not a credential): ${MockClinicalServer.demoApplicationId}`)
+    yield* Console.log("Fixture persons (PersonUid, PassCode, date of birth):")
+    for (const person of mock.persons) {
+      yield* Console.log(`  ${person.displayName}: ${person.personUid}  ${person.passCode}  ${person.dateOfBirth}`)
+    }
+    return yield* Effect.never
+  }).pipe(Effect.scoped)).pipe(
+    Command.withDescription(
+      "Serve the built-in mock service on loopback until stopped (Ctrl-C).\nExample: effect-clinical mock-server --port 8080"
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------
+
+const root = Command.make("effect-clinical").pipe(
+  Command.withDescription(
+    "Talk to the clinical data service from a terminal. Settings come from the CLINICAL_* environment " +
+      "(or --env-file); no flag takes a secret. Exit codes: 0 success, 1 failure, 2 usage error, " +
+      "3 a batch finished with failures, 4 the credentials were refused, 130 interrupted."
+  ),
+  Command.withSubcommands([
+    token,
+    authenticate,
+    ...OPERATIONS.map(([name, operation]) => dataCommand(name, operation)),
+    batch,
+    probe,
+    mockServer
+  ])
+)
+
+/** The command line, given `process.argv`. */
+export const cli = Command.run(root, { name: "effect-clinical", version: "0.1.0" })

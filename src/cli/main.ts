@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+/**
+ * The `effect-clinical` executable: runs the command line with Node's services and ends the
+ * process with the documented exit code. A typed failure prints its message (no stack trace);
+ * `CLINICAL_STACK=1` prints Effect's whole cause; a defect always does.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Logger from "effect/Logger"
+import { cli } from "./app.js"
+import { describeCause, exitCodeOfCause } from "./outcome.js"
+
+const wantsStack = process.env.CLINICAL_STACK === "1"
+
+const program = Effect.suspend(() => cli(process.argv)).pipe(
+  Effect.tapErrorCause((cause) =>
+    Effect.sync(() => {
+      const text = wantsStack && !Cause.isInterruptedOnly(cause) ? Cause.pretty(cause) : describeCause(cause)
+      if (text !== undefined) process.stderr.write(`error: ${text}\n`)
+    })
+  ),
+  Effect.provide(NodeContext.layer),
+  // Log lines (the library's warnings) go to stderr: stdout carries data only.
+  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)))
+)
+
+NodeRuntime.runMain(program, {
+  disableErrorReporting: true,
+  disablePrettyLogger: true,
+  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? 0 : exitCodeOfCause(exit.cause))
+})

@@ -1,0 +1,64 @@
+/**
+ * How a command ends: its exit code, decided from what it failed with (pure), and the one error
+ * type of the command line's own.
+ */
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Option from "effect/Option"
+import { isClinicalError } from "../ClinicalError.js"
+import { stopReasonOf } from "../internal/batchTally.js"
+
+/** The documented exit codes. */
+export const ExitCode = {
+  Success: 0,
+  Failure: 1,
+  /** A bad flag or argument, a missing or refused setting, an unreadable input file. */
+  Usage: 2,
+  /** A batch finished, but some persons failed or were skipped. */
+  BatchIncomplete: 3,
+  /** The token host refused the ApplicationId, or a data host refused a fresh token. */
+  CredentialsRefused: 4,
+  /** Stopped by Ctrl-C (SIGINT) or SIGTERM. */
+  Interrupted: 130
+} as const
+
+/** A failure of the command line itself: its message (safe to print) and its exit code. */
+export class CliError extends Data.TaggedError("CliError")<{ readonly message: string; readonly code: number }> {}
+
+/** A usage error: exit code 2. */
+export const usage = (message: string): CliError => new CliError({ message, code: ExitCode.Usage })
+
+const isTagged = (error: unknown, tag: string): boolean =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === tag
+
+/** The exit code of a failure. */
+export const exitCodeOfError = (error: unknown): number => {
+  if (error instanceof CliError) return error.code
+  if (ValidationError.isValidationError(error)) return ExitCode.Usage
+  if (isTagged(error, "InvalidConfig") || isTagged(error, "InvalidRequest")) return ExitCode.Usage
+  if (isClinicalError(error) && stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
+    return ExitCode.CredentialsRefused
+  }
+  return ExitCode.Failure
+}
+
+/** The exit code of a whole run: interrupted, failed with an error, or died of a defect. */
+export const exitCodeOfCause = (cause: Cause.Cause<unknown>): number => {
+  if (Cause.isInterruptedOnly(cause)) return ExitCode.Interrupted
+  return Option.match(Cause.failureOption(cause), {
+    onNone: () => ExitCode.Failure,
+    onSome: exitCodeOfError
+  })
+}
+
+/** What to print for a failure: the message of a typed error, the whole cause of a defect. */
+export const describeCause = (cause: Cause.Cause<unknown>): string | undefined => {
+  if (Cause.isInterruptedOnly(cause)) return undefined
+  return Option.match(Cause.failureOption(cause), {
+    onNone: () => Cause.pretty(cause),
+    onSome: (error) =>
+      // @effect/cli prints its own usage errors (with the help) already.
+      ValidationError.isValidationError(error) ? undefined : error instanceof Error ? error.message : String(error)
+  })
+}

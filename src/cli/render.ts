@@ -1,0 +1,71 @@
+/**
+ * What the command line prints, as pure functions of what it has: tables for people, JSON for
+ * scripts. Persons are named by their position in the input (`#1`), never by their PersonUid.
+ */
+import type { ClinicalError } from "../ClinicalError.js"
+
+/** Longest cell of a table; longer values are cut with `…` (`--json` prints them whole). */
+const MAX_CELL = 40
+
+const cell = (value: unknown): string => {
+  const text = value === null || value === undefined
+    ? ""
+    : typeof value === "string"
+    ? value
+    : typeof value === "object"
+    ? JSON.stringify(value)
+    : String(value)
+  // One line per row: a newline or tab in a value would break the columns.
+  const flat = text.replace(/[\r\n\t]+/g, " ")
+  return flat.length > MAX_CELL ? `${flat.slice(0, MAX_CELL - 1)}…` : flat
+}
+
+/** Rows under a header, columns padded to their widest cell. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]?.length ?? 0)))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((text, i) => (i === cells.length - 1 ? text : text.padEnd(widths[i]!))).join("  ").trimEnd()
+  return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)].join("\n")
+}
+
+/** Items as a table: one column per field (in the order first seen), one row per item. */
+export const itemsTable = (items: ReadonlyArray<Readonly<Record<string, unknown>>>): string => {
+  const columns: Array<string> = []
+  const seen = new Set<string>()
+  for (const item of items) {
+    for (const key of Object.keys(item)) {
+      if (!seen.has(key)) {
+        seen.add(key)
+        columns.push(key)
+      }
+    }
+  }
+  return table(columns, items.map((item) => columns.map((column) => cell(item[column]))))
+}
+
+/** Name and value pairs, one per line, names aligned. */
+export const fields = (pairs: ReadonlyArray<readonly [string, string]>): string => {
+  const width = Math.max(...pairs.map(([name]) => name.length))
+  return pairs.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join("\n")
+}
+
+/** An error as JSON: its tag, its message and its fields (every one safe to print: see `ClinicalError`). */
+export const errorJson = (error: ClinicalError): Record<string, unknown> => ({
+  ...(JSON.parse(JSON.stringify(error)) as Record<string, unknown>),
+  _tag: error._tag,
+  message: error.message
+})
+
+/** `1.5 s`, `2 min 5 s`, `1 h 0 min`: a duration for people. */
+export const duration = (millis: number): string => {
+  const sign = millis < 0 ? "-" : ""
+  const abs = Math.abs(millis)
+  if (abs < 1000) return `${sign}${Math.round(abs)} ms`
+  if (abs < 60_000) return `${sign}${(abs / 1000).toFixed(1)} s`
+  const seconds = Math.round(abs / 1000)
+  if (seconds < 3600) return `${sign}${Math.floor(seconds / 60)} min ${seconds % 60} s`
+  return `${sign}${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`
+}
+
+/** A person by position: `#3`. */
+export const person = (index: number): string => `#${index + 1}`

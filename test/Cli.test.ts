@@ -1,0 +1,479 @@
+/**
+ * The `effect-clinical` executable, run as a user runs it (the built bin, a child process) against
+ * the mock served on loopback: what it prints on stdout and stderr, its exit code, the files it
+ * writes, and that no secret appears in any of them (the `--reveal` token and the PersonUid that
+ * `authenticate` exists to print aside).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { MockClinicalServer } from "effect-clinical/testing"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as Cli from "./support/Cli.js"
+import { expectNone } from "./support/Leaks.js"
+
+const [ELEANOR, MARCUS, PRIYA] = MockClinicalServer.fixturePersons
+const APP = MockClinicalServer.demoApplicationId
+const UIDS = [ELEANOR!.personUid, MARCUS!.personUid, PRIYA!.personUid]
+
+let mock: MockClinicalServer.Started
+let dir = ""
+
+beforeAll(async () => {
+  mock = await MockClinicalServer.start()
+  dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-cli-"))
+})
+afterAll(async () => {
+  await mock.close()
+  Fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const envOf = (url: string, applicationId = APP) => ({
+  CLINICAL_BASE_URL: url,
+  CLINICAL_APPLICATION_ID: applicationId,
+  CLINICAL_RETRY_BASE_DELAY: "5ms",
+  CLINICAL_RETRY_MAX_DELAY: "20ms"
+})
+
+/** Every secret the mock saw or handed out: the ApplicationId, every token, every PersonUid, the pass codes and birth dates. */
+const secretsOf = async (server: MockClinicalServer.Started = mock) => {
+  const tokens = (await server.requestLog()).flatMap((request) => {
+    const authorization = Object.entries(request.headers).find(([name]) => name.toLowerCase() === "authorization")
+    return authorization === undefined ? [] : [authorization[1].replace(/^Bearer /, "")]
+  })
+  return [
+    ...new Set([
+      APP,
+      ...tokens,
+      ...server.persons.flatMap((person) => [person.personUid, person.passCode, person.dateOfBirth])
+    ])
+  ]
+}
+
+const expectNoSecretIn = async (ran: Cli.Ran, server?: MockClinicalServer.Started) => {
+  const secrets = await secretsOf(server)
+  expectNone("stdout", ran.stdout, secrets)
+  expectNone("stderr", ran.stderr, secrets)
+}
+
+const file = (name: string, text: string) => {
+  const path = Path.join(dir, name)
+  Fs.writeFileSync(path, text)
+  return path
+}
+
+describe("effect-clinical --help", { timeout: 60_000 }, () => {
+  it("documents every command, each with an example, and the exit codes", async () => {
+    const root = await Cli.run(["--help"])
+    expect(root.code).toBe(0)
+    expect(root.stdout).toContain("130 interrupted")
+    const commands = [
+      "token",
+      "authenticate",
+      "medications",
+      "ethnicities",
+      "detailed-ethnicities",
+      "unique-device-identifiers",
+      "batch",
+      "probe",
+      "mock-server"
+    ]
+    const helps = await Promise.all(commands.map((command) => Cli.run([command, "--help"])))
+    helps.forEach((help, i) => {
+      const command = commands[i]!
+      expect(help.code, command).toBe(0)
+      expect(help.stdout, command).toContain("Example: ")
+      expect(help.stdout, command).toContain(`effect-clinical ${command}`)
+    })
+  }, 60_000)
+
+  it("a usage error exits 2: an unknown command, an unknown option, an unknown batch operation", async () => {
+    expect((await Cli.run(["nonsense"])).code).toBe(2)
+    expect((await Cli.run(["token", "--applicationid", APP], { env: envOf(mock.url) })).code).toBe(2)
+    const batch = await Cli.run([
+      "batch",
+      "allergies",
+      "--persons-file",
+      file("p0.txt", "x\n"),
+      "--out",
+      Path.join(dir, "o0")
+    ], {
+      env: envOf(mock.url)
+    })
+    expect(batch.code).toBe(2)
+    expect(batch.stderr).toContain(`unknown operation "allergies"`)
+  })
+})
+
+describe("effect-clinical token", { timeout: 60_000 }, () => {
+  it("prints the token's metadata, never the token; --reveal prints the token the service issued", async () => {
+    const ran = await Cli.run(["token"], { env: envOf(mock.url) })
+    expect(ran.code).toBe(0)
+    expect(ran.stdout).toContain(`host          ${mock.url}`)
+    expect(ran.stdout).toMatch(/lifetime\s+1 h 0 min/)
+    expect(ran.stdout).toMatch(/expires\s+\d{4}-\d{2}-\d{2}T/)
+    expect(ran.stdout).toMatch(/server clock\s+[+-]/)
+    await expectNoSecretIn(ran)
+
+    const revealed = await Cli.run(["token", "--json", "--reveal"], { env: envOf(mock.url) })
+    expect(revealed.code).toBe(0)
+    const json = JSON.parse(revealed.stdout)
+    expect(json).toMatchObject({ host: mock.url, lifetimeSeconds: 3600, generation: 1 })
+    // The token printed is one the mock accepts.
+    const answer = await fetch(`${mock.url}${MockClinicalServer.paths.medications}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${json.token}`, ApplicationId: APP },
+      body: JSON.stringify({ PersonUid: ELEANOR!.personUid })
+    })
+    expect(answer.status).toBe(200)
+  })
+
+  it("a refused ApplicationId exits 4 and says which host refused it and what to check", async () => {
+    const ran = await Cli.run(["token"], { env: envOf(mock.url, "0f8fad5b-d9cb-469f-a165-70867728950e") })
+    expect(ran.code).toBe(4)
+    expect(ran.stdout).toBe("")
+    expect(ran.stderr).toContain("the token host refused the ApplicationId")
+    expectNone("stderr", ran.stderr, ["0f8fad5b-d9cb-469f-a165-70867728950e"])
+  })
+
+  it("a missing setting exits 2 and names it; --env-file fills in what the environment does not set", async () => {
+    const missing = await Cli.run(["token"], { env: { CLINICAL_BASE_URL: mock.url } })
+    expect(missing.code).toBe(2)
+    expect(missing.stderr).toContain("CLINICAL_APPLICATION_ID")
+    expect(missing.stderr).toContain("is not set")
+
+    const envFile = file(".env", `CLINICAL_APPLICATION_ID=${APP}\nCLINICAL_BASE_URL=http://127.0.0.1:9\n`)
+    const fromFile = await Cli.run(["token", "--env-file", envFile], { env: { CLINICAL_BASE_URL: mock.url } })
+    expect(fromFile.code).toBe(0)
+    expect(fromFile.stdout).toContain(mock.url)
+    await expectNoSecretIn(fromFile)
+  })
+})
+
+describe("effect-clinical authenticate", { timeout: 60_000 }, () => {
+  it("reads the pass code and date of birth from standard input and prints the PersonUid alone", async () => {
+    const ran = await Cli.run(["authenticate"], {
+      env: envOf(mock.url),
+      input: `${ELEANOR!.passCode}\n${ELEANOR!.dateOfBirth}\n`
+    })
+    expect(ran.code).toBe(0)
+    expect(ran.stdout).toBe(`${ELEANOR!.personUid}\n`)
+    expectNone("stderr", ran.stderr, await secretsOf())
+    const log = await mock.requestLog()
+    expect(JSON.parse(log.at(-1)!.body!)).toMatchObject({
+      PassCode: ELEANOR!.passCode,
+      DateOfBirth: ELEANOR!.dateOfBirth
+    })
+  })
+
+  it("a wrong date of birth is the service's error, exit 1; too little input is a usage error", async () => {
+    const wrong = await Cli.run(["authenticate"], { env: envOf(mock.url), input: `${ELEANOR!.passCode}\n01/01/1950\n` })
+    expect(wrong.code).toBe(1)
+    expect(wrong.stdout).toBe("")
+    expect(wrong.stderr).toContain("AuthenticationFailed")
+    await expectNoSecretIn(wrong)
+    expectNone("stderr", wrong.stderr, ["01/01/1950"])
+
+    const short = await Cli.run(["authenticate"], { env: envOf(mock.url), input: `${ELEANOR!.passCode}\n` })
+    expect(short.code).toBe(2)
+    expect(short.stderr).toContain("two lines")
+    await expectNoSecretIn(short)
+  })
+})
+
+describe("effect-clinical medications (and every person-data operation)", { timeout: 60_000 }, () => {
+  it("a table per person, named by position, never by PersonUid", async () => {
+    const ran = await Cli.run(["medications", ELEANOR!.personUid, MARCUS!.personUid], { env: envOf(mock.url) })
+    expect(ran.code).toBe(0)
+    expect(ran.stdout).toContain(`person #1: ${ELEANOR!.medications.length} medications`)
+    expect(ran.stdout).toContain(`person #2: ${MARCUS!.medications.length} medications`)
+    for (const medication of ELEANOR!.medications) expect(ran.stdout).toContain(medication.Name)
+    expect(ran.stderr).toBe("")
+    await expectNoSecretIn(ran)
+  })
+
+  it("--json in input order, --ndjson one line per person; - reads standard input, --persons-file a file", async () => {
+    const json = await Cli.run(["medications", "--json", "-", PRIYA!.personUid], {
+      env: envOf(mock.url),
+      input: `# comment\n${ELEANOR!.personUid}\n\n${MARCUS!.personUid}\n`
+    })
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout)).toEqual([
+      { person: 1, items: ELEANOR!.medications },
+      { person: 2, items: MARCUS!.medications },
+      { person: 3, items: PRIYA!.medications }
+    ])
+    await expectNoSecretIn(json)
+
+    const persons = file("persons.txt", UIDS.join("\n"))
+    const ndjson = await Cli.run(["ethnicities", "--ndjson", "--persons-file", persons], { env: envOf(mock.url) })
+    expect(ndjson.code).toBe(0)
+    const lines = ndjson.stdout.trim().split("\n").map((line) => JSON.parse(line))
+    expect(lines.map((line) => line.person).sort()).toEqual([1, 2, 3])
+    expect(lines.find((line) => line.person === 1).items).toEqual(ELEANOR!.ethnicities)
+    await expectNoSecretIn(ndjson)
+
+    for (const operation of ["detailed-ethnicities", "unique-device-identifiers"]) {
+      const ran = await Cli.run([operation, "--json", PRIYA!.personUid], { env: envOf(mock.url) })
+      expect(ran.code, operation).toBe(0)
+      expect(Array.isArray(JSON.parse(ran.stdout)[0].items), operation).toBe(true)
+    }
+  })
+
+  it("an unknown person fails alone: the others print, the error is shown by position, exit 1", async () => {
+    const ran = await Cli.run(["medications", "--json", ELEANOR!.personUid, "no-such-person"], { env: envOf(mock.url) })
+    expect(ran.code).toBe(1)
+    const [first, second] = JSON.parse(ran.stdout)
+    expect(first.items).toEqual(ELEANOR!.medications)
+    expect(second.error).toMatchObject({ _tag: "ApiError", errorType: "PersonNotFound" })
+    expect(ran.stderr).toContain("1 of 2 persons failed")
+    await expectNoSecretIn(ran)
+    expectNone("output", ran.stdout + ran.stderr, ["no-such-person"])
+  })
+
+  it("no PersonUid at all is a usage error", async () => {
+    const ran = await Cli.run(["medications"], { env: envOf(mock.url) })
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toContain("no PersonUid given")
+  })
+})
+
+describe("effect-clinical batch", { timeout: 60_000 }, () => {
+  const personsFile = (name: string, count: number, extra: ReadonlyArray<string> = []) =>
+    file(name, ["# persons", ...Array.from({ length: count }, (_, i) => UIDS[i % 3]!), ...extra].join("\n") + "\n")
+
+  const readResults = (path: string) =>
+    Fs.readFileSync(path, "utf8").trim().split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
+
+  it("writes one line per person, owner-only, by input position; no PersonUid in any file or stream", async () => {
+    const persons = personsFile("batch1.txt", 300, ["no-such-person"])
+    const out = Path.join(dir, "batch1.ndjson")
+    const ran = await Cli.run(["batch", "medications", "--persons-file", persons, "--out", out], {
+      env: envOf(mock.url)
+    })
+    expect(ran.code).toBe(3)
+    expect(ran.stdout).toBe("")
+    expect(ran.stderr).toContain("301 persons: 300 succeeded, 1 failed, 0 skipped")
+    expect(ran.stderr).toContain("1 ApiError PersonNotFound")
+    const results = readResults(out)
+    expect(results.map((line) => line.index).sort((a, b) => a - b)).toEqual(Array.from({ length: 301 }, (_, i) => i))
+    expect(results.find((line) => line.index === 4).items).toEqual(MARCUS!.medications)
+    expect(results.find((line) => line.index === 300)).toMatchObject({
+      outcome: "Failure",
+      error: { _tag: "ApiError" }
+    })
+    expect(Fs.statSync(out).mode & 0o777).toBe(0o600)
+    expect(Fs.statSync(`${out}.checkpoint.json`).mode & 0o777).toBe(0o600)
+    const secrets = [...(await secretsOf()), "no-such-person"]
+    expectNone("results", Fs.readFileSync(out, "utf8"), secrets)
+    expectNone("checkpoint", Fs.readFileSync(`${out}.checkpoint.json`, "utf8"), secrets)
+    expectNone("stderr", ran.stderr, secrets)
+
+    const again = await Cli.run(["batch", "medications", "--persons-file", persons, "--out", out], {
+      env: envOf(mock.url)
+    })
+    expect(again.code).toBe(2)
+    expect(again.stderr).toContain("--resume")
+  })
+
+  it("interrupted halfway and resumed: every person exactly once", async () => {
+    const slow = await MockClinicalServer.start()
+    try {
+      await slow.injectFaults("medications", Array.from({ length: 400 }, () => MockClinicalServer.Fault.delay(10)))
+      const persons = personsFile("batch2.txt", 400)
+      const out = Path.join(dir, "batch2.ndjson")
+      const args = ["batch", "medications", "--persons-file", persons, "--out", out, "--concurrency", "4"]
+      const interrupted = await Cli.run(args, {
+        env: envOf(slow.url),
+        started: (child) => {
+          const poll = setInterval(() => {
+            if (Fs.existsSync(out) && Fs.statSync(out).size > 20_000) {
+              clearInterval(poll)
+              child.kill("SIGINT")
+            }
+          }, 20)
+          child.on("close", () => clearInterval(poll))
+        }
+      })
+      expect(interrupted.code).toBe(130)
+      expect(interrupted.stderr).toContain("--resume")
+      const before = readResults(out).length
+      expect(before).toBeGreaterThan(0)
+      expect(before).toBeLessThan(400)
+
+      await slow.resetCounters()
+      const resumed = await Cli.run([...args, "--resume"], { env: envOf(slow.url) })
+      expect(resumed.code).toBe(0)
+      expect(resumed.stderr).toContain(
+        `400 persons: 400 succeeded, 0 failed, 0 skipped (${before} done in earlier runs)`
+      )
+      const indices = readResults(out).map((line) => line.index).sort((a, b) => a - b)
+      expect(indices).toEqual(Array.from({ length: 400 }, (_, i) => i))
+      // Exactly the persons not done before were sent again.
+      expect((await slow.counters()).medicationRequests).toBe(400 - before)
+      await expectNoSecretIn(resumed, slow)
+    } finally {
+      await slow.close()
+    }
+  }, 60_000)
+
+  it("a line cut by a crash is dropped on resume and its person sent again; another input is refused", async () => {
+    const persons = personsFile("batch3.txt", 10)
+    const out = Path.join(dir, "batch3.ndjson")
+    const args = ["batch", "ethnicities", "--persons-file", persons, "--out", out]
+    expect((await Cli.run(args, { env: envOf(mock.url) })).code).toBe(0)
+    const lines = Fs.readFileSync(out, "utf8").split("\n").filter((line) => line !== "")
+    const kept = lines.filter((line) => JSON.parse(line).index !== 7)
+    const cut = lines.find((line) => JSON.parse(line).index === 7)!.slice(0, 12)
+    Fs.writeFileSync(out, kept.join("\n") + "\n" + cut)
+    const resumed = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
+    expect(resumed.code).toBe(0)
+    expect(resumed.stderr).toContain("(9 done in earlier runs)")
+    expect(readResults(out).map((line) => line.index).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 10 }, (_, i) => i)
+    )
+
+    Fs.appendFileSync(persons, `${UIDS[0]}\n`)
+    const changed = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
+    expect(changed.code).toBe(2)
+    expect(changed.stderr).toContain("the persons file changed since the batch started")
+  })
+
+  it("random server faults: each failed person is in the results with its typed error, exit 3", async () => {
+    const faulty = await MockClinicalServer.start()
+    try {
+      await faulty.setRandomFaults("medications", {
+        seed: 3,
+        faults: [{ probability: 0.2, fault: MockClinicalServer.Fault.status(500) }]
+      })
+      const persons = personsFile("batch4.txt", 200)
+      const out = Path.join(dir, "batch4.ndjson")
+      const ran = await Cli.run(["batch", "medications", "--persons-file", persons, "--out", out], {
+        env: { ...envOf(faulty.url), CLINICAL_MAX_RETRIES: "0" }
+      })
+      expect(ran.code).toBe(3)
+      const results = readResults(out)
+      expect(results).toHaveLength(200)
+      const failed = results.filter((line) => line.outcome === "Failure")
+      expect(failed.length).toBe((await faulty.counters()).byStatus[500])
+      expect(failed.length).toBeGreaterThan(10)
+      for (const line of failed) expect(line.error).toMatchObject({ _tag: "ServerError", status: 500 })
+      expect(ran.stderr).toContain(`${failed.length} ServerError`)
+      await expectNoSecretIn(ran, faulty)
+    } finally {
+      await faulty.close()
+    }
+  })
+
+  it("a refused ApplicationId stops early with one clear message, exit 4, nothing sent", async () => {
+    const persons = personsFile("batch5.txt", 500)
+    const out = Path.join(dir, "batch5.ndjson")
+    const before = await mock.counters()
+    const ran = await Cli.run(["batch", "medications", "--persons-file", persons, "--out", out], {
+      env: envOf(mock.url, "0f8fad5b-d9cb-469f-a165-70867728950e")
+    })
+    expect(ran.code).toBe(4)
+    expect(ran.stderr).toContain("stopped early: the credentials were refused")
+    expect(ran.stderr.match(/the token host refused the ApplicationId/g)).toHaveLength(1)
+    expect(ran.stderr).toMatch(/\d+ persons were not sent; fix the cause and run the same command with --resume/)
+    const after = await mock.counters()
+    expect(after.medicationRequests).toBe(before.medicationRequests)
+    expect(after.tokenRequests - before.tokenRequests).toBeLessThanOrEqual(2)
+    expectNone("stderr", ran.stderr, ["0f8fad5b-d9cb-469f-a165-70867728950e"])
+  })
+})
+
+describe("effect-clinical probe", { timeout: 60_000 }, () => {
+  const probe = async (options: MockClinicalServer.Options, personUid?: string) => {
+    const server = await MockClinicalServer.start(options)
+    try {
+      const ran = await Cli.run(["probe", "--json", ...(personUid === undefined ? [] : ["-"])], {
+        env: envOf(server.url),
+        input: personUid === undefined ? "" : `${personUid}\n`
+      })
+      expect(ran.code, ran.stderr).toBe(0)
+      await expectNoSecretIn(ran, server)
+      const counters = await server.counters()
+      const report = JSON.parse(ran.stdout)
+      expect(report.requests).toBe(counters.tokenRequests + counters.dataRequests)
+      expect(report.requests).toBeLessThanOrEqual(7)
+      return report
+    } finally {
+      await server.close()
+    }
+  }
+
+  it("reports each fact as the mock answers it by default", async () => {
+    const report = await probe({}, ELEANOR!.personUid)
+    expect(report).toMatchObject({
+      token: { expiresForm: "IMF-fixdate", lifetimeSeconds: 3600 },
+      newTokenRevokesPrevious: false,
+      unknownPerson: { status: 400, success: false, errorType: "PersonNotFound" },
+      wrongMethod: { method: "GET", status: 405 },
+      personuidBinds: true,
+      medicationFields: {
+        answer: { status: 200, success: true },
+        body: ["Medications", "Success", "ErrorMessage", "ErrorType"],
+        collection: "Medications",
+        item: Object.keys(ELEANOR!.medications[0]!)
+      }
+    })
+    expect(Math.abs(report.token.serverClockSkewMillis)).toBeLessThan(1500)
+  })
+
+  it("reports each fact as the mock answers it the other way", async () => {
+    const report = await probe({
+      tokenExpiresForm: "rfc850",
+      tokenLifetime: "20 minutes",
+      clockOffsetMillis: 120_000,
+      revokeOnIssue: true,
+      unknownPersonStatus: 200,
+      wrongMethodStatus: 404,
+      fieldNames: "exact"
+    }, MARCUS!.personUid)
+    expect(report).toMatchObject({
+      token: { expiresForm: "RFC 850", lifetimeSeconds: 1200 },
+      newTokenRevokesPrevious: true,
+      unknownPerson: { status: 200, success: false, errorType: "PersonNotFound" },
+      wrongMethod: { status: 404 },
+      personuidBinds: false
+    })
+    expect(report.token.serverClockSkewMillis).toBeGreaterThan(118_000)
+    expect(report.token.serverClockSkewMillis).toBeLessThan(122_000)
+  })
+
+  it("without a PersonUid: fewer facts and fewer requests, and it says why; the table form", async () => {
+    const report = await probe({ tokenExpiresForm: "asctime" })
+    expect(report).toMatchObject({ token: { expiresForm: "asctime" }, personuidBinds: null, medicationFields: null })
+    expect(report.requests).toBe(4)
+    expect(report.notes.join(" ")).toContain("give a PersonUid")
+    const table = await Cli.run(["probe"], { env: envOf(mock.url) })
+    expect(table.code).toBe(0)
+    expect(table.stdout).toMatch(/a new token revokes the previous one\s+no/)
+    expect(table.stdout).toMatch(/requests made\s+4/)
+  })
+})
+
+describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
+  it("serves the mock until interrupted; the other commands work against it", async () => {
+    let url = ""
+    let token: Cli.Ran | undefined
+    const ran = await Cli.run(["mock-server", "--port", "0"], {
+      started: (child, output) => {
+        const poll = setInterval(async () => {
+          const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output.stdout)
+          if (match === null) return
+          clearInterval(poll)
+          url = match[1]!
+          token = await Cli.run(["token", "--json"], { env: envOf(url) })
+          child.kill("SIGINT")
+        }, 50)
+        child.on("close", () => clearInterval(poll))
+      }
+    })
+    expect(url).not.toBe("")
+    expect(token?.code).toBe(0)
+    expect(JSON.parse(token!.stdout).host).toBe(url)
+    expect(ran.code).toBe(130)
+  })
+})
