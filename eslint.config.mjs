@@ -2,7 +2,7 @@ import * as effectEslint from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: [".scratch/**", "dist/**", "node_modules/**", "coverage/**", ".ci/**"] },
+  { ignores: [".scratch/**", ".stryker-tmp/**", "reports/**", "dist/**", "node_modules/**", "coverage/**", ".ci/**"] },
   ...tseslint.configs.recommended,
   ...effectEslint.configs.dprint,
   {

@@ -1,0 +1,31 @@
+/**
+ * The tests `npm run mutate` runs against each mutant: the in-process suites that exercise the core
+ * modules (no child processes, no package installs, no fuzzing marathons), so that a mutation run
+ * finishes in minutes on 2 cores.
+ */
+import { defineConfig, mergeConfig } from "vitest/config"
+import base from "./vitest.config.js"
+
+export default mergeConfig(
+  base,
+  defineConfig({
+    test: {
+      include: [
+        "test/TokenCache.test.ts",
+        "test/TokenService.test.ts",
+        "test/Resilience.test.ts",
+        "test/Redaction.test.ts",
+        "test/Json.test.ts",
+        "test/MedicationService.test.ts",
+        "test/PersonData.test.ts",
+        "test/PersonAuthentication.test.ts",
+        "test/ClinicalConfig.test.ts",
+        "test/HttpDate.test.ts",
+        "test/Arguments.test.ts",
+        "test/Privacy.test.ts"
+      ],
+      reporters: ["default"],
+      outputFile: {}
+    }
+  })
+)
