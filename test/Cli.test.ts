@@ -79,11 +79,17 @@ describe("effect-clinical --help", { timeout: 60_000 }, () => {
       "mock-server"
     ]
     const helps = await Promise.all(commands.map((command) => Cli.run([command, "--help"])))
+    const docs = Fs.readFileSync(Path.resolve(import.meta.dirname, "../docs/cli.md"), "utf8")
     helps.forEach((help, i) => {
       const command = commands[i]!
       expect(help.code, command).toBe(0)
       expect(help.stdout, command).toContain("Example: ")
       expect(help.stdout, command).toContain(`effect-clinical ${command}`)
+      // docs/cli.md documents every option the command takes.
+      const usage = help.stdout.split("\n").find((line) => line.startsWith("$ "))!
+      for (const option of usage.match(/--[a-z-]+/g) ?? []) {
+        expect(docs, `${command} ${option}`).toContain(`\`${option}`)
+      }
     })
   }, 60_000)
 
@@ -185,8 +191,8 @@ describe("effect-clinical medications (and every person-data operation)", { time
   it("a table per person, named by position, never by PersonUid", async () => {
     const ran = await Cli.run(["medications", ELEANOR!.personUid, MARCUS!.personUid], { env: envOf(mock.url) })
     expect(ran.code).toBe(0)
-    expect(ran.stdout).toContain(`person #1: ${ELEANOR!.medications.length} medications`)
-    expect(ran.stdout).toContain(`person #2: ${MARCUS!.medications.length} medications`)
+    expect(ran.stdout).toContain(`person #1: ${ELEANOR!.medications.length} items`)
+    expect(ran.stdout).toContain(`person #2: ${MARCUS!.medications.length} items`)
     for (const medication of ELEANOR!.medications) expect(ran.stdout).toContain(medication.Name)
     expect(ran.stderr).toBe("")
     await expectNoSecretIn(ran)

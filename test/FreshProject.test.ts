@@ -162,6 +162,12 @@ describe("a fresh project that installs the packed library with the README's ins
     expect(stdout.trim().split("\n")).toEqual(["effect 5", "promise 2"])
   }, 60_000)
 
+  it("installs the effect-clinical executable, and it runs", async () => {
+    const bin = Path.join(project, "node_modules/.bin/effect-clinical")
+    const help = await run(bin, ["--help"], { cwd: project, timeout: 60_000, env: { ...process.env, NO_COLOR: "1" } })
+    expect(help.stdout).toContain("130 interrupted")
+  }, 60_000)
+
   it("require()s it from CommonJS", async () => {
     Fs.writeFileSync(Path.join(project, "main.cjs"), CJS_PROGRAM)
     const { stdout } = await run(process.execPath, ["main.cjs"], { cwd: project, timeout: 60_000 })

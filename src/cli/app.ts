@@ -164,13 +164,13 @@ const entryJson = ({ index, outcome }: Entry): Record<string, unknown> => {
   }
 }
 
-const entryTable = (name: string, { index, outcome }: Entry): string => {
+const entryTable = ({ index, outcome }: Entry): string => {
   const title = `person ${Render.person(index)}`
   switch (outcome._tag) {
     case "Success":
       return outcome.result.items.length === 0
-        ? `${title}: no ${name}`
-        : `${title}: ${outcome.result.items.length} ${name}\n${Render.itemsTable(outcome.result.items)}`
+        ? `${title}: no items`
+        : `${title}: ${Render.count(outcome.result.items.length, "item")}\n${Render.itemsTable(outcome.result.items)}`
     case "Failure":
       return `${title}: failed: ${outcome.error.message}`
     case "Skipped":
@@ -218,7 +218,7 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
             yield* Console.log(
               chosen === "json"
                 ? JSON.stringify(all.map(entryJson), null, 2)
-                : all.map((entry) => entryTable(name, entry)).join("\n\n")
+                : all.map(entryTable).join("\n\n")
             )
           }
         }

@@ -233,14 +233,19 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     yield* Console.error(summary.join("\n"))
     if (stop?.reason === "CredentialsRefused") {
       return yield* Effect.fail(
-        new CliError({ message: "batch stopped: the credentials were refused", code: ExitCode.CredentialsRefused })
+        new CliError({
+          message: "batch stopped: the credentials were refused",
+          code: ExitCode.CredentialsRefused,
+          reported: true
+        })
       )
     }
     if (failed > 0 || progress.skipped > 0) {
       return yield* Effect.fail(
         new CliError({
           message: `batch finished with ${failed} failed and ${progress.skipped} skipped`,
-          code: ExitCode.BatchIncomplete
+          code: ExitCode.BatchIncomplete,
+          reported: true
         })
       )
     }

@@ -23,8 +23,15 @@ export const ExitCode = {
   Interrupted: 130
 } as const
 
-/** A failure of the command line itself: its message (safe to print) and its exit code. */
-export class CliError extends Data.TaggedError("CliError")<{ readonly message: string; readonly code: number }> {}
+/**
+ * A failure of the command line itself: its message (safe to print) and its exit code; `reported`
+ * when the command already told the user (a batch's summary), so that it is not said twice.
+ */
+export class CliError extends Data.TaggedError("CliError")<{
+  readonly message: string
+  readonly code: number
+  readonly reported?: boolean
+}> {}
 
 /** A usage error: exit code 2. */
 export const usage = (message: string): CliError => new CliError({ message, code: ExitCode.Usage })
@@ -59,6 +66,10 @@ export const describeCause = (cause: Cause.Cause<unknown>): string | undefined =
     onNone: () => Cause.pretty(cause),
     onSome: (error) =>
       // @effect/cli prints its own usage errors (with the help) already.
-      ValidationError.isValidationError(error) ? undefined : error instanceof Error ? error.message : String(error)
+      ValidationError.isValidationError(error) || (error instanceof CliError && error.reported === true)
+        ? undefined
+        : error instanceof Error
+        ? error.message
+        : String(error)
   })
 }

@@ -69,3 +69,6 @@ export const duration = (millis: number): string => {
 
 /** A person by position: `#3`. */
 export const person = (index: number): string => `#${index + 1}`
+
+/** `1 item`, `5 items`. */
+export const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`

@@ -2,7 +2,7 @@
  * The README's snippets, run: each region below is copied into README.md (npm run docs:snippets).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Stream } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, PersonAuthentication, PersonData } from "effect-clinical"
 import { ApiError, createClinicalClient } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
@@ -41,6 +41,30 @@ describe("README", () => {
       expect(items).toEqual(eleanor.uniqueDeviceIdentifiers)
       expect(raw).toMatchObject({ Success: true })
       expect(ethnicities).toEqual([{ Name: "Not Hispanic or Latino", Code: "2186-5" }])
+    }).pipe(Effect.provide(mockClient)))
+
+  it.effect("Many persons", () =>
+    Effect.gen(function*() {
+      const personUids = MockClinicalServer.fixturePersons.map((person) => person.personUid)
+      const saved: Array<number> = []
+      const save = (index: number, items: ReadonlyArray<PersonData.Item>) =>
+        Effect.sync(() => saved[index] = items.length)
+      // #region get-many
+      // Any iterable (read a few persons ahead, so a generator of millions is fine) or a Stream.
+      yield* PersonData.getMany(PersonData.medications, personUids, { concurrency: 16 }).pipe(
+        Stream.runForEach(({ index, outcome }) => {
+          switch (outcome._tag) {
+            case "Success": // index: the person's position in the input
+              return save(index, outcome.result.items)
+            case "Failure": // this person only: the others go on
+              return Effect.logWarning(`person ${index} failed: ${outcome.error.message}`)
+            case "Skipped": // not sent: the batch stopped (CredentialsRefused, ...)
+              return Effect.logWarning(`person ${index} skipped: ${outcome.stop.reason}`)
+          }
+        })
+      )
+      // #endregion
+      expect(saved).toEqual(MockClinicalServer.fixturePersons.map((person) => person.medications.length))
     }).pipe(Effect.provide(mockClient)))
 
   it.effect("An operation the library does not know", () =>
