@@ -99,6 +99,18 @@ describe("PersonData.getMany", () => {
       expect(byIndex(fromStream).map((entry) => entry.index)).toEqual([0, 1, 2])
     }))
 
+  it.effect("an input Stream that fails fails the batch with its own error, after the persons before it", () =>
+    Effect.gen(function*() {
+      const input = Stream.concat(Stream.fromIterable(known), Stream.fail("the persons file went away" as const))
+      const seen: Array<number> = []
+      const error = yield* PersonData.getMany(PersonData.medications, input).pipe(
+        Stream.runForEach((entry) => Effect.sync(() => seen.push(entry.index))),
+        Effect.flip
+      )
+      expect(error).toBe("the persons file went away")
+      expect(seen.length).toBeLessThanOrEqual(3)
+    }).pipe(Effect.provide(client())))
+
   it.effect("refused batch options fail the stream before anything is sent", () =>
     Effect.gen(function*() {
       const mock = yield* MockClinicalServer.MockClinicalServer

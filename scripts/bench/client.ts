@@ -34,13 +34,13 @@ export interface Measurement {
   readonly heapDeltaBytes: number
 }
 
-const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
-const PERSON_UID = "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w="
+export const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
+export const PERSON_UID = "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w="
 
 /** A call that resolves when one medication call is done; set up (token included) before timing. */
 type Caller = { readonly call: () => Promise<unknown>; readonly close: () => Promise<void> }
 
-const promisePool = async (
+export const promisePool = async (
   calls: number,
   concurrency: number,
   call: () => Promise<unknown>,
@@ -59,7 +59,7 @@ const promisePool = async (
 }
 
 /** The two calls by hand, over undici: a token once, then POSTs with the headers and a JSON body. */
-const rawUndici = async (baseUrl: string): Promise<Caller> => {
+export const rawUndici = async (baseUrl: string): Promise<Caller> => {
   const dispatcher = new Agent()
   const tokenResponse = await request(`${baseUrl}/api/Server/Token`, {
     method: "POST",

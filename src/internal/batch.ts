@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { type ClinicalError, InvalidRequest } from "../ClinicalError.js"
 import * as Tally from "./batchTally.js"
+import { mapUnordered } from "./workers.js"
 
 /** What became of one person. */
 export type Outcome<A> =
@@ -93,7 +94,7 @@ export const many = <P, A, E, R>(
       )
     }
     // Decided when the call would start, not when the stream builds its effect (which can be earlier).
-    const run = ([person, index]: readonly [P, number]): Effect.Effect<Entry<A>> =>
+    const run = (person: P, index: number): Effect.Effect<Entry<A>> =>
       Effect.suspend(() => {
         if (tally.stop !== undefined) {
           const stop = tally.stop
@@ -109,6 +110,6 @@ export const many = <P, A, E, R>(
           return settle(index, { _tag: "Failure", error: result.left })
         })
       })
-    return source.pipe(Stream.zipWithIndex, Stream.mapEffect(run, { concurrency, unordered: true }))
+    return mapUnordered(source, run, concurrency)
   }))
 }

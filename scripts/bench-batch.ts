@@ -1,0 +1,93 @@
+/**
+ * `npm run bench:batch [-- --persons N] [-- --rounds N] [-- --concurrency N]`: many persons through
+ * `PersonData.getMany` against the benchmark's loopback server, beside raw undici making the same
+ * calls at the same concurrency, the two alternating, each run in a process of its own. Reports
+ * calls per second (median of the rounds, and its ratio to raw undici), CPU per call, and the heap:
+ * its growth after the run (forced GCs) and its highest sampled value above the start.
+ */
+import { execFileSync, spawn } from "node:child_process"
+import * as Os from "node:os"
+import { createInterface } from "node:readline"
+import type { BatchMeasurement } from "./bench/batch.js"
+
+const option = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(name)
+  return i < 0 ? fallback : process.argv[i + 1]!
+}
+const persons = Number(option("--persons", "100000"))
+const rounds = Number(option("--rounds", "3"))
+const concurrency = Number(option("--concurrency", "32"))
+const kinds = ["library-getMany", "library-forEach", "raw-undici"]
+
+const childEnv = { ...process.env, TSX_TSCONFIG_PATH: "tsconfig.bench.json" }
+
+const server = await new Promise<{ url: string; stop: () => void }>((resolve, reject) => {
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench/server.ts"], { env: childEnv })
+  child.on("error", reject)
+  createInterface({ input: child.stdout }).once("line", (url) => resolve({ url, stop: () => child.kill() }))
+})
+
+const runChild = (kind: string) =>
+  new Promise<BatchMeasurement>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        "--expose-gc",
+        "--import",
+        "tsx",
+        "scripts/bench/batch.ts",
+        kind,
+        server.url,
+        String(persons),
+        String(concurrency)
+      ],
+      { env: childEnv }
+    )
+    let out = ""
+    let err = ""
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk))
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk))
+    child.on(
+      "close",
+      (code) => code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`${kind}: ${err}`))
+    )
+  })
+
+const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
+
+execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" })
+const results = new Map<string, Array<BatchMeasurement>>()
+try {
+  for (let round = 0; round < rounds; round++) {
+    // Rotate the order so that no client always runs first (or last).
+    for (const kind of kinds.map((_, i) => kinds[(i + round) % kinds.length]!)) {
+      const result = await runChild(kind)
+      if (result.succeeded !== persons) throw new Error(`${kind}: ${result.succeeded} of ${persons} succeeded`)
+      results.set(kind, [...(results.get(kind) ?? []), result])
+      process.stderr.write(`  ${kind} round ${round + 1}: ${result.callsPerSecond.toFixed(0)} calls/s\n`)
+    }
+  }
+} finally {
+  server.stop()
+}
+
+const rate = (kind: string) => median(results.get(kind)!.map((m) => m.callsPerSecond))
+const lines = [
+  `${persons.toLocaleString("en-US")} persons at concurrency ${concurrency}, ${rounds} alternating rounds, medians; ` +
+  `${Os.cpus().length} cores, Node ${process.version}`,
+  "",
+  "| client | calls/s | vs raw undici | CPU us/call | heap growth after | heap peak above start |",
+  "|---|---:|---:|---:|---:|---:|"
+]
+for (const kind of kinds) {
+  const all = results.get(kind)!
+  lines.push(
+    `| ${kind} | ${rate(kind).toFixed(0)} | ${(rate(kind) / rate("raw-undici")).toFixed(2)}x | ${
+      median(all.map((m) => m.cpuMicrosPerCall)).toFixed(1)
+    } | ${mib(median(all.map((m) => m.heapAfterBytes - m.heapBeforeBytes)))} | ${
+      mib(median(all.map((m) => m.heapPeakBytes - m.heapBeforeBytes)))
+    } |`
+  )
+}
+console.log(lines.join("\n"))
