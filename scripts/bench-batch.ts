@@ -5,10 +5,10 @@
  * calls per second (median of the rounds, and its ratio to raw undici), CPU per call, and the heap:
  * its growth after the run (forced GCs) and its highest sampled value above the start.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import * as Os from "node:os"
-import { createInterface } from "node:readline"
 import type { BatchMeasurement } from "./bench/batch.js"
+import { runMeasurement, startServer } from "./bench/processes.js"
 
 const option = (name: string, fallback: string) => {
   const i = process.argv.indexOf(name)
@@ -19,39 +19,9 @@ const rounds = Number(option("--rounds", "3"))
 const concurrency = Number(option("--concurrency", "32"))
 const kinds = ["library-getMany", "library-forEach", "raw-undici"]
 
-const childEnv = { ...process.env, TSX_TSCONFIG_PATH: "tsconfig.bench.json" }
-
-const server = await new Promise<{ url: string; stop: () => void }>((resolve, reject) => {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench/server.ts"], { env: childEnv })
-  child.on("error", reject)
-  createInterface({ input: child.stdout }).once("line", (url) => resolve({ url, stop: () => child.kill() }))
-})
-
+const server = await startServer()
 const runChild = (kind: string) =>
-  new Promise<BatchMeasurement>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        "--expose-gc",
-        "--import",
-        "tsx",
-        "scripts/bench/batch.ts",
-        kind,
-        server.url,
-        String(persons),
-        String(concurrency)
-      ],
-      { env: childEnv }
-    )
-    let out = ""
-    let err = ""
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk))
-    child.stderr.on("data", (chunk: Buffer) => (err += chunk))
-    child.on(
-      "close",
-      (code) => code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`${kind}: ${err}`))
-    )
-  })
+  runMeasurement<BatchMeasurement>("scripts/bench/batch.ts", [kind, server.url, String(persons), String(concurrency)])
 
 const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`

@@ -6,11 +6,11 @@
  * built (`dist/`, compiled by tsc), as users run it. `--write` puts the results in
  * docs/benchmarks.md.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
-import { createInterface } from "node:readline"
 import { type Kind, KINDS, type Measurement } from "./bench/client.js"
+import { runMeasurement, startServer } from "./bench/processes.js"
 
 const flag = (name: string) => process.argv.includes(name)
 const option = (name: string, fallback: string) => {
@@ -24,33 +24,8 @@ const concurrencies = option("--concurrency", "1,32,256").split(",").map(Number)
 // transport-only is a diagnostic: the library's undici transport alone, driven through Effect.
 const kinds = option("--kinds", [...KINDS, "transport-only"].join(",")).split(",") as Array<Kind>
 
-// Children run the compiled library: tsx resolves "effect-clinical" through package.json's
-// exports (dist/) when the tsconfig it uses has no path mapping to src/.
-const childEnv = { ...process.env, TSX_TSCONFIG_PATH: "tsconfig.bench.json" }
-
-const startServer = () =>
-  new Promise<{ url: string; stop: () => void }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench/server.ts"], { env: childEnv })
-    child.on("error", reject)
-    createInterface({ input: child.stdout }).once("line", (url) => resolve({ url, stop: () => child.kill() }))
-  })
-
 const runChild = (kind: Kind, url: string, concurrency: number, count = calls) =>
-  new Promise<Measurement>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--expose-gc", "--import", "tsx", "scripts/bench/client.ts", kind, url, String(count), String(concurrency)],
-      { env: childEnv }
-    )
-    let out = ""
-    let err = ""
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk))
-    child.stderr.on("data", (chunk: Buffer) => (err += chunk))
-    child.on(
-      "close",
-      (code) => code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`${kind}: ${err}`))
-    )
-  })
+  runMeasurement<Measurement>("scripts/bench/client.ts", [kind, url, String(count), String(concurrency)])
 
 const median = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((a, b) => a - b)
