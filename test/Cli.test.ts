@@ -289,7 +289,7 @@ describe("effect-clinical batch", { timeout: 60_000 }, () => {
       const persons = personsFile("batch2.txt", 400)
       const out = Path.join(dir, "batch2.ndjson")
       const args = ["batch", "medications", "--persons-file", persons, "--out", out, "--concurrency", "4"]
-      const interrupted = await Cli.run(args, {
+      const interrupted = await Cli.run([...args, "--progress-every", "0.1"], {
         env: envOf(slow.url),
         started: (child) => {
           const poll = setInterval(() => {
@@ -303,6 +303,8 @@ describe("effect-clinical batch", { timeout: 60_000 }, () => {
       })
       expect(interrupted.code).toBe(130)
       expect(interrupted.stderr).toContain("--resume")
+      // Not a terminal: plain progress lines, as often as asked.
+      expect(interrupted.stderr).toMatch(/^\d+\/400 done: \d+ succeeded, 0 failed, 0 skipped \(\d+\.\d\/s\)$/m)
       const before = readResults(out).length
       expect(before).toBeGreaterThan(0)
       expect(before).toBeLessThan(400)

@@ -8,6 +8,7 @@ import * as Options from "@effect/cli/Options"
 import * as Prompt from "@effect/cli/Prompt"
 import * as Chunk from "effect/Chunk"
 import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -264,11 +265,20 @@ const batch = Command.make("batch", {
     Options.withDescription("calls in flight (default: CLINICAL_MAX_CONCURRENT_REQUESTS, 64)"),
     Options.optional
   ),
+  progressEvery: Options.float("progress-every").pipe(
+    Options.withDescription("seconds between progress reports (default: 0.2 at a terminal, else 10)"),
+    Options.optional
+  ),
   startDate,
   endDate
 }, (options) =>
   Effect.gen(function*() {
     const operation = yield* operationNamed(options.operation)
+    const interactive = process.stderr.isTTY === true
+    const every = Option.getOrElse(options.progressEvery, () => (interactive ? 0.2 : 10))
+    if (!(every >= 0.05 && every <= 86_400)) {
+      return yield* Effect.fail(usage("--progress-every must be from 0.05 to 86400 seconds"))
+    }
     yield* BatchJob.run({
       operation,
       personsFile: options.personsFile,
@@ -277,7 +287,8 @@ const batch = Command.make("batch", {
       concurrency: Option.getOrUndefined(options.concurrency),
       startDate: Option.getOrUndefined(options.startDate),
       endDate: Option.getOrUndefined(options.endDate),
-      interactive: process.stderr.isTTY === true
+      interactive,
+      progressEvery: Duration.millis(every * 1000)
     })
   }).pipe(Effect.provide(client(options.envFile)))).pipe(
     Command.withDescription(

@@ -33,6 +33,8 @@ export interface Job {
   readonly endDate: string | undefined
   /** Whether stderr is a terminal: a progress bar, else a plain line now and then. */
   readonly interactive: boolean
+  /** How often progress is shown. */
+  readonly progressEvery: Duration.Duration
 }
 
 const OWNER_ONLY = 0o600
@@ -176,8 +178,8 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
         ? Effect.sync(() => process.stderr.write(bar(shown(progress), total)))
         : Console.error(progressLine(shown(progress), total)))
     const reporter = yield* report.pipe(
-      Effect.repeat(Schedule.spaced(job.interactive ? Duration.millis(200) : Duration.seconds(10))),
-      Effect.delay(job.interactive ? Duration.millis(200) : Duration.seconds(10)),
+      Effect.repeat(Schedule.spaced(job.progressEvery)),
+      Effect.delay(job.progressEvery),
       Effect.forkScoped
     )
 
