@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -170,6 +171,27 @@ describe("effect-clinical authenticate", { timeout: 60_000 }, () => {
       PassCode: ELEANOR!.passCode,
       DateOfBirth: ELEANOR!.dateOfBirth
     })
+  })
+
+  it("at a terminal, asks for both with the typing masked, and prints the PersonUid", async () => {
+    // `script` gives the command a pseudo-terminal; what it shows there is captured.
+    const child = spawn("script", ["-qec", `"${process.execPath}" "${Cli.BIN}" authenticate`, "/dev/null"], {
+      env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...envOf(mock.url) }
+    })
+    let screen = ""
+    const typed: Array<string> = []
+    child.stdout.on("data", (chunk: Buffer) => {
+      screen += chunk.toString("utf8")
+      if (typed.length === 0 && screen.includes("Pass code")) typed.push(`${ELEANOR!.passCode}\r`)
+      else if (typed.length === 1 && screen.includes("Date of birth")) typed.push(`${ELEANOR!.dateOfBirth}\r`)
+      else return
+      child.stdin.write(typed.at(-1))
+    })
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve))
+    expect(code).toBe(0)
+    expect(typed).toHaveLength(2)
+    expect(screen).toContain(ELEANOR!.personUid)
+    expectNone("the terminal", screen, [ELEANOR!.passCode, ELEANOR!.dateOfBirth, APP])
   })
 
   it("a wrong date of birth is the service's error, exit 1; too little input is a usage error", async () => {

@@ -97,10 +97,8 @@ const credentials = Effect.suspend(() => {
   if (stdinIsTerminal()) {
     return Effect.all({
       passCode: Prompt.run(Prompt.password({ message: "Pass code" })),
-      dateOfBirth: Effect.map(
-        Prompt.run(Prompt.text({ message: "Date of birth (MM/DD/YYYY or YYYY-MM-DD)" })),
-        Redacted.make
-      )
+      // Masked too: a date of birth identifies a patient as much as the pass code does.
+      dateOfBirth: Prompt.run(Prompt.password({ message: "Date of birth (MM/DD/YYYY or YYYY-MM-DD)" }))
     }).pipe(Effect.mapError(() => new CliError({ message: "cancelled", code: ExitCode.Interrupted })))
   }
   return Stream.runCollect(Stream.take(Persons.fromFile("-"), 2)).pipe(
