@@ -372,7 +372,7 @@ describe("PersonAuthentication in ClinicalClient", () => {
           Effect.provide(layer),
           Effect.withConfigProvider(environment)
         )
-        expect(services.map((service) => Object.keys(service).sort())).toEqual([["authenticate"], ["get", "getAs"]])
+        expect(services.map((service) => Object.keys(service).sort())).toEqual([["authenticate"], ["get", "getAs", "getMany"]])
       }
     }))
 })
