@@ -1,5 +1,6 @@
-// `npm run mutate`: mutation testing of the core modules (the pure decisions, the response
-// reader, the scrubber, the validators) against the in-process tests (vitest.mutate.config.ts).
+// `npm run mutate`: mutation testing of the core modules (the pure decisions of the token cache,
+// a call's attempts, retries and batches, the scrubber, the request body, the batch checkpoint)
+// against the in-process tests (vitest.mutate.config.ts).
 // The report is printed and written to reports/mutation/.
 export default {
   testRunner: "vitest",
@@ -9,11 +10,10 @@ export default {
     "src/internal/tokenCache.ts",
     "src/internal/callPolicy.ts",
     "src/internal/retryPolicy.ts",
-    "src/internal/response.ts",
+    "src/internal/batchTally.ts",
     "src/internal/redaction.ts",
-    "src/internal/json.ts",
-    "src/internal/validate.ts",
-    "src/internal/personRequest.ts"
+    "src/internal/personRequest.ts",
+    "src/cli/checkpoint.ts"
   ],
   coverageAnalysis: "perTest",
   ignoreStatic: true,

@@ -22,7 +22,9 @@ export default mergeConfig(
         "test/ClinicalConfig.test.ts",
         "test/HttpDate.test.ts",
         "test/Arguments.test.ts",
-        "test/Privacy.test.ts"
+        "test/Privacy.test.ts",
+        "test/Batch.test.ts",
+        "test/Checkpoint.test.ts"
       ],
       reporters: ["default"],
       outputFile: {}
