@@ -283,6 +283,28 @@ for (const [name, transport] of transports) {
           expect((error as { errorMessage: string }).errorMessage.split("<redacted>")).toHaveLength(13)
         }))
 
+      it.scopedLive("inside an ErrorMessage object, as .NET writes a body it echoes ('+' as \\u002B, quotes escaped)", () =>
+        Effect.gen(function*() {
+          const server = yield* Hostile.serve(
+            Hostile.withToken((received, res) => {
+              // The request body, written as a string inside the error object: its escapes arrive
+              // escaped once more once the object is rendered as text.
+              const body = received.body.replace(/\+/g, "\\u002B")
+              Hostile.json(res, 400, {
+                Success: false,
+                ErrorType: "InvalidRequest",
+                ErrorMessage: { Message: `Invalid body: ${body}`, Detail: [received.body, { [received.body]: 1 }] }
+              })
+            })
+          )
+          const error = failureOf((yield* run(server.url, get)).exit)
+          expect(error._tag).toBe("ApiError")
+          const text = (error as { errorMessage: string }).errorMessage
+          expect(text).toContain("Invalid body")
+          Leaks.expectNone("errorMessage", text, SECRETS)
+          Leaks.expectNone("message", error.message, SECRETS)
+        }))
+
       it.scopedLive("the ApplicationId echoed by the token endpoint, in lower case", () =>
         Effect.gen(function*() {
           const server = yield* Hostile.serve((received, res) =>

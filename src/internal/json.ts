@@ -67,15 +67,17 @@ const MAX_RENDERED_DEPTH = 8
 /**
  * A JSON-like rendering of any value, bounded in depth and cut after `limit` characters, for
  * server text that is not a string (an `ErrorMessage` that is an object, say). Strings are returned
- * as they are. (Whoever keeps it scrubs it first: render past the length you keep.)
+ * as they are. (Whoever keeps it scrubs it first: render past the length you keep.) `text` is applied
+ * to every string inside (keys included) before it is escaped: scrubbing there sees a secret in the
+ * form the server wrote it, not escaped once more by the rendering.
  */
-export const render = (value: unknown, limit = 500): string => {
+export const render = (value: unknown, limit = 500, text: (inner: string) => string = (inner) => inner): string => {
   if (typeof value === "string") return value
   let out = ""
   const write = (v: unknown, depth: number): void => {
     if (out.length > limit) return
     if (typeof v !== "object" || v === null) {
-      out += typeof v === "string" ? JSON.stringify(v) : String(v)
+      out += typeof v === "string" ? JSON.stringify(text(v)) : String(v)
       return
     }
     const isArray = Array.isArray(v)
@@ -89,7 +91,7 @@ export const render = (value: unknown, limit = 500): string => {
       if (out.length > limit) break
       if (!first) out += ","
       first = false
-      if (!isArray) out += `${JSON.stringify(key)}:`
+      if (!isArray) out += `${JSON.stringify(text(key))}:`
       write((v as { readonly [key: string]: unknown })[key], depth + 1)
     }
     out += isArray ? "]" : "}"

@@ -71,25 +71,39 @@ const WITHHELD = "<withheld: the text could not be checked for secrets>"
  * and then its last stretch (as long as a secret's longest form) is dropped too, since a secret
  * may straddle that first cut. Never throws.
  */
-export const scrub = (text: string, secrets: Iterable<Redacted.Redacted<string> | string>): string => {
+export const scrub = (text: string, secrets: Iterable<Redacted.Redacted<string> | string>): string =>
+  scrubber(secrets)(text)
+
+/** {@link scrub} for many texts and the same secrets: the pattern is built once. */
+export const scrubber = (secrets: Iterable<Redacted.Redacted<string> | string>): (text: string) => string => {
   const values: Array<string> = []
   for (const secret of secrets) {
     const value = valueOf(secret)
     if (typeof value === "string" && value.length > 0) values.push(value)
   }
   const longest = values.reduce((most, value) => Math.max(most, value.length), 0)
-  if (longest > MAX_SECRET) return WITHHELD
-  const cut = text.length > MAX_SEARCHED
-  let out = cut ? text.slice(0, MAX_SEARCHED) : text
+  if (longest > MAX_SECRET) return () => WITHHELD
+  let pattern: RegExp | undefined
   if (values.length > 0) {
     // Longer patterns first, so that a secret containing another is replaced whole.
     const patterns = values.map(secretPattern).sort((a, b) => b.length - a.length)
     try {
-      out = out.replace(new RegExp(patterns.join("|"), "gi"), REPLACEMENT)
+      pattern = new RegExp(patterns.join("|"), "gi")
     } catch {
-      return WITHHELD
+      return () => WITHHELD
     }
   }
-  if (cut) out = out.slice(0, Math.max(0, out.length - MAX_EXPANSION * longest))
-  return out.length > MAX_TEXT || cut ? `${out.slice(0, MAX_TEXT)}...` : out
+  return (text) => {
+    const cut = text.length > MAX_SEARCHED
+    let out = cut ? text.slice(0, MAX_SEARCHED) : text
+    if (pattern !== undefined) {
+      try {
+        out = out.replace(pattern, REPLACEMENT)
+      } catch {
+        return WITHHELD
+      }
+    }
+    if (cut) out = out.slice(0, Math.max(0, out.length - MAX_EXPANSION * longest))
+    return out.length > MAX_TEXT || cut ? `${out.slice(0, MAX_TEXT)}...` : out
+  }
 }

@@ -22,7 +22,7 @@ import {
 import * as HttpDate from "../HttpDate.js"
 import type { TransportResponse } from "../HttpTransport.js"
 import * as Json from "./json.js"
-import { MAX_SEARCHED, scrub } from "./redaction.js"
+import { MAX_SEARCHED, scrub, scrubber } from "./redaction.js"
 
 /** The statuses that mean "this token is no good": refresh once and retry once. */
 export const isTokenRejected = (status: number): boolean => status === 401 || status === 419
@@ -108,10 +108,15 @@ const outcomeOf = (value: unknown): Outcome => {
 
 /**
  * Server text for an error: scrubbed of every secret, bounded, whatever the value's shape. A value
- * that is not a string is rendered past what `scrub` searches, so that `scrub` makes the one cut.
+ * that is not a string is rendered past what `scrub` searches, so that `scrub` makes the one cut;
+ * every string inside it is scrubbed before the rendering escapes it (a secret escaped twice is a
+ * form `scrub` does not look for).
  */
-const serverText = (value: unknown, secrets: Iterable<Redacted.Redacted<string>>): string | null =>
-  value === null || value === undefined ? null : scrub(Json.render(value, MAX_SEARCHED + 1), secrets)
+const serverText = (value: unknown, secrets: Iterable<Redacted.Redacted<string>>): string | null => {
+  if (value === null || value === undefined) return null
+  const clean = scrubber(secrets)
+  return clean(Json.render(value, MAX_SEARCHED + 1, clean))
+}
 
 const decodeError = (exchange: Exchange, status: number, reason: string) =>
   new ResponseDecodeError({ ...about(exchange), status, reason })
