@@ -110,6 +110,33 @@ describe("effect-clinical --help", { timeout: 60_000 }, () => {
     expect(batch.code).toBe(2)
     expect(batch.stderr).toContain(`unknown operation "allergies"`)
   })
+
+  it("a secret typed where it does not belong is never echoed back in the usage error", async () => {
+    const mistakes = [
+      ["token", `--application-id=${APP}`],
+      ["token", `--reveal=${APP}`],
+      ["authenticate", ELEANOR!.passCode, ELEANOR!.dateOfBirth],
+      ["probe", ELEANOR!.personUid, MARCUS!.personUid],
+      ["medications", "--persons-file", ELEANOR!.personUid],
+      ["batch", "medications", ELEANOR!.personUid, "--persons-file", "x", "--out", "y"]
+    ]
+    const runs = await Promise.all(mistakes.map((args) => Cli.run(args, { env: envOf(mock.url) })))
+    runs.forEach((ran, i) => {
+      expect(ran.code, mistakes[i]!.join(" ")).toBe(2)
+      expectNone(`${mistakes[i]![0]} stderr`, ran.stderr, [
+        APP,
+        ELEANOR!.personUid,
+        ELEANOR!.passCode,
+        ELEANOR!.dateOfBirth
+      ])
+      expectNone(`${mistakes[i]![0]} stdout`, ran.stdout, [
+        APP,
+        ELEANOR!.personUid,
+        ELEANOR!.passCode,
+        ELEANOR!.dateOfBirth
+      ])
+    })
+  })
 })
 
 describe("effect-clinical token", { timeout: 60_000 }, () => {

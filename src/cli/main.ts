@@ -11,11 +11,20 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import { cli } from "./app.js"
-import { describeCause, exitCodeOfCause } from "./outcome.js"
+import { describeCause, exitCodeOfCause, hideTypedValues } from "./outcome.js"
 
 const wantsStack = process.env.CLINICAL_STACK === "1"
 
-const program = Effect.suspend(() => cli(process.argv)).pipe(
+// @effect/cli prints usage errors with what was typed; no typed value is shown (it may be a secret).
+const guarded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.console, (console) =>
+    Effect.withConsole(effect, {
+      ...console,
+      error: (...args: ReadonlyArray<unknown>) =>
+        console.error(...args.map((arg) => (typeof arg === "string" ? hideTypedValues(arg) : arg)))
+    }))
+
+const program = guarded(Effect.suspend(() => cli(process.argv))).pipe(
   Effect.tapErrorCause((cause) =>
     Effect.sync(() => {
       const text = wantsStack && !Cause.isInterruptedOnly(cause) ? Cause.pretty(cause) : describeCause(cause)

@@ -73,3 +73,14 @@ export const describeCause = (cause: Cause.Cause<unknown>): string | undefined =
         : String(error)
   })
 }
+
+/** What a quoted piece of a usage message may show: an option's or a command's name, nothing typed after it. */
+const NAME = /^(-{1,2}[A-Za-z][A-Za-z-]*|[a-z][a-z-]*)$/
+
+/**
+ * A usage message from `@effect/cli` with every quoted value but a name hidden: it quotes what the
+ * user typed (`Received unknown argument: '--application-id=...'`, `Path '...' must exist`), and a
+ * mistyped command line is exactly where a secret ends up as an argument.
+ */
+export const hideTypedValues = (text: string): string =>
+  text.replace(/'([^'\n]*)'/g, (quoted, inner: string) => (NAME.test(inner) ? quoted : "'<hidden>'"))
