@@ -3,7 +3,7 @@
  * form, and reading the results file back (a line cut by a crash does not count).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { type Checkpoint, doneOf, mismatch, readLine, resultLine } from "../src/cli/checkpoint.js"
+import { type Checkpoint, isFinal, keptLine, mismatch, readLine, resultLine } from "../src/cli/checkpoint.js"
 
 const wanted: Checkpoint = {
   version: 1,
@@ -58,28 +58,49 @@ describe("checkpoint: results lines", () => {
   })
 })
 
-describe("checkpoint: what the results file says is done", () => {
-  const lines = [
-    resultLine(2, { outcome: "Success", items: [] }),
-    resultLine(0, { outcome: "Failure", error: {} }),
-    resultLine(5, { outcome: "Success", items: [] })
+describe("checkpoint: which results lines a resumed batch keeps", () => {
+  const at = { operation: "medications", method: "POST", url: "http://h/p" }
+  const final: ReadonlyArray<readonly [string, object]> = [
+    ["the service's Success:false for the person", {
+      _tag: "ApiError",
+      ...at,
+      status: 400,
+      errorType: "PersonNotFound"
+    }],
+    ["a 400 for the person", { _tag: "BadRequest", ...at, status: 400 }],
+    ["an answer that cannot be read", { _tag: "ResponseDecodeError", ...at, status: 200 }],
+    ["an unexpected status", { _tag: "UnexpectedStatus", ...at, status: 404 }],
+    ["a refused PersonUid", { _tag: "InvalidRequest", operation: "medications", field: "personUid" }]
   ]
+  const retried: ReadonlyArray<readonly [string, object]> = [
+    ["a transport failure", { _tag: "TransportError", ...at, reason: "Network" }],
+    ["a 5xx", { _tag: "ServerError", ...at, status: 503 }],
+    ["a 429", { _tag: "RateLimited", ...at, status: 429 }],
+    ["refused credentials", { _tag: "Unauthorized", ...at, status: 401 }],
+    ["an expired token twice", { _tag: "TokenExpired", ...at, status: 419 }],
+    ["the token endpoint's 400", { _tag: "BadRequest", ...at, operation: "token", status: 400 }],
+    ["the token endpoint's Success:false", { _tag: "ApiError", ...at, operation: "token", status: 200 }],
+    ["a refused date range", { _tag: "InvalidRequest", operation: "medications", field: "startDate" }],
+    ["no error at all", {}]
+  ]
+  for (const [name, error] of final) {
+    it(`kept, done for good: ${name}`, () => {
+      expect(isFinal(error)).toBe(true)
+      expect(keptLine(resultLine(4, { outcome: "Failure", error }).trimEnd())).toEqual({ index: 4, failed: true })
+    })
+  }
+  for (const [name, error] of retried) {
+    it(`dropped, sent again: ${name}`, () => {
+      expect(isFinal(error)).toBe(false)
+      expect(keptLine(resultLine(4, { outcome: "Failure", error }).trimEnd())).toBeUndefined()
+    })
+  }
 
-  it("every whole line's index, the failures counted, and the bytes of whole lines", () => {
-    const text = lines.join("")
-    expect(doneOf(text)).toEqual({ indices: new Set([2, 0, 5]), failed: 1, completeBytes: text.length })
-  })
-
-  it("a last line cut by a crash does not count, and the bytes stop before it", () => {
-    const whole = lines.slice(0, 2).join("")
-    const done = doneOf(whole + lines[2]!.slice(0, 20))
-    expect(done).toEqual({ indices: new Set([2, 0]), failed: 1, completeBytes: whole.length })
-  })
-
-  it("an index written twice counts once, a failure too; an empty file is nothing done", () => {
-    const twice = lines[1]! + lines[1]! + lines[0]!
-    expect(doneOf(twice)).toEqual({ indices: new Set([0, 2]), failed: 1, completeBytes: twice.length })
-    expect(doneOf("")).toEqual({ indices: new Set(), failed: 0, completeBytes: 0 })
-    expect(doneOf("no newline at all")).toEqual({ indices: new Set(), failed: 0, completeBytes: 0 })
+  it("a success is kept; a line that is not ours, or cut, is not", () => {
+    expect(keptLine(resultLine(9, { outcome: "Success", items: [] }).trimEnd())).toEqual({ index: 9, failed: false })
+    expect(keptLine(`{"index":9,"outcome":"Failure","error":{"_tag":"ApiE`)).toBeUndefined()
+    expect(keptLine("garbage")).toBeUndefined()
+    expect(isFinal(null)).toBe(false)
+    expect(isFinal("ApiError")).toBe(false)
   })
 })

@@ -432,11 +432,102 @@ describe("effect-clinical batch", { timeout: 60_000 }, () => {
     expect(ran.code).toBe(4)
     expect(ran.stderr).toContain("stopped early: the credentials were refused")
     expect(ran.stderr.match(/the token host refused the ApplicationId/g)).toHaveLength(1)
-    expect(ran.stderr).toMatch(/\d+ persons were not sent; fix the cause and run the same command with --resume/)
+    expect(ran.stderr).toMatch(
+      /\d+ persons failed for a cause that may go away or were not sent: fix the cause and run the same command with --resume/
+    )
     const after = await mock.counters()
     expect(after.medicationRequests).toBe(before.medicationRequests)
     expect(after.tokenRequests - before.tokenRequests).toBeLessThanOrEqual(2)
     expectNone("stderr", ran.stderr, ["0f8fad5b-d9cb-469f-a165-70867728950e"])
+  })
+})
+
+describe("effect-clinical batch: what review broke", { timeout: 60_000 }, () => {
+  const personsFile = (name: string, count: number) =>
+    file(name, Array.from({ length: count }, (_, i) => UIDS[i % 3]!).join("\n") + "\n")
+
+  it("refused credentials exit 4 however few the persons; fixed and resumed, each is sent again once", async () => {
+    const persons = personsFile("review1.txt", 3)
+    const out = Path.join(dir, "review1.ndjson")
+    const args = ["batch", "medications", "--persons-file", persons, "--out", out]
+    const refused = await Cli.run(args, { env: envOf(mock.url, "0f8fad5b-d9cb-469f-a165-70867728950e") })
+    expect(refused.code).toBe(4)
+    expect(refused.stderr).toContain("stopped early: the credentials were refused")
+    const resumed = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
+    expect(resumed.code).toBe(0)
+    const results = Fs.readFileSync(out, "utf8").trim().split("\n").map((line) => JSON.parse(line))
+    expect(results.map((line) => line.index).sort()).toEqual([0, 1, 2])
+    expect(results.every((line) => line.outcome === "Success")).toBe(true)
+  })
+
+  it("a refused date or --concurrency exits 2 and creates no file", async () => {
+    const persons = personsFile("review2.txt", 3)
+    for (const extra of [["--start-date", "2024-13-01"], ["--concurrency", "0"], ["--concurrency", "1000000"]]) {
+      const out = Path.join(dir, `review2-${extra.join("")}.ndjson`)
+      const ran = await Cli.run(["batch", "medications", "--persons-file", persons, "--out", out, ...extra], {
+        env: envOf(mock.url)
+      })
+      expect(ran.code, extra.join(" ")).toBe(2)
+      expect(Fs.existsSync(out), extra.join(" ")).toBe(false)
+      expect(Fs.existsSync(`${out}.checkpoint.json`), extra.join(" ")).toBe(false)
+    }
+  })
+
+  it("a PersonUid the service echoes inside its items is not written or printed", async () => {
+    const echoing = await MockClinicalServer.start({
+      persons: [{
+        ...ELEANOR!,
+        medications: [{ ...ELEANOR!.medications[0]!, Instructions: `for ${ELEANOR!.personUid}` }]
+      }]
+    })
+    try {
+      const persons = file("review3.txt", `${ELEANOR!.personUid}\n`)
+      const out = Path.join(dir, "review3.ndjson")
+      const batch = await Cli.run(["batch", "medications", "--persons-file", persons, "--out", out], {
+        env: envOf(echoing.url)
+      })
+      expect(batch.code).toBe(0)
+      expect(Fs.readFileSync(out, "utf8")).toContain("for <redacted>")
+      expectNone("results", Fs.readFileSync(out, "utf8"), [ELEANOR!.personUid])
+      const printed = await Cli.run(["medications", "--json", ELEANOR!.personUid], { env: envOf(echoing.url) })
+      expect(printed.code).toBe(0)
+      expect(printed.stdout).toContain("for <redacted>")
+      expectNone("stdout", printed.stdout, [ELEANOR!.personUid])
+    } finally {
+      await echoing.close()
+    }
+  })
+})
+
+describe("effect-clinical data commands: what review broke", { timeout: 60_000 }, () => {
+  it("a mistyped option or a second - is a usage error, and nothing is sent", async () => {
+    const before = (await mock.counters()).medicationRequests
+    for (
+      const args of [["--bogus", ELEANOR!.personUid], [ELEANOR!.personUid, "--start-dat", "2024-01-01"], ["-", "-"]]
+    ) {
+      const ran = await Cli.run(["medications", ...args], { env: envOf(mock.url), input: `${MARCUS!.personUid}\n` })
+      expect(ran.code, args.join(" ")).toBe(2)
+    }
+    expect((await mock.counters()).medicationRequests).toBe(before)
+  })
+
+  it("a reader that stops early (| head -1) ends the output quietly", async () => {
+    const persons = file("many.txt", Array.from({ length: 50 }, (_, i) => UIDS[i % 3]!).join("\n"))
+    const ran = await new Promise<{ status: string; stderr: string }>((resolve) => {
+      const child = spawn("bash", [
+        "-c",
+        `"${process.execPath}" "${Cli.BIN}" medications --ndjson --persons-file "${persons}" | head -1 > /dev/null; echo "\${PIPESTATUS[0]}"`
+      ], {
+        env: { PATH: process.env.PATH ?? "", ...envOf(mock.url) }
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (chunk: Buffer) => stdout += chunk)
+      child.stderr.on("data", (chunk: Buffer) => stderr += chunk)
+      child.on("close", () => resolve({ status: stdout.trim(), stderr }))
+    })
+    expect(ran.stderr).not.toContain("EPIPE")
+    expect(ran.status).toBe("0")
   })
 })
 

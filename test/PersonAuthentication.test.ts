@@ -372,7 +372,11 @@ describe("PersonAuthentication in ClinicalClient", () => {
           Effect.provide(layer),
           Effect.withConfigProvider(environment)
         )
-        expect(services.map((service) => Object.keys(service).sort())).toEqual([["authenticate"], ["get", "getAs", "getMany"]])
+        expect(services.map((service) => Object.keys(service).sort())).toEqual([["authenticate"], [
+          "get",
+          "getAs",
+          "getMany"
+        ]])
       }
     }))
 })

@@ -10,11 +10,13 @@ import * as Chunk from "effect/Chunk"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import * as ClinicalConfig from "../ClinicalConfig.js"
 import type { ClinicalError } from "../ClinicalError.js"
+import * as validate from "../internal/validate.js"
 import * as PersonAuthentication from "../PersonAuthentication.js"
 import * as PersonData from "../PersonData.js"
 import * as MockClinicalServer from "../testing/MockClinicalServer.js"
@@ -25,6 +27,7 @@ import { CliError, ExitCode, exitCodeOfError, usage } from "./outcome.js"
 import * as Persons from "./persons.js"
 import * as Probe from "./probe.js"
 import * as Render from "./render.js"
+import { scrubItems } from "./scrubItems.js"
 
 /** The documented operations, by command name. */
 export const OPERATIONS: ReadonlyArray<readonly [string, PersonData.Operation]> = [
@@ -101,7 +104,8 @@ const credentials = Effect.suspend(() => {
       dateOfBirth: Prompt.run(Prompt.password({ message: "Date of birth (MM/DD/YYYY or YYYY-MM-DD)" }))
     }).pipe(Effect.mapError(() => new CliError({ message: "cancelled", code: ExitCode.Interrupted })))
   }
-  return Stream.runCollect(Stream.take(Persons.fromFile("-"), 2)).pipe(
+  // Two lines as typed: a pass code may start with "#" or hold spaces.
+  return Stream.runCollect(Stream.take(Persons.linesOf("-"), 2)).pipe(
     Effect.flatMap((lines) => {
       const [passCode, dateOfBirth] = Chunk.toReadonlyArray(lines)
       return passCode === undefined || dateOfBirth === undefined
@@ -184,11 +188,30 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
     (options) =>
       Effect.gen(function*() {
         const chosen = options.json ? "json" : options.ndjson ? "ndjson" : options.format
-        const input = Persons.fromArguments(options.persons, Option.getOrUndefined(options.personsFile))
-        const entries = PersonData.getMany(operation, input, {
-          startDate: Option.getOrUndefined(options.startDate),
-          endDate: Option.getOrUndefined(options.endDate)
-        })
+        // Each person's PersonUid by position, to take it out of what the service answered.
+        const personUids = new Map<number, string>()
+        const input = Stream.map(
+          Persons.fromArguments(options.persons, Option.getOrUndefined(options.personsFile)),
+          (personUid) => {
+            personUids.set(personUids.size, personUid)
+            return personUid
+          }
+        )
+        const entries = Stream.map(
+          PersonData.getMany(operation, input, {
+            startDate: Option.getOrUndefined(options.startDate),
+            endDate: Option.getOrUndefined(options.endDate)
+          }),
+          ({ index, outcome }): Entry => ({
+            index,
+            outcome: outcome._tag === "Success"
+              ? {
+                _tag: "Success",
+                result: { ...outcome.result, items: scrubItems(outcome.result.items, personUids.get(index) ?? "") }
+              }
+              : outcome
+          })
+        )
         let count = 0
         let failures = 0
         let firstError: ClinicalError | undefined
@@ -277,12 +300,22 @@ const batch = Command.make("batch", {
     if (!(every >= 0.05 && every <= 86_400)) {
       return yield* Effect.fail(usage("--progress-every must be from 0.05 to 86400 seconds"))
     }
+    // Checked before any file is created: a refused option leaves nothing behind.
+    const concurrency = Option.getOrUndefined(options.concurrency)
+    if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= 100_000)) {
+      return yield* Effect.fail(usage("--concurrency must be a whole number from 1 to 100000"))
+    }
+    for (const [flag, date] of [["--start-date", options.startDate], ["--end-date", options.endDate]] as const) {
+      if (Option.isSome(date) && Either.isLeft(validate.calendarDate(date.value))) {
+        return yield* Effect.fail(usage(`${flag} must be a real day, YYYY-MM-DD`))
+      }
+    }
     yield* BatchJob.run({
       operation,
       personsFile: options.personsFile,
       out: options.out,
       resume: options.resume,
-      concurrency: Option.getOrUndefined(options.concurrency),
+      concurrency,
       startDate: Option.getOrUndefined(options.startDate),
       endDate: Option.getOrUndefined(options.endDate),
       interactive,
@@ -314,7 +347,10 @@ const probe = Command.make("probe", {
       onNone: () => Effect.succeed(undefined),
       onSome: (given) =>
         given === "-"
-          ? Effect.map(Stream.runHead(Persons.fromFile("-")), Option.getOrUndefined)
+          ? Effect.flatMap(Stream.runHead(Persons.fromFile("-")), (read) =>
+            Option.isSome(read)
+              ? Effect.succeed(read.value)
+              : Effect.fail(usage("probe -: standard input holds no PersonUid")))
           : Effect.succeed(given)
     })
     const report = yield* Probe.run(personUid === undefined ? undefined : Redacted.make(personUid))
@@ -343,7 +379,11 @@ const mockServer = Command.make("mock-server", {
       return yield* Effect.fail(usage(`the port must be an integer from 0 to 65535`))
     }
     const mock = yield* MockClinicalServer.make()
-    const baseUrl = yield* MockClinicalServer.serve(mock, { port: chosen })
+    const baseUrl = yield* MockClinicalServer.serve(mock, { port: chosen }).pipe(
+      Effect.mapError(() =>
+        new CliError({ message: `cannot listen on 127.0.0.1:${chosen} (is the port in use?)`, code: ExitCode.Failure })
+      )
+    )
     yield* Console.log(`Mock clinical service listening at ${baseUrl}`)
     yield* Console.log(`Demo ApplicationId (the mock's own, not a credential): ${MockClinicalServer.demoApplicationId}`)
     yield* Console.log("Fixture persons (PersonUid, PassCode, date of birth):")

@@ -1,28 +1,34 @@
 /**
  * `effect-clinical batch`: one operation for every person of a file, results to an NDJSON file
  * (readable by the owner only), progress on stderr, resumable after Ctrl-C or a crash.
+ *
+ * The results file is the record of what is done. A resumed batch keeps the lines of persons with
+ * an answer for good (a success, or the service's refusal of that person) and sends the others
+ * again: those that failed for a cause that may go away (the network, a 5xx, refused credentials)
+ * and those never sent.
  */
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { constants } from "node:fs"
-import { type FileHandle, open, readFile, stat, truncate, writeFile } from "node:fs/promises"
+import { constants, createReadStream } from "node:fs"
+import { type FileHandle, open, readFile, rename, stat, writeFile } from "node:fs/promises"
+import { createInterface } from "node:readline"
 import type { ClinicalError } from "../ClinicalError.js"
+import { stopReasonOf } from "../internal/batchTally.js"
 import * as PersonData from "../PersonData.js"
-import type { Checkpoint, Done } from "./checkpoint.js"
-import { doneOf, mismatch, resultLine } from "./checkpoint.js"
+import { type Checkpoint, isFinal, keptLine, mismatch, resultLine } from "./checkpoint.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { fromFile, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
+import { scrubItems } from "./scrubItems.js"
 
-/** What a batch is asked to do. */
+/** What a batch is asked to do (its options already checked). */
 export interface Job {
   readonly operation: PersonData.Operation
   readonly personsFile: string
@@ -39,21 +45,69 @@ export interface Job {
 
 const OWNER_ONLY = 0o600
 
-const nothingDone: Done = { indices: new Set(), failed: 0, completeBytes: 0 }
-
-const io = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, CliError> =>
+const io = <A>(what: string, run: () => Promise<A>, code: number = ExitCode.Failure): Effect.Effect<A, CliError> =>
   Effect.tryPromise({
     try: run,
     catch: (error) =>
-      new CliError({
-        message: `${what}: ${(error as NodeJS.ErrnoException)?.code ?? String(error)}`,
-        code: ExitCode.Failure
-      })
+      new CliError({ message: `${what}: ${(error as NodeJS.ErrnoException)?.code ?? String(error)}`, code })
   })
 
 const exists = (path: string) => Effect.promise(() => stat(path).then(() => true, () => false))
 
-/** The positions already done, from the results file; a line cut by a crash is removed. */
+/** What earlier runs did, from the results file. */
+interface Earlier {
+  readonly indices: ReadonlySet<number>
+  readonly failed: number
+}
+
+const nothingEarlier: Earlier = { indices: new Set(), failed: 0 }
+
+/**
+ * Rewrites the results file with the lines a resumed batch keeps, read line by line (the file may
+ * be larger than memory allows as one string). A last line without its newline was cut by a crash
+ * and is dropped.
+ */
+const keepDone = (out: string): Promise<Earlier> =>
+  (async () => {
+    const { size } = await stat(out)
+    const last = Buffer.alloc(1)
+    if (size > 0) {
+      const handle = await open(out, "r")
+      await handle.read(last, 0, 1, size - 1).finally(() => handle.close())
+    }
+    const whole = size === 0 || last[0] === 0x0a
+    const kept = `${out}.resuming`
+    const writer = await open(kept, "w", OWNER_ONLY)
+    const indices = new Set<number>()
+    let failed = 0
+    let pending = ""
+    try {
+      let previous: string | undefined
+      const keep = async (line: string) => {
+        const done = keptLine(line)
+        if (done === undefined || indices.has(done.index)) return
+        indices.add(done.index)
+        if (done.failed) failed++
+        pending += `${line}\n`
+        if (pending.length > 1 << 20) {
+          await writer.write(pending)
+          pending = ""
+        }
+      }
+      for await (const line of createInterface({ input: createReadStream(out, "latin1"), crlfDelay: Infinity })) {
+        if (previous !== undefined) await keep(previous)
+        previous = line
+      }
+      if (previous !== undefined && whole) await keep(previous)
+      await writer.write(pending)
+    } finally {
+      await writer.close()
+    }
+    await rename(kept, out)
+    return { indices, failed }
+  })()
+
+/** The positions already done; refuses to resume another batch. */
 const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
   Effect.gen(function*() {
     if (!(yield* exists(checkpointPath))) {
@@ -70,26 +124,9 @@ const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
     )
     const refused = mismatch(found, wanted)
     if (refused !== undefined) return yield* Effect.fail(usage(`--resume: ${refused}; use another --out`))
-    if (!(yield* exists(job.out))) return nothingDone
-    const done = doneOf(yield* io(`cannot read ${job.out}`, () => readFile(job.out, "latin1")))
-    yield* io(`cannot repair ${job.out}`, () => truncate(job.out, done.completeBytes))
-    return done
+    if (!(yield* exists(job.out))) return nothingEarlier
+    return yield* io(`cannot read ${job.out}`, () => keepDone(job.out))
   })
-
-const lineOf = (
-  index: number,
-  outcome: PersonData.Outcome<PersonData.Result<PersonData.Item>>
-): string | undefined => {
-  switch (outcome._tag) {
-    case "Success":
-      return resultLine(index, { outcome: "Success", items: outcome.result.items })
-    case "Failure":
-      return resultLine(index, { outcome: "Failure", error: Render.errorJson(outcome.error) })
-    case "Skipped":
-      // Not written: the results file records what is done, and a skipped person is not.
-      return undefined
-  }
-}
 
 /** `ServerError`, `ApiError PersonNotFound`: how failures are grouped in the summary. */
 const failureKind = (error: ClinicalError): string =>
@@ -107,7 +144,7 @@ const progressLine = (progress: PersonData.Progress, total: number): string =>
 
 const bar = (progress: PersonData.Progress, total: number): string => {
   const width = 24
-  const filled = total === 0 ? width : Math.round((progress.done / total) * width)
+  const filled = total === 0 ? width : Math.min(width, Math.round((progress.done / total) * width))
   return `\r[${"#".repeat(filled)}${" ".repeat(width - filled)}] ${progressLine(progress, total)}\x1b[K`
 }
 
@@ -116,6 +153,8 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
   Effect.gen(function*() {
     const operation = job.operation.name
     const checkpointPath = `${job.out}.checkpoint.json`
+    const total = yield* Stream.runCount(fromFile(job.personsFile))
+    if (total === 0) return yield* Effect.fail(usage(`${job.personsFile} holds no PersonUid`))
     const wanted: Checkpoint = {
       version: 1,
       operation,
@@ -123,7 +162,7 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       startDate: job.startDate ?? null,
       endDate: job.endDate ?? null
     }
-    let earlier = nothingDone
+    let earlier = nothingEarlier
     if (job.resume) earlier = yield* resumeFrom(job, checkpointPath, wanted)
     else if (yield* exists(job.out)) {
       return yield* Effect.fail(
@@ -132,28 +171,28 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     }
     yield* io(
       `cannot write ${checkpointPath}`,
-      () => writeFile(checkpointPath, JSON.stringify(wanted) + "\n", { mode: OWNER_ONLY })
+      () => writeFile(checkpointPath, JSON.stringify(wanted) + "\n", { mode: OWNER_ONLY }),
+      ExitCode.Usage
     )
-    const total = yield* Stream.runCount(fromFile(job.personsFile))
 
     const out = yield* Effect.acquireRelease(
       io(`cannot open ${job.out}`, async (): Promise<FileHandle> => {
         const handle = await open(job.out, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, OWNER_ONLY)
         await handle.chmod(OWNER_ONLY)
         return handle
-      }),
+      }, ExitCode.Usage),
       (handle) => Effect.promise(() => handle.close())
     )
 
-    // Positions in the input of the persons handed to getMany, by getMany's own count; bounded
-    // by its read-ahead, as each is removed when its entry comes back.
-    const positions = new Map<number, number>()
+    // The input position and PersonUid of each person handed to getMany, by getMany's own count;
+    // bounded by its read-ahead, as each is removed when its entry comes back.
+    const handedOver = new Map<number, readonly [number, string]>()
     let handed = 0
     const persons = fromFile(job.personsFile).pipe(
       Stream.zipWithIndex,
       Stream.filter(([, index]) => !earlier.indices.has(index)),
       Stream.map(([personUid, index]) => {
-        positions.set(handed++, index)
+        handedOver.set(handed++, [index, personUid])
         return personUid
       })
     )
@@ -170,6 +209,8 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     })
     const failures = new Map<string, number>()
     let stop: { readonly reason: PersonData.StopReason; readonly error: ClinicalError } | undefined
+    let retryLater = 0
+    let written = 0
     const already = earlier.indices.size
     const shown = (progress: PersonData.Progress) => ({ ...progress, done: progress.done + already })
 
@@ -183,6 +224,29 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       Effect.forkScoped
     )
 
+    /** The results line of an entry; a skipped person has none (it is not done). */
+    const lineOf = ({ index, outcome }: PersonData.Entry<PersonData.Result<PersonData.Item>>): string => {
+      const [position, personUid] = handedOver.get(index)!
+      handedOver.delete(index)
+      switch (outcome._tag) {
+        case "Success":
+          return resultLine(position, { outcome: "Success", items: scrubItems(outcome.result.items, personUid) })
+        case "Failure": {
+          const error = outcome.error
+          failures.set(failureKind(error), (failures.get(failureKind(error)) ?? 0) + 1)
+          if (stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
+            stop ??= { reason: "CredentialsRefused", error }
+          }
+          if (!isFinal(error)) retryLater++
+          return resultLine(position, { outcome: "Failure", error: Render.errorJson(error) })
+        }
+        case "Skipped":
+          stop ??= outcome.stop
+          retryLater++
+          return ""
+      }
+    }
+
     yield* PersonData.getMany(job.operation, persons, {
       concurrency: job.concurrency,
       startDate: job.startDate,
@@ -190,24 +254,20 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       onProgress: (progress) => Ref.set(latest, progress)
     }).pipe(
       Stream.mapError((error) => usage(error.message)),
-      Stream.filterMap(({ index, outcome }) => {
-        const position = positions.get(index)!
-        positions.delete(index)
-        if (outcome._tag === "Failure") {
-          const kind = failureKind(outcome.error)
-          failures.set(kind, (failures.get(kind) ?? 0) + 1)
-        }
-        if (outcome._tag === "Skipped") stop = outcome.stop
-        return Option.fromNullable(lineOf(position, outcome))
+      // Each chunk is what has completed since the last write: written at once, nothing held back.
+      Stream.runForEachChunk((entries) => {
+        const lines = Chunk.toReadonlyArray(entries).map(lineOf).filter((line) => line !== "")
+        return lines.length === 0
+          ? Effect.void
+          : Effect.map(io(`cannot write ${job.out}`, () => out.write(lines.join(""))), () => {
+            written += lines.length
+          })
       }),
-      Stream.groupedWithin(256, Duration.millis(200)),
-      Stream.runForEach((lines) => io(`cannot write ${job.out}`, () => out.write(Chunk.join(lines, "")))),
       Effect.onInterrupt(() =>
-        Effect.flatMap(Ref.get(latest), (progress) =>
-          Console.error(
-            `\ninterrupted after ${progress.succeeded + progress.failed + already} of ${total} persons; ` +
-              `run the same command with --resume to continue`
-          ))
+        Console.error(
+          `\ninterrupted: ${already + written} of ${total} persons are in ${job.out}; ` +
+            `run the same command with --resume to continue`
+        )
       )
     )
     yield* Fiber.interrupt(reporter)
@@ -218,17 +278,18 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     const failed = earlier.failed + progress.failed
     const succeeded = already - earlier.failed + progress.succeeded
     const summary = [
-      `batch ${operation}: ${total} persons: ${succeeded} succeeded, ${failed} failed, ${progress.skipped} skipped` +
-      (already === 0 ? "" : ` (${already} done in earlier runs)`),
-      `this run: ${progress.succeeded + progress.failed} sent in ${Render.duration(elapsed)} ` +
+      `batch ${operation}: ${Render.count(total, "person")}: ${succeeded} succeeded, ${failed} failed, ` +
+      `${progress.skipped} skipped` + (already === 0 ? "" : ` (${already} done in earlier runs)`),
+      `this run: ${progress.succeeded + progress.failed} answered in ${Render.duration(elapsed)} ` +
       `(${progress.perSecond.toFixed(1)}/s)`,
       ...(failures.size === 0 ? [] : [
         `failures this run: ${[...failures].map(([kind, count]) => `${count} ${kind}`).join(", ")}` +
         ` (each with its error in ${job.out})`
       ]),
-      ...(stop === undefined ? [] : [
-        `stopped early: ${STOP_WORDS[stop.reason]}: ${stop.error.message}`,
-        `${progress.skipped} persons were not sent; fix the cause and run the same command with --resume`
+      ...(stop === undefined ? [] : [`stopped early: ${STOP_WORDS[stop.reason]}: ${stop.error.message}`]),
+      ...(retryLater === 0 ? [] : [
+        `${Render.count(retryLater, "person")} failed for a cause that may go away or were not sent: ` +
+        `fix the cause and run the same command with --resume to send them again`
       ]),
       `results: ${job.out}`
     ]

@@ -48,31 +48,35 @@ export const readLine = (line: string): { readonly index: number; readonly faile
   return match === null ? undefined : { index: Number(match[1]), failed: match[2] === "Failure" }
 }
 
-/** What the results file says is done, and how many bytes of it are whole lines (the rest is cut off). */
-export interface Done {
-  readonly indices: ReadonlySet<number>
-  /** How many of them failed. */
-  readonly failed: number
-  readonly completeBytes: number
+/**
+ * Whether a failure is the person's own answer, done for good (the service refused this person:
+ * `ApiError`, a 400, a body that cannot be read, an unexpected status, a refused PersonUid), rather
+ * than something that may go away (the network, a 5xx, a 429, refused credentials, a refused
+ * option), whose person a resumed batch sends again.
+ */
+export const isFinal = (error: unknown): boolean => {
+  if (typeof error !== "object" || error === null) return false
+  const { _tag, field, operation } = error as { _tag?: unknown; field?: unknown; operation?: unknown }
+  switch (_tag) {
+    case "ApiError":
+    case "BadRequest":
+    case "ResponseDecodeError":
+    case "UnexpectedStatus":
+      return operation !== "token"
+    case "InvalidRequest":
+      return field === "personUid"
+    default:
+      return false
+  }
 }
 
-/**
- * Reads the results file's text: every whole line's position; a last line without its newline was
- * cut by a crash and does not count (its person is sent again).
- */
-export const doneOf = (text: string): Done => {
-  const indices = new Set<number>()
-  let failed = 0
-  const end = text.lastIndexOf("\n") + 1
-  let start = 0
-  while (start < end) {
-    const next = text.indexOf("\n", start)
-    const line = readLine(text.slice(start, next))
-    if (line !== undefined && !indices.has(line.index)) {
-      indices.add(line.index)
-      if (line.failed) failed++
-    }
-    start = next + 1
+/** A whole results line that a resumed batch keeps (its person is done), with its index; else `undefined`. */
+export const keptLine = (line: string): { readonly index: number; readonly failed: boolean } | undefined => {
+  const read = readLine(line)
+  if (read === undefined || !read.failed) return read
+  try {
+    return isFinal((JSON.parse(line) as { readonly error?: unknown }).error) ? read : undefined
+  } catch {
+    return undefined
   }
-  return { indices, failed, completeBytes: end }
 }

@@ -15,6 +15,12 @@ import { describeCause, exitCodeOfCause, hideTypedValues } from "./outcome.js"
 
 const wantsStack = process.env.CLINICAL_STACK === "1"
 
+// A reader that stops early (`| head`) closes the pipe: that ends the output, quietly.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0)
+  throw error
+})
+
 // @effect/cli prints usage errors with what was typed; no typed value is shown (it may be a secret).
 const guarded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.console, (console) =>

@@ -25,26 +25,34 @@ const fileError = (path: string) => (error: unknown) =>
 
 const open = (path: string): Readable => path === "-" ? process.stdin : createReadStream(path)
 
-/** The PersonUids of a file (`-`: standard input), read line by line, never whole. */
-export const fromFile = (path: string): Stream.Stream<string, CliError> =>
+/** The lines of a file (`-`: standard input) as they are, read one by one, never whole. */
+export const linesOf = (path: string): Stream.Stream<string, CliError> =>
   Stream.suspend(() => {
-    const input = open(path)
-    const lines = createInterface({ input, crlfDelay: Infinity })
-    return Stream.fromAsyncIterable(lines, fileError(path)).pipe(
-      Stream.filterMap((line) => Option.fromNullable(personOfLine(line))),
-      Stream.ensuring(Effect.sync(() => lines.close()))
-    )
-  }) as Stream.Stream<string, CliError>
+    const lines = createInterface({ input: open(path), crlfDelay: Infinity })
+    return Stream.fromAsyncIterable(lines, fileError(path)).pipe(Stream.ensuring(Effect.sync(() => lines.close())))
+  })
+
+/** The PersonUids of a file (`-`: standard input). */
+export const fromFile = (path: string): Stream.Stream<string, CliError> =>
+  Stream.filterMap(linesOf(path), (line) => Option.fromNullable(personOfLine(line)))
 
 /** The persons named by arguments (`-` reads standard input there) and by `--persons-file`, in that order. */
 export const fromArguments = (
   args: ReadonlyArray<string>,
   personsFile: string | undefined
-): Stream.Stream<string, CliError> =>
-  Stream.concat(
+): Stream.Stream<string, CliError> => {
+  // Checked before anything is read or sent: a mistyped option must not go out as a PersonUid
+  // (no PersonUid starts with "-"), and standard input can be read once.
+  const option = args.find((arg) => arg.startsWith("-") && arg !== "-")
+  if (option !== undefined) {
+    return Stream.fail(usage(`unknown option ${/^-{1,2}[A-Za-z][A-Za-z-]*$/.test(option) ? option : "(hidden)"}`))
+  }
+  if (args.filter((arg) => arg === "-").length > 1) return Stream.fail(usage("- (standard input) may be given once"))
+  return Stream.concat(
     Stream.flatMap(Stream.fromIterable(args), (arg) => (arg === "-" ? fromFile("-") : Stream.succeed(arg))),
     personsFile === undefined ? Stream.empty : fromFile(personsFile)
   )
+}
 
 /** The SHA-256 of a file's bytes, hex: what a checkpoint records of its input instead of the PersonUids. */
 export const sha256OfFile = (path: string): Effect.Effect<string, CliError> =>

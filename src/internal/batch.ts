@@ -25,7 +25,10 @@ export interface Entry<A> {
 
 /** How a batch runs. */
 export interface Options {
-  /** Calls in flight at once. Default: the client's `maxConcurrentRequests`. */
+  /**
+   * Calls in flight at once. Default, and most: the client's `maxConcurrentRequests` (beyond it,
+   * calls would wait for a turn while their deadline runs).
+   */
   readonly concurrency?: number | undefined
   /** Transport failures in a row after which the rest are skipped. Default 10. */
   readonly stopAfterTransportFailures?: number | undefined
@@ -66,8 +69,10 @@ export const many = <P, A, E, R>(
   defaultConcurrency: number
 ): Stream.Stream<Entry<A>, E | InvalidRequest, R> => {
   const refuse = (field: string, reason: string) => Stream.fail(new InvalidRequest({ operation, field, reason }))
-  const concurrency = options?.concurrency ?? defaultConcurrency
-  if (!positiveInteger(concurrency, 100_000)) return refuse("concurrency", "must be a whole number from 1 to 100000")
+  const asked = options?.concurrency ?? defaultConcurrency
+  if (!positiveInteger(asked, 100_000)) return refuse("concurrency", "must be a whole number from 1 to 100000")
+  // More would only wait for the client's bound on requests in flight, their deadline running.
+  const concurrency = Math.min(asked, defaultConcurrency)
   const stopAfter = options?.stopAfterTransportFailures ?? DEFAULT_STOP_AFTER_TRANSPORT_FAILURES
   if (!positiveInteger(stopAfter, Number.MAX_SAFE_INTEGER)) {
     return refuse("stopAfterTransportFailures", "must be a whole number, 1 or more")

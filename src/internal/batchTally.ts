@@ -51,7 +51,9 @@ export const stopReasonOf = (
       // A PersonUid is this person's; the operation, the schema and the date range are everyone's.
       return error.field === "personUid" ? undefined : "InvalidRequest"
     case "TransportError":
-      return transportFailuresInARow >= stopAfterTransportFailures ? "TransportFailures" : undefined
+      return error.reason !== "ResponseTooLarge" && transportFailuresInARow >= stopAfterTransportFailures
+        ? "TransportFailures"
+        : undefined
     default:
       return undefined
   }
@@ -65,7 +67,10 @@ export const succeeded = (tally: Tally): Tally => ({
 
 /** A person failed; the first failure that would hit everyone stops the batch (later ones keep that reason). */
 export const failed = (tally: Tally, error: ClinicalError, stopAfterTransportFailures: number): Tally => {
-  const inARow = error._tag === "TransportError" ? tally.transportFailuresInARow + 1 : 0
+  // A body too large is this person's; the others say the host cannot be reached.
+  const inARow = error._tag === "TransportError" && error.reason !== "ResponseTooLarge"
+    ? tally.transportFailuresInARow + 1
+    : 0
   const reason = tally.stop === undefined ? stopReasonOf(error, inARow, stopAfterTransportFailures) : undefined
   return {
     ...tally,
