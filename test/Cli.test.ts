@@ -511,6 +511,27 @@ describe("effect-clinical data commands: what review broke", { timeout: 60_000 }
     expect((await mock.counters()).medicationRequests).toBe(before)
   })
 
+  it("a server's escape sequences never reach the terminal", async () => {
+    const hostile = await MockClinicalServer.start()
+    try {
+      const sequence = "\u001b]0;owned\u0007\u001b[2J"
+      await hostile.injectFaults("medications", [
+        MockClinicalServer.Fault.status(400, {
+          body: JSON.stringify({ Success: false, ErrorType: sequence, ErrorMessage: `bad ${sequence}` })
+        }),
+        MockClinicalServer.Fault.status(400, {
+          body: JSON.stringify({ Success: false, ErrorType: sequence, ErrorMessage: `bad ${sequence}` })
+        })
+      ])
+      const ran = await Cli.run(["medications", ELEANOR!.personUid, MARCUS!.personUid], { env: envOf(hostile.url) })
+      expect(ran.code).toBe(1)
+      expect(ran.stdout).toContain("bad ?]0;owned??[2J")
+      expect(ran.stdout + ran.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
+    } finally {
+      await hostile.close()
+    }
+  })
+
   it("a reader that stops early (| head -1) ends the output quietly", async () => {
     const persons = file("many.txt", Array.from({ length: 50 }, (_, i) => UIDS[i % 3]!).join("\n"))
     const ran = await new Promise<{ status: string; stderr: string }>((resolve) => {

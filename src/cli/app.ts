@@ -175,9 +175,9 @@ const entryTable = ({ index, outcome }: Entry): string => {
         ? `${title}: no items`
         : `${title}: ${Render.count(outcome.result.items.length, "item")}\n${Render.itemsTable(outcome.result.items)}`
     case "Failure":
-      return `${title}: failed: ${outcome.error.message}`
+      return `${title}: failed: ${Render.printable(outcome.error.message)}`
     case "Skipped":
-      return `${title}: not sent (the batch stopped: ${outcome.stop.error.message})`
+      return `${title}: not sent (the batch stopped: ${Render.printable(outcome.stop.error.message)})`
   }
 }
 

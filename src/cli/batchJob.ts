@@ -286,7 +286,9 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
         `failures this run: ${[...failures].map(([kind, count]) => `${count} ${kind}`).join(", ")}` +
         ` (each with its error in ${job.out})`
       ]),
-      ...(stop === undefined ? [] : [`stopped early: ${STOP_WORDS[stop.reason]}: ${stop.error.message}`]),
+      ...(stop === undefined
+        ? []
+        : [`stopped early: ${STOP_WORDS[stop.reason]}: ${Render.printable(stop.error.message)}`]),
       ...(retryLater === 0 ? [] : [
         `${Render.count(retryLater, "person")} failed for a cause that may go away or were not sent: ` +
         `fix the cause and run the same command with --resume to send them again`

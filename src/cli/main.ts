@@ -12,6 +12,7 @@ import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import { cli } from "./app.js"
 import { describeCause, exitCodeOfCause, hideTypedValues } from "./outcome.js"
+import { printable } from "./render.js"
 
 const wantsStack = process.env.CLINICAL_STACK === "1"
 
@@ -34,7 +35,7 @@ const program = guarded(Effect.suspend(() => cli(process.argv))).pipe(
   Effect.tapErrorCause((cause) =>
     Effect.sync(() => {
       const text = wantsStack && !Cause.isInterruptedOnly(cause) ? Cause.pretty(cause) : describeCause(cause)
-      if (text !== undefined) process.stderr.write(`error: ${text}\n`)
+      if (text !== undefined) process.stderr.write(`error: ${printable(text)}\n`)
     })
   ),
   Effect.provide(NodeContext.layer),

@@ -4,6 +4,12 @@
  */
 import type { ClinicalError } from "../ClinicalError.js"
 
+/**
+ * Text a server wrote, safe to print to a terminal: control characters (an escape sequence could
+ * rewrite the screen or the title) shown as `?`; line breaks kept.
+ */
+export const printable = (text: string): string => text.replace(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/g, "?")
+
 /** Longest cell of a table; longer values are cut with `…` (`--json` prints them whole). */
 const MAX_CELL = 40
 
@@ -16,7 +22,7 @@ const cell = (value: unknown): string => {
     ? JSON.stringify(value)
     : String(value)
   // One line per row: a newline or tab in a value would break the columns.
-  const flat = text.replace(/[\r\n\t]+/g, " ")
+  const flat = printable(text.replace(/[\r\n\t]+/g, " "))
   return flat.length > MAX_CELL ? `${flat.slice(0, MAX_CELL - 1)}…` : flat
 }
 
@@ -46,7 +52,7 @@ export const itemsTable = (items: ReadonlyArray<Readonly<Record<string, unknown>
 /** Name and value pairs, one per line, names aligned. */
 export const fields = (pairs: ReadonlyArray<readonly [string, string]>): string => {
   const width = Math.max(...pairs.map(([name]) => name.length))
-  return pairs.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join("\n")
+  return pairs.map(([name, value]) => `${name.padEnd(width)}  ${printable(value)}`).join("\n")
 }
 
 /** An error as JSON: its tag, its message and its fields (every one safe to print: see `ClinicalError`). */
