@@ -24,7 +24,9 @@ export default mergeConfig(
         "test/Arguments.test.ts",
         "test/Privacy.test.ts",
         "test/Batch.test.ts",
-        "test/Checkpoint.test.ts"
+        "test/Checkpoint.test.ts",
+        "test/CallPolicy.test.ts",
+        "test/Workers.test.ts"
       ],
       reporters: ["default"],
       outputFile: {}

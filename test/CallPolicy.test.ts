@@ -1,0 +1,77 @@
+/**
+ * A call's attempts as a pure step function (`internal/callPolicy`): the deadline's edges, decided
+ * in one place, as tables. (The effectful loop around it is tested in Resilience.test.ts.)
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { ClinicalError } from "effect-clinical"
+import * as CallPolicy from "../src/internal/callPolicy.js"
+
+const policy: CallPolicy.Policy = { maxRetries: 3, baseDelayMillis: 100, maxDelayMillis: 1_000, resendable: true }
+const at = { operation: "medications", method: "POST", url: "http://h/p" }
+const busy = (retryAfterMillis: number) => new ClinicalError.ServerError({ ...at, status: 503, retryAfterMillis })
+const failed = (error: ClinicalError.ClinicalError): CallPolicy.Outcome => ({ _tag: "Failed", error, sent: true })
+
+describe("callPolicy.next: a wait is started only if it ends before the deadline", () => {
+  const progress = CallPolicy.begin(0, 10_000)
+  it("a Retry-After ending 1 ms before the deadline: retry after it", () => {
+    const step = CallPolicy.next(policy, progress, failed(busy(9_999)), 0, 0)
+    expect(step).toMatchObject({ _tag: "Retry", delayMillis: 9_999, cause: "503" })
+  })
+  it("a Retry-After ending exactly at the deadline: fail now, with the error that asked for it", () => {
+    const step = CallPolicy.next(policy, progress, failed(busy(10_000)), 0, 0)
+    expect(step).toEqual({ _tag: "Fail", progress, error: busy(10_000) })
+  })
+  it("the same wait asked later in the call: fail once now + wait reaches the deadline", () => {
+    expect(CallPolicy.next(policy, progress, failed(busy(4_000)), 5_999, 0)._tag).toBe("Retry")
+    expect(CallPolicy.next(policy, progress, failed(busy(4_000)), 6_000, 0)._tag).toBe("Fail")
+  })
+})
+
+describe("callPolicy.next: answers", () => {
+  const progress = CallPolicy.begin(0, 10_000)
+  it("a 2xx whose body reads is Done with its status and JSON", () => {
+    const step = CallPolicy.next(
+      policy,
+      progress,
+      { _tag: "Answered", status: 200, read: { _tag: "Right", right: { a: 1 } } },
+      0,
+      0
+    )
+    expect(step).toEqual({ _tag: "Done", progress, status: 200, json: { a: 1 } })
+  })
+  it("a body that does not read is its error, retried or not by its kind", () => {
+    const error = new ClinicalError.ResponseDecodeError({ ...at, status: 200, reason: "r" })
+    const step = CallPolicy.next(
+      policy,
+      progress,
+      { _tag: "Answered", status: 200, read: { _tag: "Left", left: error } },
+      0,
+      0
+    )
+    expect(step).toEqual({ _tag: "Fail", progress, error })
+  })
+})
+
+describe("callPolicy.budget: what an attempt has left", () => {
+  const progress = CallPolicy.begin(0, 10_000)
+  it("at the deadline exactly, or after: none", () => {
+    expect(CallPolicy.budget(progress, 10_000, 5_000)).toEqual({ _tag: "Passed" })
+    expect(CallPolicy.budget(progress, 10_001, 5_000)).toEqual({ _tag: "Passed" })
+  })
+  it("1 ms before: 1 ms, the deadline deciding", () => {
+    expect(CallPolicy.budget(progress, 9_999, 5_000)).toEqual({
+      _tag: "Left",
+      remainingMillis: 1,
+      timeoutMillis: 1,
+      byDeadline: true
+    })
+  })
+  it("far from it: the attempt timeout", () => {
+    expect(CallPolicy.budget(progress, 0, 5_000)).toEqual({
+      _tag: "Left",
+      remainingMillis: 10_000,
+      timeoutMillis: 5_000,
+      byDeadline: false
+    })
+  })
+})
