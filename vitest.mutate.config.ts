@@ -25,8 +25,7 @@ export default mergeConfig(
         "test/Privacy.test.ts",
         "test/Batch.test.ts",
         "test/Checkpoint.test.ts",
-        "test/CallPolicy.test.ts",
-        "test/Workers.test.ts"
+        "test/CallPolicy.test.ts"
       ],
       reporters: ["default"],
       outputFile: {}
