@@ -25,7 +25,8 @@ export default mergeConfig(
         "test/Privacy.test.ts",
         "test/Batch.test.ts",
         "test/Checkpoint.test.ts",
-        "test/CallPolicy.test.ts"
+        "test/CallPolicy.test.ts",
+        "test/PersonRequest.test.ts"
       ],
       reporters: ["default"],
       outputFile: {}

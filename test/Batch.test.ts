@@ -275,6 +275,12 @@ describe("batchTally: when a failure stops a batch", () => {
     ],
     ["a data host answers 400: this person", new ClinicalError.BadRequest({ ...at, status: 400 }), 0, undefined],
     [
+      "the token endpoint answers Success:false",
+      new ClinicalError.ApiError({ ...at, operation: "token", status: 200, errorType: null, errorMessage: null }),
+      0,
+      "CredentialsRefused"
+    ],
+    [
       "Success:false for a person",
       new ClinicalError.ApiError({ ...at, status: 200, errorType: "X", errorMessage: null }),
       0,

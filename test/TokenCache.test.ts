@@ -115,6 +115,17 @@ describe("decide", () => {
     expect(TokenCache.decide(fromServer, HARD)).toEqual({ _tag: "FailFast", error: serverError(503, 3_000) })
   })
 
+  it("the error a caller fails fast with says where the endpoint is, as the endpoint's own did", () => {
+    const at = { method: "POST", url: "https://auth.example.test/api/Server/Token" }
+    const error = new ClinicalError.RateLimited({ operation: "token", ...at, status: 429, retryAfterMillis: 9_000 })
+    const state: State = { _tag: "Throttled", generation: 0, cached: undefined, until: 5_000, error }
+    const decision = TokenCache.decide(state, 1_000)
+    expect(decision).toEqual({
+      _tag: "FailFast",
+      error: new ClinicalError.RateLimited({ operation: "token", ...at, status: 429, retryAfterMillis: 4_000 })
+    })
+  })
+
   it("fresh is decide's first rule, without the lock", () => {
     expect(TokenCache.fresh(valid, SOFT - 1)).toBe("t1")
     expect(TokenCache.fresh(valid, SOFT)).toBeUndefined()

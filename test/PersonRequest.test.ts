@@ -1,0 +1,43 @@
+/**
+ * The body of a request about one person, checked before anything is sent
+ * (`internal/personRequest`): what is written, and each refusal by field and reason.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Either, Redacted } from "effect"
+import { personRequest } from "../src/internal/personRequest.js"
+
+const refusal = (result: ReturnType<typeof personRequest>) =>
+  Either.isLeft(result) ? { field: result.left.field, reason: result.left.reason } : undefined
+
+describe("personRequest", () => {
+  it("writes personuid and the dates, and hands the PersonUid back redacted", () => {
+    const request = personRequest("medications", "uid-1", { startDate: "2024-01-01", endDate: "2024-01-01" })
+    if (Either.isLeft(request)) throw request.left
+    expect(Redacted.value(request.right.body)).toBe(
+      `{"personuid":"uid-1","StartDate":"2024-01-01","EndDate":"2024-01-01"}`
+    )
+    expect(Redacted.isRedacted(request.right.personUid())).toBe(true)
+    expect(Redacted.value(request.right.personUid())).toBe("uid-1")
+    const given = Redacted.make("uid-2")
+    const fromRedacted = personRequest("medications", given, undefined)
+    expect(Either.isRight(fromRedacted) && fromRedacted.right.personUid()).toBe(given)
+  })
+
+  it("one date alone is fine, either one", () => {
+    expect(Either.isRight(personRequest("medications", "uid", { startDate: "2024-05-01" }))).toBe(true)
+    expect(Either.isRight(personRequest("medications", "uid", { endDate: "2024-05-01" }))).toBe(true)
+    expect(Either.isRight(personRequest("medications", "uid", null))).toBe(true)
+  })
+
+  it("refuses, by field and reason", () => {
+    expect(refusal(personRequest("medications", "uid", 5 as never))).toEqual({
+      field: "options",
+      reason: "must be an object such as { startDate, endDate }"
+    })
+    expect(refusal(personRequest("medications", "uid", { startDate: "2024-05-02", endDate: "2024-05-01" }))).toEqual({
+      field: "startDate",
+      reason: "is after endDate"
+    })
+    expect(refusal(personRequest("medications", "bad uid", undefined))?.field).toBe("personUid")
+  })
+})
