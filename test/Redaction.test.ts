@@ -91,3 +91,28 @@ describe("scrub", () => {
     expect(scrub(`a ${longest} b`, [longest])).toBe("a <redacted> b")
   })
 })
+
+describe("scrub: each way a character of a secret may be written", () => {
+  const cases: ReadonlyArray<readonly [string, string, string]> = [
+    ["a non-ASCII character as a JSON \\u escape", "café-secret-1", "caf\\u00e9-secret-1"],
+    ["a non-ASCII character percent-encoded", "café-secret-1", "caf%C3%A9-secret-1"],
+    ["a slash JSON-escaped", "a/b-secret-12", "a\\/b-secret-12"],
+    ["a quote JSON-escaped", `a"b-secret-12`, `a\\"b-secret-12`],
+    ["a backslash JSON-escaped", "a\\b-secret-12", "a\\\\b-secret-12"],
+    ["a space form-encoded", "a b-secret-12", "a+b-secret-12"]
+  ]
+  for (const [name, secret, echoed] of cases) {
+    it(name, () => {
+      expect(scrub(`before ${echoed} after`, [secret])).toBe("before <redacted> after")
+    })
+  }
+
+  it("a plus sign is a space's form only: other characters are not matched by it", () => {
+    expect(scrub("x+y-secret-12", ["xzy-secret-12"])).toBe("x+y-secret-12")
+  })
+
+  it("no secret, or an empty one, leaves the text as it is", () => {
+    expect(scrub("Stryker was here", [])).toBe("Stryker was here")
+    expect(scrub("abc", [""])).toBe("abc")
+  })
+})
