@@ -16,8 +16,10 @@ import type { HttpError } from "../ClinicalError.js"
 import * as Transport from "../HttpTransport.js"
 import { HttpTransport } from "../HttpTransport.js"
 import { send } from "../internal/attempt.js"
+import { dataHeaders } from "../internal/authorizedPost.js"
 import { field, isRecord, parse } from "../internal/json.js"
 import { scrub } from "../internal/redaction.js"
+import { isTokenRejected } from "../internal/response.js"
 import { readTokenResponse, tokenRequest } from "../internal/tokenRequest.js"
 import * as PersonData from "../PersonData.js"
 import { configProvider } from "./environment.js"
@@ -154,12 +156,7 @@ export const run = (
       const request: Transport.TransportRequest = {
         method,
         url,
-        headers: {
-          "Content-Type": "application/json",
-          "Accept-Encoding": "identity",
-          Authorization: Redacted.make(`Bearer ${Redacted.value(token)}`),
-          ApplicationId: config.applicationId
-        },
+        headers: dataHeaders(config, Redacted.make(`Bearer ${Redacted.value(token)}`)),
         ...(body === undefined ? {} : { body: Redacted.make(JSON.stringify(body)) }),
         maxResponseBytes: config.maxResponseBytes,
         timeoutMillis: Duration.toMillis(config.requestTimeout)
@@ -171,14 +168,14 @@ export const run = (
     const first = yield* obtainToken
     const second = yield* obtainToken
     const unknownWithFirst = yield* dataRequest("POST", first.issued.token, { PersonUid: UNKNOWN_PERSON })
-    const firstRefused = unknownWithFirst.response.status === 401 || unknownWithFirst.response.status === 419
+    const firstRefused = isTokenRejected(unknownWithFirst.response.status)
     const unknown = firstRefused
       ? yield* dataRequest("POST", second.issued.token, { PersonUid: UNKNOWN_PERSON })
       : unknownWithFirst
     const unknownAnswer = answerOf(unknown.response, unknown.secrets)
     const newTokenRevokesPrevious = !firstRefused
       ? false
-      : unknownAnswer.status === 401 || unknownAnswer.status === 419
+      : isTokenRejected(unknownAnswer.status)
       ? null
       : true
     if (newTokenRevokesPrevious === null) {

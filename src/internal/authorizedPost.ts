@@ -59,6 +59,18 @@ export interface Call {
   readonly resendable: boolean
 }
 
+/** The headers of every data request: JSON, the bearer token and the ApplicationId, both redacted. */
+export const dataHeaders = (
+  config: ClinicalConfig.Service,
+  authorization: Redacted.Redacted<string>
+): Readonly<Record<string, HttpTransport.WireValue>> => ({
+  "Content-Type": "application/json",
+  // No compression: nothing to inflate, so nothing to inflate without bound.
+  "Accept-Encoding": "identity",
+  Authorization: authorization,
+  ApplicationId: config.applicationId
+})
+
 /** Makes one call and returns its JSON body, or the typed error it ended in. */
 export type AuthorizedPost = (call: Call) => Effect.Effect<JsonResponse, ClinicalError>
 
@@ -144,13 +156,7 @@ export const make = (
   ): HttpTransport.TransportRequest => ({
     method: "POST",
     url: call.url,
-    headers: {
-      "Content-Type": "application/json",
-      // No compression: nothing to inflate, so nothing to inflate without bound.
-      "Accept-Encoding": "identity",
-      Authorization: token.authorization,
-      ApplicationId: config.applicationId
-    },
+    headers: dataHeaders(config, token.authorization),
     body: call.body,
     maxResponseBytes: config.maxResponseBytes,
     timeoutMillis
