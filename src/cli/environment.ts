@@ -35,9 +35,14 @@ export const configProvider = (file: Option.Option<string>): Effect.Effect<Confi
       }))
   })
 
-/** The whole client over undici, its settings from the environment (and the file). */
-export const client = (file: Option.Option<string>) =>
+/** `layer` with its settings read from the environment (and the file). */
+export const withSettings = <A, E>(
+  file: Option.Option<string>,
+  layer: Layer.Layer<A, E>
+): Layer.Layer<A, E | CliError> =>
   Layer.unwrapEffect(
-    Effect.map(configProvider(file), (provider) =>
-      ClinicalClient.layerUndiciConfig().pipe(Layer.provide(Layer.setConfigProvider(provider))))
+    Effect.map(configProvider(file), (provider) => layer.pipe(Layer.provide(Layer.setConfigProvider(provider))))
   )
+
+/** The whole client over undici, its settings from the environment (and the file). */
+export const client = (file: Option.Option<string>) => withSettings(file, ClinicalClient.layerUndiciConfig())

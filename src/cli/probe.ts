@@ -22,7 +22,7 @@ import { scrub } from "../internal/redaction.js"
 import { isTokenRejected } from "../internal/response.js"
 import { readTokenResponse, tokenRequest } from "../internal/tokenRequest.js"
 import * as PersonData from "../PersonData.js"
-import { configProvider } from "./environment.js"
+import { withSettings } from "./environment.js"
 import * as Render from "./render.js"
 
 /** The most requests a probe makes: two tokens, five data requests. */
@@ -253,9 +253,4 @@ export const render = (report: Report): string => {
 
 /** The settings and the transport a probe needs (no token cache: it asks for its tokens itself). */
 export const layer = (envFile: Option.Option<string>) =>
-  Layer.unwrapEffect(
-    Effect.map(configProvider(envFile), (provider) =>
-      Layer.merge(ClinicalConfig.layerConfig, Transport.layerUndici()).pipe(
-        Layer.provide(Layer.setConfigProvider(provider))
-      ))
-  )
+  withSettings(envFile, Layer.merge(ClinicalConfig.layerConfig, Transport.layerUndici()))
