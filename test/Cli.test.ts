@@ -462,7 +462,14 @@ describe("effect-clinical batch: what review broke", { timeout: 60_000 }, () => 
 
   it("a refused date or --concurrency exits 2 and creates no file", async () => {
     const persons = personsFile("review2.txt", 3)
-    for (const extra of [["--start-date", "2024-13-01"], ["--concurrency", "0"], ["--concurrency", "1000000"]]) {
+    for (
+      const extra of [
+        ["--start-date", "2024-13-01"],
+        ["--start-date", "2024-05-02", "--end-date", "2024-05-01"],
+        ["--concurrency", "0"],
+        ["--concurrency", "1000000"]
+      ]
+    ) {
       const out = Path.join(dir, `review2-${extra.join("")}.ndjson`)
       const ran = await Cli.run(["batch", "medications", "--persons-file", persons, "--out", out, ...extra], {
         env: envOf(mock.url)

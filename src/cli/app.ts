@@ -16,7 +16,8 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import * as ClinicalConfig from "../ClinicalConfig.js"
 import type { ClinicalError } from "../ClinicalError.js"
-import * as validate from "../internal/validate.js"
+import { refusedOption } from "../internal/batch.js"
+import { dateRange } from "../internal/personRequest.js"
 import * as PersonAuthentication from "../PersonAuthentication.js"
 import * as PersonData from "../PersonData.js"
 import * as MockClinicalServer from "../testing/MockClinicalServer.js"
@@ -300,15 +301,18 @@ const batch = Command.make("batch", {
     if (!(every >= 0.05 && every <= 86_400)) {
       return yield* Effect.fail(usage("--progress-every must be from 0.05 to 86400 seconds"))
     }
-    // Checked before any file is created: a refused option leaves nothing behind.
+    // Checked by the library's own rules before any file is created: a refused option leaves
+    // nothing behind.
     const concurrency = Option.getOrUndefined(options.concurrency)
-    if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= 100_000)) {
-      return yield* Effect.fail(usage("--concurrency must be a whole number from 1 to 100000"))
-    }
-    for (const [flag, date] of [["--start-date", options.startDate], ["--end-date", options.endDate]] as const) {
-      if (Option.isSome(date) && Either.isLeft(validate.calendarDate(date.value))) {
-        return yield* Effect.fail(usage(`${flag} must be a real day, YYYY-MM-DD`))
-      }
+    const startDate = Option.getOrUndefined(options.startDate)
+    const endDate = Option.getOrUndefined(options.endDate)
+    const refused = refusedOption({ concurrency })
+    if (refused !== undefined) return yield* Effect.fail(usage(`--${refused[0]} ${refused[1]}`))
+    const range = dateRange({ startDate, endDate })
+    if (Either.isLeft(range)) {
+      return yield* Effect.fail(
+        usage(`--${range.left[0] === "startDate" ? "start-date" : "end-date"} ${range.left[1]}`)
+      )
     }
     yield* BatchJob.run({
       operation,
@@ -316,8 +320,8 @@ const batch = Command.make("batch", {
       out: options.out,
       resume: options.resume,
       concurrency,
-      startDate: Option.getOrUndefined(options.startDate),
-      endDate: Option.getOrUndefined(options.endDate),
+      startDate,
+      endDate,
       interactive,
       progressEvery: Duration.millis(every * 1000)
     })

@@ -57,6 +57,24 @@ const iterate = <P>(input: Iterable<P>): IterableIterator<P> => {
   return iterable
 }
 
+/** The batch option that is refused (its name and why), or `undefined`: for `many`, and for a caller checking first. */
+export const refusedOption = (options: Options | undefined): readonly [string, string] | undefined => {
+  // `null` (from JavaScript) means the default, as `undefined` does.
+  const concurrency = options?.concurrency ?? undefined
+  if (concurrency !== undefined && !positiveInteger(concurrency, 100_000)) {
+    return ["concurrency", "must be a whole number from 1 to 100000"]
+  }
+  const stopAfter = options?.stopAfterTransportFailures ?? undefined
+  if (stopAfter !== undefined && !positiveInteger(stopAfter, Number.MAX_SAFE_INTEGER)) {
+    return ["stopAfterTransportFailures", "must be a whole number, 1 or more"]
+  }
+  const onProgress = options?.onProgress
+  if (onProgress !== undefined && typeof onProgress !== "function") {
+    return ["onProgress", "must be a function"]
+  }
+  return undefined
+}
+
 /**
  * Runs `call` for every person of `input` (an iterable, read lazily, or a Stream). The options are
  * checked first: a refused one fails the stream with `InvalidRequest`, before anything is sent.
@@ -68,19 +86,22 @@ export const many = <P, A, E, R>(
   options: Options | undefined,
   defaultConcurrency: number
 ): Stream.Stream<Entry<A>, E | InvalidRequest, R> => {
-  const refuse = (field: string, reason: string) => Stream.fail(new InvalidRequest({ operation, field, reason }))
-  const asked = options?.concurrency ?? defaultConcurrency
-  if (!positiveInteger(asked, 100_000)) return refuse("concurrency", "must be a whole number from 1 to 100000")
-  // More would only wait for the client's bound on requests in flight, their deadline running.
-  const concurrency = Math.min(asked, defaultConcurrency)
-  const stopAfter = options?.stopAfterTransportFailures ?? DEFAULT_STOP_AFTER_TRANSPORT_FAILURES
-  if (!positiveInteger(stopAfter, Number.MAX_SAFE_INTEGER)) {
-    return refuse("stopAfterTransportFailures", "must be a whole number, 1 or more")
+  const refused = refusedOption(options)
+  if (refused !== undefined) {
+    return Stream.fail(new InvalidRequest({ operation, field: refused[0], reason: refused[1] }))
   }
+  // More would only wait for the client's bound on requests in flight, their deadline running.
+  const concurrency = Math.min(options?.concurrency ?? defaultConcurrency, defaultConcurrency)
+  const stopAfter = options?.stopAfterTransportFailures ?? DEFAULT_STOP_AFTER_TRANSPORT_FAILURES
   const onProgress = options?.onProgress
-  if (onProgress !== undefined && typeof onProgress !== "function") return refuse("onProgress", "must be a function")
   if (!isStream<P, E, R>(input) && !isIterable<P>(input)) {
-    return refuse("personUids", "must be an iterable (an array, a Set, a generator) or a Stream")
+    return Stream.fail(
+      new InvalidRequest({
+        operation,
+        field: "personUids",
+        reason: "must be an iterable (an array, a Set, a generator) or a Stream"
+      })
+    )
   }
   // An iterable is read a few persons ahead of the calls, not whole: a generator of millions is fine.
   const source = isStream<P, E, R>(input)

@@ -25,6 +25,34 @@ export interface PersonRequest {
   readonly personUid: () => Redacted.Redacted<string>
 }
 
+const noDates: Either.Either<{ StartDate?: string; EndDate?: string }, readonly [string, string]> = Either.right({})
+
+/**
+ * The date range as the body writes it (`StartDate`, `EndDate`: `YYYY-MM-DD`), or the field that is
+ * refused and why: for every request, and for a caller checking a batch's range first.
+ */
+export const dateRange = (
+  range: DateRange | null | undefined
+): Either.Either<{ StartDate?: string; EndDate?: string }, readonly [string, string]> => {
+  // Most requests have no range: no allocation for them (this runs on every call).
+  if (range?.startDate === undefined && range?.endDate === undefined) return noDates
+  const written: { StartDate?: string; EndDate?: string } = {}
+  if (range?.startDate !== undefined) {
+    const start = calendarDate(range.startDate)
+    if (Either.isLeft(start)) return Either.left(["startDate", start.left])
+    written.StartDate = start.right
+  }
+  if (range?.endDate !== undefined) {
+    const end = calendarDate(range.endDate)
+    if (Either.isLeft(end)) return Either.left(["endDate", end.left])
+    written.EndDate = end.right
+  }
+  if (written.StartDate !== undefined && written.EndDate !== undefined && written.StartDate > written.EndDate) {
+    return Either.left(["startDate", "is after endDate"])
+  }
+  return Either.right(written)
+}
+
 /**
  * Checks the inputs and writes the body `{"personuid": ..., "StartDate"?: ..., "EndDate"?: ...}`
  * (the interface spells `personuid` so; the service binds names case-insensitively).
@@ -32,29 +60,18 @@ export interface PersonRequest {
 export const personRequest = (
   operation: Operation,
   personUid: PersonUidInput,
-  range: DateRange | null | undefined
+  dates: DateRange | null | undefined
 ): Either.Either<PersonRequest, InvalidRequest> => {
   const refuse = (field: string, reason: string) => Either.left(new InvalidRequest({ operation, field, reason }))
   const uid = visibleAscii(reveal(personUid), MAX_PERSON_UID_LENGTH)
   if (Either.isLeft(uid)) return refuse("personUid", uid.left)
   // JavaScript callers: `null` means no options; anything else that is not an object is a mistake.
-  if (range !== undefined && range !== null && typeof range !== "object") {
+  if (dates !== undefined && dates !== null && typeof dates !== "object") {
     return refuse("options", "must be an object such as { startDate, endDate }")
   }
-  const body: { personuid: string; StartDate?: string; EndDate?: string } = { personuid: uid.right }
-  if (range?.startDate !== undefined) {
-    const start = calendarDate(range.startDate)
-    if (Either.isLeft(start)) return refuse("startDate", start.left)
-    body.StartDate = start.right
-  }
-  if (range?.endDate !== undefined) {
-    const end = calendarDate(range.endDate)
-    if (Either.isLeft(end)) return refuse("endDate", end.left)
-    body.EndDate = end.right
-  }
-  if (body.StartDate !== undefined && body.EndDate !== undefined && body.StartDate > body.EndDate) {
-    return refuse("startDate", "is after endDate")
-  }
+  const range = dateRange(dates)
+  if (Either.isLeft(range)) return refuse(range.left[0], range.left[1])
+  const body = { personuid: uid.right, ...range.right }
   return Either.right({
     body: Redacted.make(JSON.stringify(body)),
     personUid: Redacted.isRedacted(personUid) ? () => personUid : () => Redacted.make(uid.right)
