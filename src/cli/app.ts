@@ -189,12 +189,13 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
     (options) =>
       Effect.gen(function*() {
         const chosen = options.json ? "json" : options.ndjson ? "ndjson" : options.format
-        // Each person's PersonUid by position, to take it out of what the service answered.
+        // Each person's PersonUid by position, until its answer is in: to take it out of that answer.
         const personUids = new Map<number, string>()
+        let given = 0
         const input = Stream.map(
           Persons.fromArguments(options.persons, Option.getOrUndefined(options.personsFile)),
           (personUid) => {
-            personUids.set(personUids.size, personUid)
+            personUids.set(given++, personUid)
             return personUid
           }
         )
@@ -203,15 +204,19 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
             startDate: Option.getOrUndefined(options.startDate),
             endDate: Option.getOrUndefined(options.endDate)
           }),
-          ({ index, outcome }): Entry => ({
-            index,
-            outcome: outcome._tag === "Success"
+          ({ index, outcome }): Entry => {
+            const personUid = personUids.get(index) ?? ""
+            personUids.delete(index)
+            return outcome._tag === "Success"
               ? {
-                _tag: "Success",
-                result: { ...outcome.result, items: scrubItems(outcome.result.items, personUids.get(index) ?? "") }
+                index,
+                outcome: {
+                  _tag: "Success",
+                  result: { ...outcome.result, items: scrubItems(outcome.result.items, personUid) }
+                }
               }
-              : outcome
-          })
+              : { index, outcome }
+          }
         )
         let count = 0
         let failures = 0

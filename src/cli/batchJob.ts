@@ -20,7 +20,7 @@ import { constants, createReadStream } from "node:fs"
 import { type FileHandle, open, readFile, rename, stat, writeFile } from "node:fs/promises"
 import { createInterface } from "node:readline"
 import type { ClinicalError } from "../ClinicalError.js"
-import { stopReasonOf } from "../internal/batchTally.js"
+import { initial, progressOf, stopReasonOf } from "../internal/batchTally.js"
 import * as PersonData from "../PersonData.js"
 import { type Checkpoint, isFinal, keptLine, mismatch, resultLine } from "./checkpoint.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
@@ -198,15 +198,7 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     )
 
     const startedAt = yield* Clock.currentTimeMillis
-    const latest = yield* Ref.make<PersonData.Progress>({
-      done: 0,
-      succeeded: 0,
-      failed: 0,
-      skipped: 0,
-      elapsedMillis: 0,
-      perSecond: 0,
-      stopped: undefined
-    })
+    const latest = yield* Ref.make<PersonData.Progress>(progressOf(initial, 0))
     const failures = new Map<string, number>()
     let stop: { readonly reason: PersonData.StopReason; readonly error: ClinicalError } | undefined
     let retryLater = 0
@@ -233,7 +225,8 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
           return resultLine(position, { outcome: "Success", items: scrubItems(outcome.result.items, personUid) })
         case "Failure": {
           const error = outcome.error
-          failures.set(failureKind(error), (failures.get(failureKind(error)) ?? 0) + 1)
+          const kind = failureKind(error)
+          failures.set(kind, (failures.get(kind) ?? 0) + 1)
           if (stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
             stop ??= { reason: "CredentialsRefused", error }
           }
