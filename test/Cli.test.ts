@@ -651,5 +651,19 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
     expect(token?.code).toBe(0)
     expect(JSON.parse(token!.stdout).host).toBe(url)
     expect(ran.code).toBe(130)
+    // What it prints to try it: the demo ApplicationId and the invented persons.
+    expect(ran.stdout).toContain(`Demo ApplicationId (the mock's own, not a credential): ${APP}`)
+    for (const person of MockClinicalServer.fixturePersons) {
+      expect(ran.stdout).toContain(`${person.personUid}  ${person.passCode}  ${person.dateOfBirth}`)
+    }
+    expect(ran.stdout).toContain(`CLINICAL_BASE_URL=${url} CLINICAL_APPLICATION_ID=${APP}`)
+  })
+
+  it("a port that is not one is a usage error: --port, or PORT", async () => {
+    const flag = await Cli.run(["mock-server", "--port", "http"])
+    expect(flag.code).toBe(2)
+    const variable = await Cli.run(["mock-server"], { env: { PORT: "70000" } })
+    expect(variable.code).toBe(2)
+    expect(variable.stderr).toContain("the port must be an integer from 0 to 65535")
   })
 })

@@ -210,41 +210,4 @@ describe.concurrent("examples", () => {
     },
     60_000
   )
-
-  it("mock-server.ts serves the mock and prints its URL, the demo ApplicationId and the fixture persons", async () => {
-    const child = spawn("node_modules/.bin/tsx", ["examples/mock-server.ts", "--port", "0"], { env })
-    let stdout = ""
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no banner within 50 s: ${stdout}`)), 50_000)
-        child.stdout.on("data", (chunk: Buffer) => {
-          stdout += chunk.toString("utf8")
-          if (stdout.includes("npm start")) {
-            clearTimeout(timer)
-            resolve()
-          }
-        })
-      })
-      const url = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1]
-      expect(url).toBeDefined()
-      expect(stdout).toContain(`Demo ApplicationId: ${MockClinicalServer.demoApplicationId}`)
-      for (const person of MockClinicalServer.fixturePersons) expect(stdout).toContain(person.personUid)
-      // It really serves: a token request answers.
-      const response = await fetch(`${url}/api/Server/Token`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ ApplicationId: MockClinicalServer.demoApplicationId })
-      })
-      expect(response.status).toBe(200)
-      expect(response.headers.get("token_expires")).toMatch(/GMT$/)
-    } finally {
-      child.kill()
-    }
-  }, 60_000)
-
-  it("mock-server.ts refuses a bad port", async () => {
-    const run = await tsx("examples/mock-server.ts", "--port", "http")
-    expect(run.code).toBe(2)
-    expect(run.stderr).toContain("The port must be an integer")
-  }, 60_000)
 })

@@ -399,6 +399,11 @@ const mockServer = Command.make("mock-server", {
     for (const person of mock.persons) {
       yield* Console.log(`  ${person.displayName}: ${person.personUid}  ${person.passCode}  ${person.dateOfBirth}`)
     }
+    yield* Console.log(
+      `\nTry: CLINICAL_BASE_URL=${baseUrl} CLINICAL_APPLICATION_ID=${MockClinicalServer.demoApplicationId} \\
+` +
+        `  CLINICAL_PERSON_UIDS=${mock.persons[0]!.personUid} npm start`
+    )
     return yield* Effect.never
   }).pipe(Effect.scoped)).pipe(
     Command.withDescription(
