@@ -14,9 +14,11 @@ import { isGuid } from "./validate.js"
 /** Longest piece of foreign text kept in an error. */
 export const MAX_TEXT = 500
 
-const REPLACEMENT = "<redacted>"
+/** What stands in the place of a secret. */
+export const REPLACEMENT = "<redacted>"
 
-const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
+/** `text` as a regular expression that matches it literally. */
+export const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
 
 const hex = (code: number, width: number): string => code.toString(16).padStart(width, "0")
 
