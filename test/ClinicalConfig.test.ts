@@ -22,6 +22,10 @@ describe("ClinicalConfig.layer", () => {
       expect(config.baseUrl).toBe("https://openapi.intelichart.com")
       expect(config.authUrl).toBe("https://openapi.intelichart.com")
       expect(config.tokenPath).toBe("/api/Server/Token")
+      // Authenticate is documented on both hosts: the data host unless told otherwise.
+      expect(config.authenticateUrl).toBe("https://openapi.intelichart.com")
+      expect(config.authenticatePath).toBe("/api/Server/Authenticate")
+      expect(config.dateOfBirthFormat).toBe("MM/DD/YYYY")
       expect(Redacted.value(config.applicationId)).toBe(APPLICATION_ID)
       expect(Duration.toMillis(config.tokenTimeout)).toBe(10_000)
       expect(Duration.toMillis(config.requestTimeout)).toBe(30_000)
@@ -79,6 +83,13 @@ describe("ClinicalConfig.layer", () => {
     }, "applicationId"],
     ["a tokenPath without a leading slash", { tokenPath: "api/Server/Token" }, "tokenPath"],
     ["a tokenPath with a query", { tokenPath: "/token?x=1" }, "tokenPath"],
+    ["an authenticateUrl over http", { authenticateUrl: "http://openapi.example.org" }, "authenticateUrl"],
+    [
+      "an authenticatePath without a leading slash",
+      { authenticatePath: "api/Server/Authenticate" },
+      "authenticatePath"
+    ],
+    ["a dateOfBirthFormat without a day", { dateOfBirthFormat: "YYYY/MM" }, "dateOfBirthFormat"],
     ["a zero tokenTimeout", { tokenTimeout: 0 }, "tokenTimeout"],
     ["a nonsense requestTimeout", { requestTimeout: "soon" as Duration.DurationInput }, "requestTimeout"],
     ["an infinite requestTimeout", { requestTimeout: Duration.infinity }, "requestTimeout"],
@@ -129,6 +140,9 @@ describe("ClinicalConfig.layerConfig", () => {
         CLINICAL_AUTH_URL: "https://openapiauthtest.intelichart.com",
         CLINICAL_APPLICATION_ID: APPLICATION_ID,
         CLINICAL_TOKEN_PATH: "/api/server/token",
+        CLINICAL_AUTHENTICATE_URL: "https://openapiauthtest.intelichart.com",
+        CLINICAL_AUTHENTICATE_PATH: "/api/server/authenticate",
+        CLINICAL_DATE_OF_BIRTH_FORMAT: "YYYY-MM-DD",
         CLINICAL_TOKEN_TIMEOUT: "3 seconds",
         CLINICAL_REQUEST_TIMEOUT: "4 seconds",
         CLINICAL_SOFT_REFRESH_WINDOW: "2 minutes",
@@ -143,6 +157,9 @@ describe("ClinicalConfig.layerConfig", () => {
       })
       expect(config.authUrl).toBe("https://openapiauthtest.intelichart.com")
       expect(config.tokenPath).toBe("/api/server/token")
+      expect(config.authenticateUrl).toBe("https://openapiauthtest.intelichart.com")
+      expect(config.authenticatePath).toBe("/api/server/authenticate")
+      expect(config.dateOfBirthFormat).toBe("YYYY-MM-DD")
       expect(Duration.toMillis(config.tokenTimeout)).toBe(3000)
       expect(Duration.toMillis(config.requestTimeout)).toBe(4000)
       expect(Duration.toMillis(config.softRefreshWindow)).toBe(120_000)

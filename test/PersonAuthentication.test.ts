@@ -191,6 +191,9 @@ describe("PersonAuthentication inputs", () => {
           "   ",
           "EW-2719\nKQ",
           "EW\u0000KQ",
+          // Invisible format characters a paste can bring: a zero-width space, a direction override.
+          "EW\u200b2719",
+          "\u202eEW2719",
           "x".repeat(257),
           2719,
           undefined

@@ -162,8 +162,12 @@ export const formatDay = ({ day, month, year }: Day, format: string): string =>
 /** Longest pass code accepted. */
 export const MAX_PASS_CODE_LENGTH = 256
 
-/** Control characters, DEL, C1 controls, line and paragraph separators: not printable. */
-const NOT_PRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
+/**
+ * Control characters, DEL, C1 controls, line and paragraph separators, and invisible format
+ * characters (zero-width spaces, direction marks and overrides, the BOM: Unicode's Cf): not
+ * printable. A pass code pasted with a zero-width space would be refused by the service anyway.
+ */
+const NOT_PRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\p{Cf}]/u
 
 /** A non-empty string of printable characters (spaces and non-ASCII allowed), at most `maxLength` long. */
 export const printable = (value: unknown, maxLength: number): Either.Either<string, string> => {
@@ -171,7 +175,7 @@ export const printable = (value: unknown, maxLength: number): Either.Either<stri
   if (value.trim().length === 0) return Either.left("is empty")
   if (value.length > maxLength) return Either.left(`is longer than ${maxLength} characters`)
   return NOT_PRINTABLE.test(value)
-    ? Either.left("contains characters that are not printable (control characters or line breaks)")
+    ? Either.left("contains characters that are not printable (control characters, line breaks or invisible ones)")
     : Either.right(value)
 }
 
