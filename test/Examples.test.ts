@@ -82,7 +82,8 @@ describe.concurrent("examples", () => {
         const [set, missing] of [
           [{ CLINICAL_BASE_URL: "https://openapitest.intelichart.com" }, "CLINICAL_APPLICATION_ID is not"],
           [{ CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId }, "CLINICAL_BASE_URL is not"],
-          [{ CLINICAL_PERSON_UIDS: "abc" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"]
+          [{ CLINICAL_PERSON_UIDS: "abc" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"],
+          [{ CLINICAL_TOKEN_PATH: "/api/server/token" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"]
         ] as const
       ) {
         const run = await tsxWith(set, "examples/medications.ts")

@@ -21,6 +21,8 @@ import {
   UnexpectedStatus
 } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { execFile } from "node:child_process"
+import * as Path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import * as Hostile from "./support/HostileServer.js"
 
@@ -238,6 +240,33 @@ describe("AbortSignal", () => {
 })
 
 describe("close", () => {
+  it("a program that closes its client exits by itself, with nothing left running", async () => {
+    const mock = await startMock()
+    // The package as built, in a process of its own: no process.exit, so it ends only when
+    // nothing of the client (sockets, timers, fibers) is left holding the event loop.
+    const program = `
+      import { createClinicalClient } from ${JSON.stringify(Path.resolve(import.meta.dirname, "../dist/promise.js"))}
+      const clinical = createClinicalClient({ baseUrl: process.env.URL, applicationId: process.env.APPLICATION_ID })
+      const { medications } = await clinical.medications(process.env.PERSON_UID)
+      console.log(medications.length)
+      await clinical.close()
+    `
+    // A child that does not end by itself is killed at the timeout, and its exit code is then null.
+    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = execFile(process.execPath, ["--input-type=module", "-e", program], {
+        env: {
+          ...process.env,
+          URL: mock.url,
+          APPLICATION_ID: mock.applicationId,
+          PERSON_UID: mock.persons[0]!.personUid
+        },
+        timeout: 20_000
+      }, (_, stdout) => resolve({ code: child.exitCode, stdout }))
+    })
+    expect(code).toBe(0)
+    expect(stdout.trim()).toBe(String(mock.persons[0]!.medications.length))
+  })
+
   it("calls after close reject with InvalidRequest; close twice is fine", async () => {
     const mock = await startMock()
     const clinical = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })

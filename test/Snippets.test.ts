@@ -10,7 +10,21 @@ import { blocks, markdownFiles, regionText } from "../scripts/snippets.js"
 
 const root = Path.resolve(import.meta.dirname, "..")
 
+/** Languages of blocks that are not TypeScript: shell lines, console sessions (run by test/docs/CliSession.test.ts) and plain output. */
+const UNCHECKED = new Set(["sh", "console", "text", ""])
+
 describe("snippets in README.md and docs/", () => {
+  it("every code block is TypeScript (checked below) or shell, console or plain text: no unchecked JavaScript", () => {
+    for (const file of markdownFiles(root)) {
+      for (const block of blocks(Fs.readFileSync(Path.join(root, file), "utf8"))) {
+        if (block.language === "ts") continue
+        expect(UNCHECKED.has(block.language), `${file}:${block.start + 1} is a \`\`\`${block.language} block`).toBe(
+          true
+        )
+      }
+    }
+  })
+
   for (const file of markdownFiles(root)) {
     const code = blocks(Fs.readFileSync(Path.join(root, file), "utf8")).filter((block) => block.language === "ts")
     if (code.length === 0) continue
