@@ -205,6 +205,22 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
   }
 }
 
+/**
+ * The shared token store (`TokenStore.layerRedis`) could not be used, and its settings say to fail
+ * rather than fall back to a token of this instance's own: it did not answer in time (`Timeout`),
+ * refused or lost the connection (`Unavailable`), or holds a value this instance cannot read, such
+ * as one sealed with another key (`Unreadable`). Retried like a network failure.
+ */
+export class TokenStoreError extends Schema.TaggedError<TokenStoreError>()("TokenStoreError", {
+  operation: Operation,
+  reason: Schema.Literal("Timeout", "Unavailable", "Unreadable"),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation} store ${this.reason.toLowerCase()}: ${this.detail}`
+  }
+}
+
 /** Every failure of a request, as a Schema (for serialising errors across a boundary). */
 export const ClinicalError = Schema.Union(
   InvalidRequest,
@@ -216,7 +232,8 @@ export const ClinicalError = Schema.Union(
   ServerError,
   UnexpectedStatus,
   ResponseDecodeError,
-  ApiError
+  ApiError,
+  TokenStoreError
 )
 
 /** Every failure of a request. */

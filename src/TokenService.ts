@@ -29,6 +29,7 @@ import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
+import * as Crypto from "node:crypto"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type HttpError, InvalidRequest, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
@@ -36,6 +37,8 @@ import * as RetryPolicy from "./internal/retryPolicy.js"
 import * as Telemetry from "./internal/telemetry.js"
 import * as TokenCache from "./internal/tokenCache.js"
 import { type IssuedToken, requestToken, tokenUrl } from "./internal/tokenRequest.js"
+import * as TokenSharing from "./internal/tokenSharing.js"
+import * as TokenStore from "./TokenStore.js"
 
 /** A token ready to use. All times are epoch milliseconds on the local clock. */
 export interface AccessToken {
@@ -55,6 +58,13 @@ export interface AccessToken {
   readonly serverLifetimeMillis: number
   /** The server's clock minus ours, from its `Date` header; `undefined` when it sent none. */
   readonly serverClockSkewMillis: number | undefined
+  /** Where it came from: the token endpoint, or the token store (another instance of the fleet asked for it). */
+  readonly source: "server" | "store"
+  /**
+   * Its number in the token store, the same on every instance sharing it (see `TokenStore`);
+   * `undefined` when it is not in the store (the store was unavailable when it was obtained).
+   */
+  readonly storeGeneration: number | undefined
 }
 
 /** The token cache. */
@@ -99,6 +109,19 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     }
     const policy = RetryPolicy.fromConfig(config)
     const url = tokenUrl(config)
+    const store = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), TokenStore.memory)
+    const sharing = TokenSharing.make({
+      store,
+      key: storeKey(config),
+      owner: Crypto.randomUUID(),
+      limits: {
+        hardWindowMillis: windows.hardWindowMillis,
+        maxLifetimeMillis: Duration.toMillis(config.maxTokenLifetime)
+      },
+      tokenTimeoutMillis: Duration.toMillis(config.tokenTimeout),
+      request: requestToken(config, transport),
+      secrets: [config.applicationId]
+    })
 
     const toCached = (issued: IssuedToken) => (generation: number): TokenCache.Cached<AccessToken> => {
       const at = TokenCache.windowsOf(windows, issued.sentAt, issued.lifetimeMillis)
@@ -113,15 +136,17 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           expiresAt: at.expiresAt,
           lifetimeMillis: issued.lifetimeMillis,
           serverLifetimeMillis: issued.serverLifetimeMillis,
-          serverClockSkewMillis: issued.serverClockSkewMillis
+          serverClockSkewMillis: issued.serverClockSkewMillis,
+          source: issued.source,
+          storeGeneration: issued.storeGeneration
         }
       }
     }
 
     // A background refresh retries as `backgroundStep` says, while callers keep the current token.
-    const requestUntil = (hardAt: number, retry = 1): Effect.Effect<IssuedToken, HttpError> =>
+    const requestUntil = (hardAt: number, held: number | undefined, retry = 1): Effect.Effect<IssuedToken, HttpError> =>
       Effect.catchAll(
-        requestToken(config, transport),
+        sharing.obtain(held),
         (error) =>
           Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, random]) => {
             const step = TokenCache.backgroundStep(policy, error, retry, now, hardAt, random)
@@ -129,7 +154,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             return Effect.logDebug("background token refresh failed; retrying").pipe(
               Effect.annotateLogs({ error: error._tag, delayMillis: Math.round(step.delayMillis) }),
               Effect.zipRight(Effect.sleep(Duration.millis(step.delayMillis))),
-              Effect.zipRight(requestUntil(hardAt, retry + 1))
+              Effect.zipRight(requestUntil(hardAt, held, retry + 1))
             )
           })
       )
@@ -206,9 +231,13 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
 
     // Runs in the layer's scope. Whatever happens to it (success, failure, interruption when the
     // layer closes), the state forgets the refresh and every waiter gets the outcome.
-    const refresh = (deferred: Refresh, reason: TokenCache.Reason, hardAt: number) =>
+    const refresh = (deferred: Refresh, reason: TokenCache.Reason, held: TokenCache.Cached<AccessToken> | undefined) =>
       Metric.increment(Metric.tagged(Telemetry.tokenRefreshes, "reason", reason)).pipe(
-        Effect.zipRight(reason === "soft-window" ? requestUntil(hardAt) : requestToken(config, transport)),
+        Effect.zipRight(
+          reason === "soft-window"
+            ? requestUntil(held?.hardAt ?? 0, held?.token.storeGeneration)
+            : sharing.obtain(held?.token.storeGeneration)
+        ),
         Effect.onExit((exit) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => settle(exit, deferred, reason, now)).pipe(
             Effect.tap(report),
@@ -229,7 +258,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     const start = (current: TokenCache.State<AccessToken, Refresh>, reason: TokenCache.Reason) =>
       Effect.flatMap(Deferred.make<AccessToken, HttpError>(), (deferred) =>
         Effect.as(
-          refresh(deferred, reason, TokenCache.cachedOf(current)?.hardAt ?? 0),
+          refresh(deferred, reason, TokenCache.cachedOf(current)),
           [deferred, TokenCache.started(current, deferred, reason)] as const
         ))
 
@@ -292,12 +321,14 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           return token !== undefined ? Effect.succeed(token) : Effect.flatMap(decide(now), follow(maxWaitMillis))
         }))
 
+    // The store first, so that the refresh that follows cannot find the refused token there.
     const invalidate = (token: AccessToken): Effect.Effect<void> =>
-      SynchronizedRef.update(
-        state,
-        (current) =>
-          typeof token === "object" && token !== null ? TokenCache.invalidated(current, token.generation) : current
-      )
+      typeof token === "object" && token !== null
+        ? Effect.zipRight(
+          token.storeGeneration === undefined ? Effect.void : sharing.invalidate(token.storeGeneration),
+          SynchronizedRef.update(state, (current) => TokenCache.invalidated(current, token.generation))
+        )
+        : Effect.void
 
     // The call path passes a plain number of milliseconds: no Duration is decoded on it.
     const getWithin = (maxWait: Duration.DurationInput): Effect.Effect<AccessToken, HttpError | InvalidRequest> => {
@@ -316,6 +347,19 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     return TokenService.of({ get: acquire(undefined), getWithin, invalidate })
   }
 )
+
+/**
+ * The token store's name for a client's token: a hash of where tokens come from and of the
+ * ApplicationId (in one letter case), so that clients of one application share it and the store
+ * never holds the ApplicationId itself.
+ */
+export const storeKey = (config: Context.Tag.Service<ClinicalConfig>): string =>
+  Crypto.createHash("sha256")
+    .update(
+      `effect-clinical token\n${tokenUrl(config).toLowerCase()}\n${Redacted.value(config.applicationId).toLowerCase()}`
+    )
+    .digest("hex")
+    .slice(0, 32)
 
 /** The token cache, over the `HttpTransport` and `ClinicalConfig` the application provides. */
 export const layer: Layer.Layer<TokenService, never, ClinicalConfig | HttpTransport> = Layer.scoped(TokenService, make)

@@ -28,3 +28,6 @@ export * as PersonData from "./PersonData.js"
 
 /** The bearer token, cached and kept fresh. */
 export * as TokenService from "./TokenService.js"
+
+/** Where the token is shared among the instances of a fleet: in memory (the default) or Redis. */
+export * as TokenStore from "./TokenStore.js"

@@ -46,6 +46,7 @@ export {
   ResponseDecodeError,
   ServerError,
   TokenExpired,
+  TokenStoreError,
   TransportError,
   Unauthorized,
   UnexpectedStatus

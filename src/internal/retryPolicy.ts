@@ -25,7 +25,8 @@ const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504])
 
 /**
  * Why a failure may be retried (the label of the retries metric), or `undefined` when it must not
- * be: transport failures and attempt timeouts, 429, 500, 502, 503 and 504. A passed deadline, an
+ * be: transport failures and attempt timeouts, 429, 500, 502, 503 and 504, a token store that did
+ * not answer. A passed deadline, an
  * oversized body, any 4xx but 429 and every decode or envelope failure end the call.
  */
 export const retryCause = (error: ClinicalError): string | undefined => {
@@ -35,6 +36,9 @@ export const retryCause = (error: ClinicalError): string | undefined => {
     case "RateLimited":
     case "ServerError":
       return RETRIED_STATUSES.has(error.status) ? String(error.status) : undefined
+    case "TokenStoreError":
+      // A shared store that did not answer, under `onUnavailable: "fail"`: it may be back soon.
+      return error.reason === "Unreadable" ? undefined : "token-store"
     default:
       return undefined
   }

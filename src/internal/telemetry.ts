@@ -51,3 +51,15 @@ export const attemptsPerCall = Metric.histogram(
   MetricBoundaries.linear({ start: 1, width: 1, count: 8 }),
   "Attempts per call, by operation"
 )
+
+/** Failed operations of the shared token store, by `reason` (Timeout, Unavailable, Unreadable). */
+export const tokenStoreFailures = Metric.counter("clinical_token_store_failures_total", {
+  description: "Token store operations that failed or timed out, by reason",
+  incremental: true
+})
+
+/** Tokens taken from the shared token store instead of requested from the token endpoint. */
+export const tokensFromStore = Metric.counter("clinical_token_store_adopted_total", {
+  description: "Tokens taken from the shared token store (published by another instance)",
+  incremental: true
+})

@@ -39,6 +39,10 @@ export interface IssuedToken {
   readonly serverLifetimeMillis: number
   /** Server `Date` minus the local time the response arrived; `undefined` without a `Date` header. */
   readonly serverClockSkewMillis: number | undefined
+  /** Where it came from: the token endpoint, or the shared token store (another instance asked for it). */
+  readonly source: "server" | "store"
+  /** Its generation in the token store; `undefined` when it was not published there. */
+  readonly storeGeneration: number | undefined
 }
 
 /** Where token requests go. */
@@ -104,7 +108,9 @@ export const readTokenResponse = (
       sentAt,
       lifetimeMillis: Math.min(serverLifetimeMillis, Duration.toMillis(config.maxTokenLifetime)),
       serverLifetimeMillis,
-      serverClockSkewMillis: Option.isSome(serverDate) ? serverDate.value - receivedAt : undefined
+      serverClockSkewMillis: Option.isSome(serverDate) ? serverDate.value - receivedAt : undefined,
+      source: "server",
+      storeGeneration: undefined
     }
   })
 

@@ -1,0 +1,203 @@
+/**
+ * The token store on Redis: four keys per token (names carry a hash, never the ApplicationId),
+ * each operation one command or one Lua script, so each is atomic on the server.
+ *
+ * | key | holds |
+ * |---|---|
+ * | `{prefix}:{hash}:token` | the entry (JSON, or sealed), with a TTL of the token's time left |
+ * | `{prefix}:{hash}:generation` | the number of the last token published (no TTL) |
+ * | `{prefix}:{hash}:lease` | the id of the instance fetching a token, with a TTL |
+ *
+ * The `{hash}` braces are a Redis Cluster hash tag: the three keys of a token live on one node, as
+ * a script needs.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Crypto from "node:crypto"
+import { TokenStoreError } from "../ClinicalError.js"
+import type { OnUnavailable, Service, Snapshot } from "../TokenStore.js"
+import { decode, encode, type SealingKey } from "./storedEntry.js"
+
+/**
+ * What the library needs of a Redis client: send one command, run one Lua script. Build one with
+ * `TokenStore.ioredis` or `TokenStore.nodeRedis`, or write your own in a few lines.
+ */
+export interface RedisCommands {
+  /** Sends one command, e.g. `["SET", "k", "v", "NX", "PX", "1000"]`, and resolves with Redis's reply. */
+  readonly send: (command: ReadonlyArray<string>) => Promise<unknown>
+  /** Runs a Lua script (EVALSHA, then EVAL if Redis does not have it yet) and resolves with its reply. */
+  readonly script: (
+    script: RedisScript,
+    keys: ReadonlyArray<string>,
+    args: ReadonlyArray<string>
+  ) => Promise<unknown>
+}
+
+/** A Lua script and its SHA-1, as EVALSHA wants it. */
+export interface RedisScript {
+  readonly source: string
+  readonly sha1: string
+}
+
+/** A script ready for `RedisCommands.script`. */
+export const redisScript = (source: string): RedisScript => ({
+  source,
+  sha1: Crypto.createHash("sha1").update(source).digest("hex")
+})
+
+const isNoScript = (error: unknown): boolean =>
+  typeof (error as { readonly message?: unknown } | null)?.message === "string" &&
+  (error as { readonly message: string }).message.startsWith("NOSCRIPT")
+
+/** The port over any function that sends one command: scripts by EVALSHA, loaded by EVAL when missing. */
+export const fromSend = (send: (command: ReadonlyArray<string>) => Promise<unknown>): RedisCommands => ({
+  send,
+  script: async (script, keys, args) => {
+    const rest = [String(keys.length), ...keys, ...args]
+    try {
+      return await send(["EVALSHA", script.sha1, ...rest])
+    } catch (error) {
+      if (!isNoScript(error)) throw error
+      return send(["EVAL", script.source, ...rest])
+    }
+  }
+})
+
+/** The settings of a Redis store, already checked. */
+export interface Settings {
+  readonly keyPrefix: string
+  readonly sealingKey: SealingKey | undefined
+  readonly timeoutMillis: number
+  readonly retryAfterMillis: number
+  readonly onUnavailable: OnUnavailable
+}
+
+/** The token, its TTL, the last generation and the lease's TTL, in one step. */
+const READ = redisScript(`
+local entry = redis.call('GET', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+local generation = redis.call('GET', KEYS[2])
+local lease = redis.call('EXISTS', KEYS[3])
+return {entry, ttl, generation, lease}
+`)
+
+/** Compare-and-set on the generation: a publisher who read an older one loses. Gives the lease back either way. */
+const PUBLISH = redisScript(`
+if redis.call('GET', KEYS[3]) == ARGV[4] then redis.call('DEL', KEYS[3]) end
+local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+if current ~= tonumber(ARGV[1]) then return {0, current} end
+local generation = current + 1
+redis.call('SET', KEYS[2], generation)
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return {1, generation}
+`)
+
+/** Drops the token only if the last generation is still the one refused. */
+const INVALIDATE = redisScript(`
+if tonumber(redis.call('GET', KEYS[2]) or '0') == tonumber(ARGV[1]) then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+/** Gives the lease back only if its holder is still `owner`. */
+const RELEASE = redisScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+/** The message of whatever the client threw, for an error's detail (scrubbed and cut by the caller). */
+const messageOf = (cause: unknown): string =>
+  cause instanceof Error ? cause.message : typeof cause === "string" ? cause : "the Redis client failed"
+
+const failed = (detail: string) => new TokenStoreError({ operation: "token", reason: "Unavailable", detail })
+
+const unreadable = (detail: string) => new TokenStoreError({ operation: "token", reason: "Unreadable", detail })
+
+/** A generation as Redis returns it (a bulk string or an integer); `undefined` when it is neither. */
+const generationOf = (value: unknown): number | undefined => {
+  if (value === null || value === undefined) return 0
+  const n = typeof value === "number"
+    ? value
+    : typeof value === "string" && /^\d{1,15}$/.test(value)
+    ? Number(value)
+    : NaN
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined
+}
+
+/** Reads a reply of READ into a snapshot, or the reason it cannot be read. */
+export const snapshotOf = (
+  reply: unknown,
+  sealingKey: SealingKey | undefined,
+  name: string
+): Either.Either<Snapshot, TokenStoreError> => {
+  if (!Array.isArray(reply) || reply.length !== 4) {
+    return Either.left(unreadable("the store's reply is not the expected list"))
+  }
+  const [value, ttl, generationReply, lease] = reply as [unknown, unknown, unknown, unknown]
+  const generation = generationOf(generationReply)
+  if (generation === undefined) return Either.left(unreadable("the stored generation is not a number"))
+  const leased = lease === 1 || lease === "1"
+  const remainingMillis = typeof ttl === "number" ? ttl : Number(ttl)
+  // No value, or no TTL (-1: written by hand, it would never expire): nothing usable is stored.
+  if (typeof value !== "string" || !(remainingMillis > 0)) {
+    return Either.right({ stored: undefined, generation, leased })
+  }
+  return Either.map(
+    Either.mapLeft(decode(value, sealingKey, name), unreadable),
+    (entry) => ({ stored: { entry, generation, remainingMillis }, generation, leased })
+  )
+}
+
+/** The store over a Redis port. */
+export const make = (redis: RedisCommands, settings: Settings): Service => {
+  const names = (key: string) => {
+    const base = `${settings.keyPrefix}:{${key}}`
+    return { token: `${base}:token`, generation: `${base}:generation`, lease: `${base}:lease` }
+  }
+  const call = <A>(run: () => Promise<A>): Effect.Effect<A, TokenStoreError> =>
+    Effect.tryPromise({ try: run, catch: (cause) => failed(messageOf(cause)) })
+
+  return {
+    read: (key) => {
+      const { generation, lease, token } = names(key)
+      return Effect.flatMap(
+        call(() => redis.script(READ, [token, generation, lease], [])),
+        (reply) => snapshotOf(reply, settings.sealingKey, token)
+      )
+    },
+    acquireLease: (key, owner, ttlMillis) =>
+      Effect.map(
+        call(() => redis.send(["SET", names(key).lease, owner, "NX", "PX", String(Math.ceil(ttlMillis))])),
+        (reply) => reply === "OK"
+      ),
+    releaseLease: (key, owner) => Effect.asVoid(call(() => redis.script(RELEASE, [names(key).lease], [owner]))),
+    publish: (key, expected, entry, ttlMillis, owner) => {
+      const { generation, lease, token } = names(key)
+      const value = encode(entry, settings.sealingKey, token)
+      return Effect.flatMap(
+        call(() =>
+          redis.script(PUBLISH, [token, generation, lease], [
+            String(expected),
+            value,
+            String(Math.ceil(ttlMillis)),
+            owner
+          ])
+        ),
+        (reply) => {
+          if (!Array.isArray(reply) || reply.length !== 2) {
+            return Effect.fail(unreadable("the store's reply to a publication is not the expected list"))
+          }
+          const published = generationOf(reply[1])
+          if (published === undefined) return Effect.fail(unreadable("the stored generation is not a number"))
+          return Effect.succeed(Number(reply[0]) === 1 ? published : undefined)
+        }
+      )
+    },
+    invalidate: (key, generation) => {
+      const keys = names(key)
+      return Effect.asVoid(call(() => redis.script(INVALIDATE, [keys.token, keys.generation], [String(generation)])))
+    },
+    timeoutMillis: settings.timeoutMillis,
+    retryAfterMillis: settings.retryAfterMillis,
+    onUnavailable: settings.onUnavailable
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * A token as a shared store holds it: one string, JSON, sealed with AES-256-GCM when the
+ * application gives a key. The token is a secret at rest: whoever can read the store but not the
+ * key learns nothing, and cannot plant a token of their own (the seal authenticates it, bound to
+ * the key name it was written under). Reading never throws: a value that does not read is a reason.
+ */
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+import * as Crypto from "node:crypto"
+import { MAX_TOKEN_LENGTH, visibleAscii } from "./validate.js"
+
+/** What is stored of a token, besides its generation and its time left (the store keeps those). */
+export interface Entry {
+  readonly token: Redacted.Redacted<string>
+  /** The lifetime used (after the cap), in ms: with the time left, it places the refresh windows. */
+  readonly lifetimeMillis: number
+  /** The lifetime the server gave, in ms. */
+  readonly serverLifetimeMillis: number
+  /** The token server's clock minus the publisher's, in ms; `undefined` when it sent no `Date`. */
+  readonly serverClockSkewMillis: number | undefined
+}
+
+/** A 32-byte AES-256-GCM key. */
+export type SealingKey = Redacted.Redacted<Uint8Array>
+
+const SEALED = "sealed:v1:"
+const IV_BYTES = 12
+const TAG_BYTES = 16
+
+/**
+ * A sealing key from what an application holds: 32 bytes, or their base64 (44 characters) or hex
+ * (64 characters), plain or `Redacted`. The reason never shows the value.
+ */
+export const sealingKey = (value: unknown): Either.Either<SealingKey, string> => {
+  const raw = Redacted.isRedacted(value) ? Redacted.value(value) : value
+  let bytes: Uint8Array | undefined
+  if (raw instanceof Uint8Array) bytes = raw
+  else if (typeof raw === "string") {
+    const text = raw.trim()
+    if (/^[0-9a-fA-F]{64}$/.test(text)) bytes = Buffer.from(text, "hex")
+    else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) bytes = Buffer.from(text, "base64")
+  }
+  return bytes !== undefined && bytes.length === 32
+    ? Either.right(Redacted.make(Uint8Array.from(bytes)))
+    : Either.left("must be 32 bytes: a Uint8Array, or their base64 (44 characters) or hex (64 characters)")
+}
+
+const isMillis = (value: unknown): value is number =>
+  typeof value === "number" && Number.isFinite(value) && value > 0 && value <= Number.MAX_SAFE_INTEGER
+
+/** The entry as one string; sealed under `key`, bound to `name` (the key name it is written under). */
+export const encode = (entry: Entry, key: SealingKey | undefined, name: string): string => {
+  const json = JSON.stringify({
+    token: Redacted.value(entry.token),
+    lifetimeMillis: entry.lifetimeMillis,
+    serverLifetimeMillis: entry.serverLifetimeMillis,
+    serverClockSkewMillis: entry.serverClockSkewMillis ?? null
+  })
+  if (key === undefined) return json
+  const iv = Crypto.randomBytes(IV_BYTES)
+  const cipher = Crypto.createCipheriv("aes-256-gcm", Redacted.value(key), iv)
+  cipher.setAAD(Buffer.from(name, "utf8"))
+  const sealed = Buffer.concat([iv, cipher.update(json, "utf8"), cipher.final(), cipher.getAuthTag()])
+  return `${SEALED}${sealed.toString("base64")}`
+}
+
+const open = (text: string, key: SealingKey, name: string): Either.Either<string, string> => {
+  if (!text.startsWith(SEALED)) return Either.left("the stored token is not sealed, and this instance seals")
+  const sealed = Buffer.from(text.slice(SEALED.length), "base64")
+  if (sealed.length <= IV_BYTES + TAG_BYTES) return Either.left("the stored token's seal is cut short")
+  try {
+    const decipher = Crypto.createDecipheriv("aes-256-gcm", Redacted.value(key), sealed.subarray(0, IV_BYTES))
+    decipher.setAAD(Buffer.from(name, "utf8"))
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES))
+    const body = sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)
+    return Either.right(Buffer.concat([decipher.update(body), decipher.final()]).toString("utf8"))
+  } catch {
+    return Either.left("the stored token's seal does not open with this key (another sealing key, or tampered)")
+  }
+}
+
+/** An entry from its stored string, or why it cannot be read (never the value itself). */
+export const decode = (text: string, key: SealingKey | undefined, name: string): Either.Either<Entry, string> => {
+  if (key === undefined && text.startsWith(SEALED)) {
+    return Either.left("the stored token is sealed, and this instance has no sealing key")
+  }
+  const json = key === undefined ? Either.right(text) : open(text, key, name)
+  if (Either.isLeft(json)) return Either.left(json.left)
+  let value: unknown
+  try {
+    value = JSON.parse(json.right)
+  } catch {
+    return Either.left("the stored token is not JSON")
+  }
+  if (typeof value !== "object" || value === null) return Either.left("the stored token is not a JSON object")
+  const { lifetimeMillis, serverClockSkewMillis, serverLifetimeMillis, token } = value as Record<string, unknown>
+  // A token goes into a header: whoever wrote the store must not be able to inject one.
+  if (Either.isLeft(visibleAscii(token, MAX_TOKEN_LENGTH))) return Either.left("the stored token is not header-safe")
+  if (!isMillis(lifetimeMillis) || !isMillis(serverLifetimeMillis)) {
+    return Either.left("the stored token's lifetime is not a positive number")
+  }
+  const skew = serverClockSkewMillis === null || serverClockSkewMillis === undefined
+    ? undefined
+    : typeof serverClockSkewMillis === "number" && Number.isFinite(serverClockSkewMillis)
+    ? serverClockSkewMillis
+    : null
+  if (skew === null) return Either.left("the stored token's clock skew is not a number")
+  return Either.right({
+    token: Redacted.make(token as string),
+    lifetimeMillis,
+    serverLifetimeMillis,
+    serverClockSkewMillis: skew
+  })
+}
