@@ -176,12 +176,11 @@ export const ioredis = (client: IoredisLike): RedisCommands =>
 
 /** What the library uses of a `redis` (node-redis 4 or 5) client. */
 export interface NodeRedisLike {
-  readonly sendCommand: (args: Array<string>) => Promise<unknown>
+  readonly sendCommand: (args: ReadonlyArray<string>) => Promise<unknown>
 }
 
 /** The port over a `redis` (node-redis) client the application created (and connects and closes). */
-export const nodeRedis = (client: NodeRedisLike): RedisCommands =>
-  fromSend((command) => client.sendCommand([...command]))
+export const nodeRedis = (client: NodeRedisLike): RedisCommands => fromSend((command) => client.sendCommand(command))
 
 /** What {@link layerRedis} takes. */
 export interface RedisOptions {

@@ -1,0 +1,192 @@
+/**
+ * A fleet: separate Node processes (test/support/fleetWorker.ts), each with its own client and its
+ * own Redis connection (half ioredis, half node-redis), sharing one token through a real
+ * redis-server, against the mock served over loopback. What is counted is what the mock saw.
+ */
+import { MockClinicalServer } from "effect-clinical/testing"
+import { Redis } from "ioredis"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Path from "node:path"
+import * as Readline from "node:readline"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import * as RedisServer from "./support/RedisServer.js"
+
+const root = Path.resolve(import.meta.dirname, "..")
+
+let redis: RedisServer.RedisServer
+beforeAll(async () => {
+  redis = await RedisServer.start()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+
+interface Report {
+  readonly succeeded: number
+  readonly failed: Readonly<Record<string, number>>
+}
+
+interface Worker {
+  readonly child: ChildProcess
+  readonly send: (line: string) => void
+  readonly report: Promise<Report>
+}
+
+const running: Array<ChildProcess> = []
+afterEach(async () => {
+  for (const child of running.splice(0)) child.kill("SIGKILL")
+  const admin = new Redis(redis.port, "127.0.0.1")
+  await admin.flushall()
+  admin.disconnect()
+})
+
+/** Starts one instance and resolves once it is connected and waiting for `go`. */
+const startWorker = (index: number, env: Record<string, string>): Promise<Worker> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "test/support/fleetWorker.ts"], {
+      cwd: root,
+      env: {
+        ...process.env,
+        REDIS_PORT: String(redis.port),
+        REDIS_CLIENT: index % 2 === 0 ? "ioredis" : "node-redis",
+        ...env
+      },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    running.push(child)
+    let stderr = ""
+    child.stderr!.on("data", (chunk) => (stderr += chunk))
+    let resolveReport: (report: Report) => void
+    const report = new Promise<Report>((res) => (resolveReport = res))
+    const lines = Readline.createInterface({ input: child.stdout! })
+    lines.on("line", (line) => {
+      if (line === "ready") resolve({ child, send: (text) => child.stdin!.write(`${text}\n`), report })
+      else if (line.startsWith("{")) resolveReport(JSON.parse(line) as Report)
+    })
+    child.once("exit", (code) => {
+      if (code !== 0) reject(new Error(`worker ${index} exited with ${code}: ${stderr}`))
+    })
+  })
+
+/** `count` instances, ready; `go` is sent to all at once by the caller. */
+const fleet = (count: number, env: Record<string, string>) =>
+  Promise.all(Array.from({ length: count }, (_, i) => startWorker(i, env)))
+
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
+
+const baseEnv = (mock: MockClinicalServer.Started, extra: Record<string, string>) => ({
+  MOCK_URL: mock.url,
+  APPLICATION_ID: mock.applicationId,
+  PERSON_UIDS: mock.persons.map((person) => person.personUid).join(","),
+  ...extra
+})
+
+describe("a fleet of 8 processes sharing one token through Redis", () => {
+  it("8 processes x 250 concurrent calls on a cold store: exactly one token request", async () => {
+    const mock = await MockClinicalServer.start()
+    try {
+      const workers = await fleet(8, baseEnv(mock, { CALLS: "250", CONCURRENCY: "250" }))
+      for (const worker of workers) worker.send("go")
+      const reports = await Promise.all(workers.map((worker) => worker.report))
+      expect(reports.map((report) => report.succeeded)).toEqual(Array(8).fill(250))
+      expect(reports.every((report) => Object.keys(report.failed).length === 0)).toBe(true)
+      expect((await mock.counters()).tokenRequests).toBe(1)
+    } finally {
+      await mock.close()
+    }
+  }, 60_000)
+
+  it(
+    "a service that revokes on issue, fleet-wide revocations, several lifetimes: every call succeeds, no ping-pong",
+    async () => {
+      const lifetimeMillis = 1500
+      const softWindowMillis = 300
+      const mock = await MockClinicalServer.start({ revokeOnIssue: true, tokenLifetime: lifetimeMillis })
+      try {
+        const workers = await fleet(
+          8,
+          baseEnv(mock, {
+            CALLS: "1250",
+            CONCURRENCY: "4",
+            CLIENT_SETTINGS: JSON.stringify({
+              softRefreshWindow: `${softWindowMillis} millis`,
+              hardRefreshWindow: "100 millis"
+            })
+          })
+        )
+        const started = Date.now()
+        for (const worker of workers) worker.send("go")
+        let revocations = 0
+        let done = false
+        const reports = Promise.all(workers.map((worker) => worker.report)).finally(() => (done = true))
+        // Revocations two seconds apart: never within a few milliseconds of a refresh (every 1.2 s
+        // after a token is issued), where a call could meet two refusals in a row by chance.
+        while (!done) {
+          await Promise.race([sleep(2000), reports])
+          if (done) break
+          await mock.revokeAllTokens()
+          revocations++
+        }
+        const elapsed = Date.now() - started
+        const all = await reports
+        expect(all.map((report) => report.failed)).toEqual(Array(8).fill({}))
+        expect(all.reduce((sum, report) => sum + report.succeeded, 0)).toBe(10_000)
+        // A token is refreshed once per usable lifetime (its lifetime less the soft window).
+        const lifetimes = Math.ceil(elapsed / (lifetimeMillis - softWindowMillis))
+        const { tokenRequests } = await mock.counters()
+        expect(lifetimes).toBeGreaterThanOrEqual(3)
+        expect(tokenRequests).toBeLessThanOrEqual(revocations + lifetimes + 1)
+        console.log(
+          `fleet: 10,000 calls in ${elapsed} ms, ${revocations} revocations, ${lifetimes} lifetimes, ${tokenRequests} token requests`
+        )
+      } finally {
+        await mock.close()
+      }
+    },
+    120_000
+  )
+
+  it("Redis killed mid-run: calls go on succeeding alone, and sharing resumes when Redis is back", async () => {
+    const mock = await MockClinicalServer.start()
+    try {
+      const workers = await fleet(
+        8,
+        baseEnv(mock, { CALLS: "0", CONCURRENCY: "2", STORE_SETTINGS: JSON.stringify({ retryAfter: "500 millis" }) })
+      )
+      for (const worker of workers) worker.send("go")
+      await sleep(500)
+      expect((await mock.counters()).tokenRequests).toBe(1)
+
+      await redis.kill()
+      const beforeOutage = (await mock.counters()).tokenRequests
+      await mock.revokeAllTokens()
+      await sleep(1000)
+      const alone = (await mock.counters()).tokenRequests - beforeOutage
+      // Each instance asked for its own token (none could share).
+      expect(alone).toBeGreaterThan(1)
+      expect(alone).toBeLessThanOrEqual(8)
+
+      await redis.restart()
+      // Every instance is connected again, and past its pause.
+      const admin = new Redis(redis.port, "127.0.0.1")
+      for (let i = 0; i < 100; i++) {
+        const clients = ((await admin.call("CLIENT", "LIST")) as string).trim().split("\n").length
+        if (clients >= 9) break
+        await sleep(100)
+      }
+      admin.disconnect()
+      await sleep(1000)
+      const beforeRevocation = (await mock.counters()).tokenRequests
+      await mock.revokeAllTokens()
+      await sleep(1000)
+      expect((await mock.counters()).tokenRequests - beforeRevocation).toBe(1)
+
+      for (const worker of workers) worker.send("stop")
+      const reports = await Promise.all(workers.map((worker) => worker.report))
+      expect(reports.map((report) => report.failed)).toEqual(Array(8).fill({}))
+      expect(reports.every((report) => report.succeeded > 0)).toBe(true)
+    } finally {
+      await mock.close()
+    }
+  }, 120_000)
+})

@@ -1,0 +1,281 @@
+/**
+ * TokenStore.layerRedis on a real redis-server, through both clients the library adapts (ioredis
+ * and node-redis): the store's atomic steps, what lands in Redis (key names, the sealed value, the
+ * TTL), a hostile or misconfigured Redis, Redis frozen, and a paused leaseholder. The fleet of
+ * processes is in test/Fleet.test.ts.
+ */
+import { Deferred, Effect, Either, Exit, Fiber, Layer, Redacted, Scope } from "effect"
+import { ClinicalClient, HttpTransport, TokenService, TokenStore } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
+import { Redis } from "ioredis"
+import { createClient } from "redis"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import * as Leaks from "./support/Leaks.js"
+import * as RedisServer from "./support/RedisServer.js"
+
+let server: RedisServer.RedisServer
+beforeAll(async () => {
+  server = await RedisServer.start()
+})
+afterAll(async () => {
+  await server?.stop()
+})
+
+/** A Redis connection of each kind, as the docs recommend configuring it: no queue while disconnected. */
+const connect = {
+  ioredis: async () => {
+    const client = new Redis(server.port, "127.0.0.1", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false
+    })
+    await client.connect()
+    return { redis: TokenStore.ioredis(client), close: () => client.disconnect() }
+  },
+  "node-redis": async () => {
+    const client = createClient({ url: server.url, disableOfflineQueue: true })
+    client.on("error", () => {})
+    await client.connect()
+    return { redis: TokenStore.nodeRedis(client), close: () => client.destroy() }
+  }
+} as const
+
+const opened: Array<{ close: () => unknown }> = []
+afterEach(async () => {
+  for (const connection of opened.splice(0)) await connection.close()
+  const admin = await connect.ioredis()
+  await admin.redis.send(["FLUSHALL"])
+  admin.close()
+})
+
+const open = async (kind: keyof typeof connect) => {
+  const connection = await connect[kind]()
+  opened.push(connection)
+  return connection
+}
+
+const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
+
+const storeOf = (redis: TokenStore.RedisCommands, options: Partial<TokenStore.RedisOptions> = {}) =>
+  Either.getOrThrow(TokenStore.redis({ redis, ...options }))
+
+const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
+const TOKEN = "RXhhbXBsZVRva2VuLU9uZS1Ud28tVGhyZWU=.QS1CK0MvRA==/+="
+const KEY = "0123456789abcdef0123456789abcdef"
+
+const entry: TokenStore.Entry = {
+  token: Redacted.make(TOKEN),
+  lifetimeMillis: 3_600_000,
+  serverLifetimeMillis: 3_600_000,
+  serverClockSkewMillis: -250
+}
+
+for (const kind of ["ioredis", "node-redis"] as const) {
+  describe(`TokenStore over ${kind}`, () => {
+    it("each step is atomic and fenced: the lease, the compare-and-set, the compare-and-invalidate", async () => {
+      const { redis } = await open(kind)
+      const store = storeOf(redis)
+      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 0, leased: false })
+      expect(await run(store.acquireLease(KEY, "a", 5000))).toBe(true)
+      expect(await run(store.acquireLease(KEY, "b", 5000))).toBe(false)
+      await run(store.releaseLease(KEY, "b")) // not b's to give back
+      expect((await run(store.read(KEY))).leased).toBe(true)
+      expect(await run(store.publish(KEY, 0, entry, 60_000, "a"))).toBe(1)
+      const read = await run(store.read(KEY))
+      expect(read).toMatchObject({ generation: 1, leased: false, stored: { generation: 1 } })
+      expect(read.stored!.entry).toEqual(entry)
+      expect(Redacted.value(read.stored!.entry.token)).toBe(TOKEN)
+      expect(read.stored!.remainingMillis).toBeGreaterThan(59_000)
+      expect(read.stored!.remainingMillis).toBeLessThanOrEqual(60_000)
+      // A publisher who read generation 0 before this publication loses, and changes nothing.
+      expect(await run(store.publish(KEY, 0, { ...entry, token: Redacted.make("late") }, 60_000, "c"))).toBe(undefined)
+      expect((await run(store.read(KEY))).stored?.generation).toBe(1)
+      // Refusals of another generation change nothing; of this one, drop it and keep the count.
+      await run(store.invalidate(KEY, 0))
+      await run(store.invalidate(KEY, 2))
+      expect((await run(store.read(KEY))).stored?.generation).toBe(1)
+      await run(store.invalidate(KEY, 1))
+      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 1, leased: false })
+      expect(await run(store.publish(KEY, 1, entry, 60_000, "a"))).toBe(2)
+    })
+
+    it("the lease and the token expire by Redis's clock (PX), not by any instance's", async () => {
+      const { redis } = await open(kind)
+      const store = storeOf(redis)
+      expect(await run(store.acquireLease(KEY, "a", 100))).toBe(true)
+      await run(store.publish(KEY, 0, entry, 150, "someone else"))
+      expect((await run(store.read(KEY))).leased).toBe(true)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 1, leased: false })
+      expect(await run(store.acquireLease(KEY, "b", 100))).toBe(true)
+    })
+
+    it("sealed, the token is not in Redis in any form, and the key names hold a hash, never the ApplicationId", async () => {
+      const { redis } = await open(kind)
+      const sealingKey = Redacted.make(Buffer.alloc(32, 7).toString("base64"))
+      const store = storeOf(redis, { sealingKey, keyPrefix: "clinical-test" })
+      const key = TokenService.storeKey(
+        {
+          authUrl: "https://openapiauthtest.intelichart.com",
+          tokenPath: "/api/Server/Token",
+          applicationId: Redacted.make(APPLICATION_ID)
+        } as Parameters<typeof TokenService.storeKey>[0]
+      )
+      await run(store.acquireLease(key, "a", 5000))
+      await run(store.publish(key, 0, entry, 60_000, "a"))
+      const names = (await redis.send(["KEYS", "*"])) as Array<string>
+      expect(names.sort()).toEqual([`clinical-test:{${key}}:generation`, `clinical-test:{${key}}:token`])
+      const raw = (await redis.send(["GET", `clinical-test:{${key}}:token`])) as string
+      expect(raw.startsWith("sealed:v1:")).toBe(true)
+      Leaks.expectNone("stored value", raw, [TOKEN])
+      Leaks.expectNone("key names", names.join(" "), [APPLICATION_ID])
+      expect((await run(store.read(key))).stored?.entry).toEqual(entry)
+      // Another key cannot open it, an unsealing instance cannot read it, and neither says what it holds.
+      const others = [
+        storeOf(redis, { keyPrefix: "clinical-test", sealingKey: Redacted.make(Buffer.alloc(32, 8).toString("hex")) }),
+        storeOf(redis, { keyPrefix: "clinical-test" })
+      ]
+      for (const other of others) {
+        const exit = await Effect.runPromiseExit(other.read(key))
+        expect(exit).toMatchObject({
+          _tag: "Failure",
+          cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
+        })
+        Leaks.expectNoneInExit(exit, [TOKEN, APPLICATION_ID])
+      }
+    })
+
+    it("a hostile or broken value in Redis is Unreadable, never a token in a header", async () => {
+      const { redis } = await open(kind)
+      const store = storeOf(redis)
+      const base = `effect-clinical:{${KEY}}`
+      const planted = [
+        JSON.stringify({ ...entry, token: `${TOKEN}\r\nX-Injected: 1` }),
+        JSON.stringify({ ...entry, token: TOKEN, lifetimeMillis: -5 }),
+        "not json",
+        "sealed:v1:AAAA"
+      ]
+      for (const value of planted) {
+        await redis.send(["SET", `${base}:token`, value, "PX", "60000"])
+        const exit = await Effect.runPromiseExit(store.read(KEY))
+        expect(exit).toMatchObject({
+          _tag: "Failure",
+          cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
+        })
+        Leaks.expectNoneInExit(exit, [TOKEN])
+      }
+      await redis.send(["SET", `${base}:generation`, "seven"])
+      expect(await Effect.runPromiseExit(store.read(KEY))).toMatchObject({
+        _tag: "Failure",
+        cause: { error: { reason: "Unreadable" } }
+      })
+      // A key of the wrong type: Redis's own error, typed.
+      await redis.send(["DEL", `${base}:generation`, `${base}:token`])
+      await redis.send(["HSET", `${base}:token`, "a", "b"])
+      expect(await Effect.runPromiseExit(store.read(KEY))).toMatchObject({
+        _tag: "Failure",
+        cause: { error: { _tag: "TokenStoreError", reason: "Unavailable" } }
+      })
+    })
+  })
+}
+
+describe("clients over one Redis and the mock on loopback", () => {
+  let mock: Awaited<ReturnType<typeof MockClinicalServer.start>>
+  beforeAll(async () => {
+    mock = await MockClinicalServer.start()
+  })
+  afterAll(async () => {
+    await mock?.close()
+  })
+  afterEach(async () => {
+    await mock.resetCounters()
+  })
+
+  /** A client with its own Redis connection, built once; `overrides` on the client's settings. */
+  const client = async (
+    kind: keyof typeof connect,
+    store: Partial<TokenStore.RedisOptions> = {},
+    overrides: object = {}
+  ) => {
+    const { redis } = await open(kind)
+    const layer = ClinicalClient.layerUndici({ baseUrl: mock.url, applicationId: mock.applicationId, ...overrides })
+      .pipe(Layer.provide(TokenStore.layerRedis({ redis, ...store })))
+    const scope = await run(Scope.make())
+    opened.push({ close: () => run(Scope.close(scope, Exit.void)) })
+    const context = await run(Layer.buildWithScope(layer, scope))
+    return <A, E>(effect: Effect.Effect<A, E, ClinicalClient.Services>) => run(Effect.provide(effect, context))
+  }
+
+  it("two instances, one over each client, many concurrent callers: one token request, one token", async () => {
+    const a = await client("ioredis")
+    const b = await client("node-redis")
+    const tokens = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b)(TokenService.get)))
+    expect((await mock.counters()).tokenRequests).toBe(1)
+    expect(new Set(tokens.map((token) => Redacted.value(token.token))).size).toBe(1)
+    expect(new Set(tokens.map((token) => token.storeGeneration))).toEqual(new Set([1]))
+  })
+
+  it("Redis frozen: a refresh waits no longer than the store's timeout, then goes on alone", async () => {
+    const a = await client("ioredis", { timeout: "200 millis", retryAfter: "10 seconds" })
+    server.pause()
+    try {
+      const started = Date.now()
+      const token = await a(TokenService.get)
+      // Without the timeout this would hang until Redis thaws.
+      expect(Date.now() - started).toBeLessThan(3000)
+      expect(token).toMatchObject({ source: "server", storeGeneration: undefined })
+    } finally {
+      server.resume()
+    }
+    expect((await mock.counters()).tokenRequests).toBe(1)
+  })
+
+  it("a leaseholder paused past its lease publishes late, loses to the newer token, and adopts it", async () => {
+    const resume = await run(Deferred.make<void>())
+    const connectionA = await open("ioredis")
+    // a pauses between receiving its token and publishing it (as a stopped process would).
+    const pausedTransport = Layer.effect(
+      HttpTransport.HttpTransport,
+      Effect.map(HttpTransport.HttpTransport, (inner): HttpTransport.Service => ({
+        send: (request) =>
+          request.url.endsWith("/api/Server/Token")
+            ? Effect.zipLeft(inner.send(request), Deferred.await(resume))
+            : inner.send(request)
+      }))
+    ).pipe(Layer.provide(HttpTransport.layerUndici()))
+    const settings = { baseUrl: mock.url, applicationId: mock.applicationId, tokenTimeout: "300 millis" } as const
+    const a = ClinicalClient.layer(settings).pipe(
+      Layer.provide(pausedTransport),
+      Layer.provide(TokenStore.layerRedis({ redis: connectionA.redis }))
+    )
+    const b = await client("node-redis", {}, { tokenTimeout: "300 millis" })
+    const late = Effect.runFork(Effect.provide(TokenService.get, a))
+    while ((await mock.counters()).tokenRequests < 1) await new Promise((resolve) => setTimeout(resolve, 10))
+    // a's lease: 300 ms + 2 x 250 ms + 1 s. Then b takes it and publishes generation 1.
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    const newer = await b(TokenService.get)
+    expect(newer).toMatchObject({ source: "server", storeGeneration: 1 })
+    await run(Deferred.succeed(resume, undefined))
+    const adopted = await run(Fiber.join(late))
+    expect(Redacted.value(adopted.token)).toBe(Redacted.value(newer.token))
+    expect(adopted).toMatchObject({ source: "store", storeGeneration: 1 })
+    expect((await mock.counters()).tokenRequests).toBe(2)
+  }, 15_000)
+
+  it("a seal another instance cannot open: it fails (fail) or goes on alone (local), and its error holds no secret", async () => {
+    const a = await client("ioredis", { sealingKey: Buffer.alloc(32, 1) })
+    const b = await client("ioredis", { sealingKey: Buffer.alloc(32, 2), onUnavailable: "fail" })
+    const c = await client("node-redis", { sealingKey: Buffer.alloc(32, 3) })
+    const first = await a(TokenService.get)
+    const failed = await b(Effect.exit(TokenService.get))
+    expect(failed).toMatchObject({
+      _tag: "Failure",
+      cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
+    })
+    Leaks.expectNoneInExit(failed, [Redacted.value(first.token), mock.applicationId])
+    const own = await c(TokenService.get)
+    expect(own).toMatchObject({ source: "server", storeGeneration: undefined })
+    expect((await mock.counters()).tokenRequests).toBe(2)
+  })
+})

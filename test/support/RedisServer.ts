@@ -1,0 +1,107 @@
+/**
+ * A real `redis-server` for the tests (Debian's package: `.ci/run` installs it when absent): on a
+ * free loopback port, with no persistence, stopped when the test is done. The tests talk to it over
+ * real sockets; there is no Redis mock.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Net from "node:net"
+
+export interface RedisServer {
+  readonly port: number
+  readonly url: string
+  /** Ends the server (SIGKILL: no goodbye to its clients) and waits until it is gone. */
+  readonly kill: () => Promise<void>
+  /** Starts it again on the same port, empty, and waits until it answers. */
+  readonly restart: () => Promise<void>
+  /** Freezes it (SIGSTOP): connections stay open, nothing is answered. */
+  readonly pause: () => void
+  /** Thaws it (SIGCONT). */
+  readonly resume: () => void
+  /** Ends it for good. */
+  readonly stop: () => Promise<void>
+}
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = Net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as Net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+
+/** Whether a PING on `port` is answered with PONG. */
+const pong = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = Net.connect({ port, host: "127.0.0.1" })
+    const done = (answer: boolean) => {
+      socket.destroy()
+      resolve(answer)
+    }
+    socket.setTimeout(500, () => done(false))
+    socket.once("error", () => done(false))
+    socket.once("connect", () => socket.write("PING\r\n"))
+    socket.once("data", (data) => done(data.toString().startsWith("+PONG")))
+  })
+
+const launch = async (port: number): Promise<ChildProcess> => {
+  const child = spawn("redis-server", [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--loglevel",
+    "warning"
+  ], { stdio: ["ignore", "ignore", "pipe"] })
+  let stderr = ""
+  child.stderr!.on("data", (chunk) => (stderr += chunk))
+  const failed = new Promise<never>((_, reject) => {
+    child.once("error", (error) =>
+      reject(
+        new Error(
+          `redis-server could not be started (${error.message}); install Debian's redis-server (bash .ci/run does)`
+        )
+      ))
+    child.once("exit", (code) => reject(new Error(`redis-server exited with ${code}: ${stderr}`)))
+  })
+  failed.catch(() => {})
+  for (let i = 0; i < 100; i++) {
+    if (await Promise.race([pong(port), failed])) return child
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  child.kill("SIGKILL")
+  throw new Error(`redis-server on port ${port} did not answer within 5 s: ${stderr}`)
+}
+
+const ended = (child: ChildProcess): Promise<void> =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((resolve) => child.once("exit", () => resolve()))
+
+/** Starts a server on a free loopback port. */
+export const start = async (): Promise<RedisServer> => {
+  const port = await freePort()
+  let child = await launch(port)
+  const kill = async () => {
+    child.kill("SIGCONT")
+    child.kill("SIGKILL")
+    await ended(child)
+  }
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    kill,
+    restart: async () => {
+      await kill()
+      child = await launch(port)
+    },
+    pause: () => child.kill("SIGSTOP"),
+    resume: () => child.kill("SIGCONT"),
+    stop: kill
+  }
+}

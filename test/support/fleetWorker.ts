@@ -1,0 +1,93 @@
+/**
+ * One instance of a fleet, in a process of its own (test/Fleet.test.ts starts several): the library
+ * as built (`dist/`), its own Redis connection, its own client. It prints `ready` once connected,
+ * waits for `go` on standard input, makes CALLS medication calls (0: until `stop`), CONCURRENCY at
+ * a time, spread over the persons, and prints one JSON line: how many succeeded, and the failures
+ * by tag.
+ *
+ * Settings from the environment: MOCK_URL, APPLICATION_ID, PERSON_UIDS (comma-separated),
+ * REDIS_PORT, REDIS_CLIENT (ioredis | node-redis), CALLS, CONCURRENCY, CLIENT_SETTINGS and
+ * STORE_SETTINGS (JSON objects merged into the client's and the store's options).
+ */
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { Redis } from "ioredis"
+import * as Readline from "node:readline"
+import { createClient } from "redis"
+import { ClinicalClient, MedicationService, TokenStore } from "../../dist/index.js"
+
+const env = (name: string): string => {
+  const value = process.env[name]
+  if (value === undefined) throw new Error(`${name} is not set`)
+  return value
+}
+
+const connect = async (): Promise<{ redis: TokenStore.RedisCommands; close: () => void }> => {
+  const port = Number(env("REDIS_PORT"))
+  if (env("REDIS_CLIENT") === "ioredis") {
+    // As docs/scaling.md recommends: no queue while disconnected, no resending after a reconnect.
+    const client = new Redis(port, "127.0.0.1", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false
+    })
+    client.on("error", () => {})
+    await client.connect()
+    return { redis: TokenStore.ioredis(client), close: () => client.disconnect() }
+  }
+  const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true })
+  client.on("error", () => {})
+  await client.connect()
+  return { redis: TokenStore.nodeRedis(client), close: () => client.destroy() }
+}
+
+const main = async () => {
+  const { close, redis } = await connect()
+  const client = ClinicalClient.layerUndici({
+    baseUrl: env("MOCK_URL"),
+    applicationId: env("APPLICATION_ID"),
+    ...JSON.parse(process.env.CLIENT_SETTINGS ?? "{}")
+  }).pipe(Layer.provide(TokenStore.layerRedis({ redis, ...JSON.parse(process.env.STORE_SETTINGS ?? "{}") })))
+  const runtime = ManagedRuntime.make(client)
+  await runtime.runPromise(Effect.void)
+  const persons = env("PERSON_UIDS").split(",")
+  const calls = Number(env("CALLS"))
+  const concurrency = Number(env("CONCURRENCY"))
+
+  // Standard input drives it: `go` starts the calls, `stop` ends them early (with CALLS 0, the
+  // calls go on until then).
+  let stopped = false
+  const started = new Promise<void>((resolve) => {
+    Readline.createInterface({ input: process.stdin }).on("line", (line) => {
+      if (line.trim() === "go") resolve()
+      if (line.trim() === "stop") stopped = true
+    })
+  })
+  process.stdout.write("ready\n")
+  await started
+
+  let succeeded = 0
+  const failed: Record<string, number> = {}
+  let next = 0
+  const more = () => !stopped && (calls === 0 || next < calls)
+  const worker = async () => {
+    while (more()) {
+      const personUid = persons[next++ % persons.length]!
+      const exit = await runtime.runPromiseExit(MedicationService.get(personUid))
+      if (exit._tag === "Success") succeeded++
+      else {
+        const tag = exit.cause._tag === "Fail" ? (exit.cause.error as { _tag: string })._tag : exit.cause._tag
+        failed[tag] = (failed[tag] ?? 0) + 1
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  process.stdout.write(`${JSON.stringify({ succeeded, failed })}\n`)
+  await runtime.dispose()
+  close()
+  process.stdin.destroy()
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`)
+  process.exitCode = 1
+})
