@@ -217,7 +217,8 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
               "clinical.token.generation": facts.generation,
               "clinical.token.lifetime_seconds": facts.lifetimeSeconds,
               "clinical.token.server_lifetime_seconds": Math.round(token.serverLifetimeMillis / 1000),
-              "clinical.server_clock_skew_ms": facts.serverClockSkewMillis
+              "clinical.server_clock_skew_ms": facts.serverClockSkewMillis,
+              "clinical.token.source": token.source
             }),
             Metric.set(Telemetry.tokenLifetime, facts.lifetimeSeconds),
             token.serverClockSkewMillis === undefined

@@ -17,7 +17,9 @@
 import * as Cause from "effect/Cause"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -34,6 +36,7 @@ import * as MedicationService from "./MedicationService.js"
 import * as PersonAuthentication from "./PersonAuthentication.js"
 import * as PersonData from "./PersonData.js"
 import * as TokenService from "./TokenService.js"
+import * as TokenStore from "./TokenStore.js"
 
 export {
   ApiError,
@@ -54,6 +57,9 @@ export {
 
 /** The person-data operations (`PersonData.ethnicities`, ...) and `PersonData.operation` for others. */
 export * as PersonData from "./PersonData.js"
+
+/** The Redis adapters of a shared token store: `TokenStore.ioredis(client)`, `TokenStore.nodeRedis(client)`. */
+export * as TokenStore from "./TokenStore.js"
 
 /** Options of every call. */
 export interface CallOptions {
@@ -141,11 +147,19 @@ export interface LoggingOptions {
   readonly logLevel?: LogLevelName | undefined
 }
 
-/** What {@link createClinicalClient} takes: the settings of `ClinicalConfig`, the undici Agent's options, logging. */
-export interface Options extends ClinicalConfig.Options, LoggingOptions {
+/** What a client is built with besides its settings: the connection pool's options and a shared token store. */
+export interface ClientOptions extends LoggingOptions {
   /** Options of the undici `Agent` (the connection pool). */
   readonly agentOptions?: Agent.Options | undefined
+  /**
+   * A token shared by every instance of a fleet through Redis, e.g.
+   * `{ redis: TokenStore.ioredis(new Redis(url)) }` (see docs/scaling.md). Default: this process's own.
+   */
+  readonly tokenStore?: TokenStore.RedisOptions | undefined
 }
+
+/** What {@link createClinicalClient} takes: the settings of `ClinicalConfig`, the undici Agent's options, logging, a token store. */
+export interface Options extends ClinicalConfig.Options, ClientOptions {}
 
 /** The first typed failure of an exit, thrown as itself; an abort as the signal's reason; a defect as it is. */
 const settle = <A, E>(exit: Exit.Exit<A, E>, signal: AbortSignal | undefined): A => {
@@ -199,14 +213,16 @@ const checkLogging = (options: LoggingOptions): LoggingOptions => {
 }
 
 /** A client over resolved settings (already checked, so the layer cannot fail on them). */
-const clientOf = (
-  config: ClinicalConfig.Service,
-  agentOptions: Agent.Options | undefined,
-  logging: LoggingOptions
-): Client => {
+const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Client => {
+  const agentOptions = checkAgentOptions(options.agentOptions)
+  const logging = checkLogging(options)
+  const store = options.tokenStore === undefined
+    ? Layer.empty
+    : Layer.succeed(TokenStore.TokenStore, Either.getOrThrowWith(TokenStore.redis(options.tokenStore), identity))
   const runtime = ManagedRuntime.make(
     ClinicalClient.layerWith(Layer.succeed(ClinicalConfig.ClinicalConfig, config)).pipe(
       Layer.provide(HttpTransport.layerUndici(agentOptions)),
+      Layer.provide(store),
       Layer.merge(loggingLayer(logging))
     )
   )
@@ -267,7 +283,7 @@ const checkAgentOptions = (agentOptions: unknown): Agent.Options | undefined => 
  */
 export const createClinicalClient = (options: Options): Client => {
   const config = checked(Effect.runSyncExit(ClinicalConfig.make(options)))
-  return clientOf(config, checkAgentOptions(options.agentOptions), checkLogging(options))
+  return clientOf(config, options)
 }
 
 /**
@@ -276,7 +292,7 @@ export const createClinicalClient = (options: Options): Client => {
  */
 export const createClinicalClientFromEnv = (
   env: Readonly<Record<string, string | undefined>> = process.env,
-  options: LoggingOptions & { readonly agentOptions?: Agent.Options | undefined } = {}
+  options: ClientOptions = {}
 ): Client => {
   const entries = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [[name, value] as const]))
   const config = checked(
@@ -284,5 +300,5 @@ export const createClinicalClientFromEnv = (
       Effect.withConfigProvider(ClinicalConfig.fromEnvironment, ConfigProvider.fromMap(new Map(entries)))
     )
   )
-  return clientOf(config, checkAgentOptions(options.agentOptions), checkLogging(options))
+  return clientOf(config, options)
 }

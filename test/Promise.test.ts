@@ -16,6 +16,7 @@ import {
   ResponseDecodeError,
   ServerError,
   TokenExpired,
+  TokenStoreError,
   TransportError,
   Unauthorized,
   UnexpectedStatus
@@ -124,6 +125,11 @@ describe("a failed call rejects with the library's own error", () => {
     const person = mock.persons[0]!
     const clinical = clientFor(mock.url, mock.applicationId)
     const refused = clientFor(mock.url, "00000000-0000-4000-8000-000000000000")
+    // A shared token store that is down, with a client told to fail rather than go on alone.
+    const down = () => Promise.reject(new Error(`connect ECONNREFUSED (${mock.applicationId})`))
+    const storeDown = clientFor(mock.url, mock.applicationId, {
+      tokenStore: { redis: { send: down, script: down }, onUnavailable: "fail" }
+    })
     const { Fault } = MockClinicalServer
     const cases: ReadonlyArray<
       readonly [() => Promise<unknown>, abstract new(...args: never) => Error, string, Array<MockClinicalServer.Fault>?]
@@ -142,7 +148,8 @@ describe("a failed call rejects with the library's own error", () => {
       [() => clinical.medications(person.personUid), UnexpectedStatus, "UnexpectedStatus", [Fault.status(405)]],
       [() => clinical.medications(person.personUid), ResponseDecodeError, "ResponseDecodeError", [Fault.notJson]],
       [() => clinical.medications(person.personUid), TransportError, "TransportError", [Fault.drop]],
-      [() => clinical.medications(`${person.personUid}\r\n`), InvalidRequest, "InvalidRequest"]
+      [() => clinical.medications(`${person.personUid}\r\n`), InvalidRequest, "InvalidRequest"],
+      [() => storeDown.medications(person.personUid), TokenStoreError, "TokenStoreError"]
     ]
     for (const [call, type, tag, faults] of cases) {
       if (faults !== undefined) await mock.injectFaults("medications", faults)
@@ -236,6 +243,27 @@ describe("AbortSignal", () => {
     const error = await rejection(clinical.medications(mock.persons[0]!.personUid, { signal: controller.signal }))
     expect((error as Error).name).toBe("AbortError")
     expect((await mock.counters()).dataRequests).toBe(0)
+  })
+})
+
+describe("tokenStore", () => {
+  it("a refused token store option throws InvalidConfig at once, naming it", () => {
+    const options = { baseUrl: "https://x.org", applicationId: MockClinicalServer.demoApplicationId }
+    for (
+      const [tokenStore, setting] of [
+        [{}, "tokenStore.redis"],
+        [{ redis: { send: async () => null, script: async () => null }, timeout: "forever" }, "tokenStore.timeout"]
+      ] as const
+    ) {
+      let thrown: unknown
+      try {
+        createClinicalClient({ ...options, tokenStore: tokenStore as never })
+      } catch (error) {
+        thrown = error
+      }
+      expect(thrown).toBeInstanceOf(InvalidConfig)
+      expect(thrown).toMatchObject({ setting })
+    }
   })
 })
 

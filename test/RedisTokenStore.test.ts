@@ -6,6 +6,7 @@
  */
 import { Deferred, Effect, Either, Exit, Fiber, Layer, Redacted, Scope } from "effect"
 import { ClinicalClient, HttpTransport, TokenService, TokenStore } from "effect-clinical"
+import { createClinicalClient } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 import { createClient } from "redis"
@@ -214,6 +215,24 @@ describe("clients over one Redis and the mock on loopback", () => {
     expect((await mock.counters()).tokenRequests).toBe(1)
     expect(new Set(tokens.map((token) => Redacted.value(token.token))).size).toBe(1)
     expect(new Set(tokens.map((token) => token.storeGeneration))).toEqual(new Set([1]))
+  })
+
+  it("Promise clients take the same store: createClinicalClient({ ..., tokenStore })", async () => {
+    const clients = [await open("ioredis"), await open("node-redis")].map(({ redis }) => {
+      const clinical = createClinicalClient({
+        baseUrl: mock.url,
+        applicationId: mock.applicationId,
+        tokenStore: { redis }
+      })
+      opened.push(clinical)
+      return clinical
+    })
+    const personUid = mock.persons[0]!.personUid
+    const answers = await Promise.all(
+      clients.flatMap((clinical) => [clinical.medications(personUid), clinical.token()])
+    )
+    expect(answers).toHaveLength(4)
+    expect((await mock.counters()).tokenRequests).toBe(1)
   })
 
   it("Redis frozen: a refresh waits no longer than the store's timeout, then goes on alone", async () => {

@@ -4,7 +4,7 @@
  * test/Fleet.test.ts run it on a real one), here deterministic.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Metric, Redacted, TestClock } from "effect"
+import { Deferred, Effect, Either, Fiber, Layer, Metric, Redacted, TestClock } from "effect"
 import { type ClinicalClient, ClinicalError, MedicationService, TokenService, TokenStore } from "effect-clinical"
 import * as StoredEntry from "../src/internal/storedEntry.js"
 import * as Telemetry from "../src/internal/telemetry.js"
@@ -358,5 +358,74 @@ describe("tokenSharing: the decisions", () => {
   it("a lease outlasts the token request it covers, with the store's read and publication", () => {
     expect(TokenSharing.leaseMillis(10 * SECOND, 250)).toBe(11_500)
     expect(TokenSharing.leaseMillis(10 * SECOND, Number.POSITIVE_INFINITY)).toBe(11_000)
+  })
+})
+
+describe("TokenStore.redis: options", () => {
+  const redis = TokenStore.ioredis({ call: () => Promise.resolve(null) })
+  const refusedOptions: ReadonlyArray<readonly [string, unknown, string]> = [
+    ["no options", undefined, "tokenStore.options"],
+    ["no port", {}, "tokenStore.redis"],
+    ["a client instead of a port", { redis: { get: () => {} } }, "tokenStore.redis"],
+    ["a prefix with a space", { redis, keyPrefix: "my app" }, "tokenStore.keyPrefix"],
+    ["a sealing key of 16 bytes", { redis, sealingKey: Buffer.alloc(16).toString("base64") }, "tokenStore.sealingKey"],
+    [
+      "a sealing key that is a word",
+      { redis, sealingKey: Redacted.make("correct horse battery staple") },
+      "tokenStore.sealingKey"
+    ],
+    ["a zero timeout", { redis, timeout: 0 }, "tokenStore.timeout"],
+    ["a timeout over a minute", { redis, timeout: "2 minutes" }, "tokenStore.timeout"],
+    ["a retryAfter that is not a duration", { redis, retryAfter: "soon" }, "tokenStore.retryAfter"],
+    ["an unknown onUnavailable", { redis, onUnavailable: "ignore" }, "tokenStore.onUnavailable"]
+  ]
+  for (const [name, options, setting] of refusedOptions) {
+    it(`refuses ${name}, naming ${setting}, never echoing a key`, () => {
+      const result = TokenStore.redis(options as TokenStore.RedisOptions)
+      expect(result).toMatchObject({ _tag: "Left", left: { _tag: "InvalidConfig", setting } })
+      expect(String((result as { left: unknown }).left)).not.toContain("horse")
+    })
+  }
+
+  it.effect("the layer fails with the InvalidConfig", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(Layer.build(TokenStore.layerRedis({ redis, timeout: -1 })))
+      expect(error).toMatchObject({ _tag: "InvalidConfig", setting: "tokenStore.timeout" })
+    }).pipe(Effect.scoped))
+
+  it("a sealing key is 32 bytes, given as bytes, base64 (padded or url-safe) or hex, plain or redacted", () => {
+    const bytes = Uint8Array.from({ length: 32 }, (_, i) => i * 7)
+    const forms: ReadonlyArray<unknown> = [
+      bytes,
+      Redacted.make(bytes),
+      Buffer.from(bytes).toString("base64"),
+      Buffer.from(bytes).toString("base64url"),
+      Redacted.make(Buffer.from(bytes).toString("hex").toUpperCase())
+    ]
+    for (const form of forms) {
+      const key = StoredEntry.sealingKey(form)
+      expect(key._tag).toBe("Right")
+      expect([...Redacted.value((key as { right: StoredEntry.SealingKey }).right)]).toEqual([...bytes])
+    }
+    expect(StoredEntry.sealingKey(new Uint8Array(31))._tag).toBe("Left")
+    expect(StoredEntry.sealingKey(42)._tag).toBe("Left")
+  })
+
+  it("an entry reads back as written, sealed or not; a seal is bound to its key name", () => {
+    const entry: StoredEntry.Entry = {
+      token: Redacted.make("abc.DEF/+="),
+      lifetimeMillis: 3_600_000,
+      serverLifetimeMillis: 7_200_000,
+      serverClockSkewMillis: undefined
+    }
+    const key = Either.getOrThrow(StoredEntry.sealingKey(new Uint8Array(32).fill(9)))
+    expect(StoredEntry.decode(StoredEntry.encode(entry, undefined, "k"), undefined, "k")).toEqual(Either.right(entry))
+    const sealed = StoredEntry.encode(entry, key, "k")
+    expect(sealed).not.toContain("abc.DEF")
+    expect(StoredEntry.decode(sealed, key, "k")).toEqual(Either.right(entry))
+    // The same sealed value copied under another name does not open.
+    expect(StoredEntry.decode(sealed, key, "other")._tag).toBe("Left")
+    // Two seals of one entry differ (a fresh IV each time).
+    expect(StoredEntry.encode(entry, key, "k")).not.toBe(sealed)
   })
 })
