@@ -1,0 +1,139 @@
+/**
+ * docs/scaling.md, run: each region below is copied into the page (npm run docs:snippets), and the
+ * ACL the page recommends is the one a store is run through here, on a real redis-server.
+ */
+import { Effect, Layer, Redacted } from "effect"
+import { ClinicalClient, TokenService, TokenStore } from "effect-clinical"
+import { createClinicalClient } from "effect-clinical/promise"
+import { MockClinicalServer } from "effect-clinical/testing"
+import { Redis } from "ioredis"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { createClient } from "redis"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as RedisServer from "../support/RedisServer.js"
+
+let server: RedisServer.RedisServer
+let mock: MockClinicalServer.Started
+beforeAll(async () => {
+  ;[server, mock] = await Promise.all([RedisServer.start(), MockClinicalServer.start()])
+})
+afterAll(async () => {
+  await Promise.all([server?.stop(), mock?.close()])
+})
+
+const page = Fs.readFileSync(Path.resolve(import.meta.dirname, "../../docs/scaling.md"), "utf8")
+
+/** The key names in Redis now. */
+const keys = async () => {
+  const admin = new Redis(server.port, "127.0.0.1")
+  const names = await admin.keys("*")
+  await admin.flushall()
+  admin.disconnect()
+  return names
+}
+
+describe("docs/scaling.md", () => {
+  it("wiring it with ioredis", async () => {
+    const redisUrl = server.url
+    const options = { baseUrl: mock.url, applicationId: mock.applicationId }
+    const sealingKeyFromYourSecrets = Buffer.alloc(32, 3).toString("base64")
+    // #region ioredis
+    // Fail fast while Redis is unreachable: no queue of commands to run late, no resending.
+    const redis = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
+    const client = ClinicalClient.layerUndici(options).pipe(
+      Layer.provide(TokenStore.layerRedis({
+        redis: TokenStore.ioredis(redis),
+        sealingKey: Redacted.make(sealingKeyFromYourSecrets) // 32 bytes, base64 or hex; the same on every instance
+      }))
+    )
+    // #endregion
+    await new Promise((resolve) => redis.once("ready", resolve))
+    const token = await Effect.runPromise(Effect.provide(TokenService.get, client))
+    expect(token.storeGeneration).toBe(1)
+    redis.disconnect()
+    expect(await keys()).toHaveLength(2)
+  })
+
+  it("the README's wiring", async () => {
+    const options = { baseUrl: mock.url, applicationId: mock.applicationId }
+    const redis = new Redis(server.url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
+    const sealingKey = Redacted.make(Buffer.alloc(32, 5))
+    // #region readme
+    const client = ClinicalClient.layerUndici(options).pipe(
+      Layer.provide(TokenStore.layerRedis({ redis: TokenStore.ioredis(redis), sealingKey }))
+    )
+    // #endregion
+    await new Promise((resolve) => redis.once("ready", resolve))
+    const token = await Effect.runPromise(Effect.provide(TokenService.get, client))
+    expect(token.storeGeneration).toBe(1)
+    redis.disconnect()
+    expect(await keys()).toHaveLength(2)
+  })
+
+  it("wiring it with node-redis", async () => {
+    const redisUrl = server.url
+    const options = { baseUrl: mock.url, applicationId: mock.applicationId }
+    // #region node-redis
+    const redis = createClient({ url: redisUrl, disableOfflineQueue: true })
+    await redis.connect()
+    const client = ClinicalClient.layerUndici(options).pipe(
+      Layer.provide(TokenStore.layerRedis({ redis: TokenStore.nodeRedis(redis) }))
+    )
+    // #endregion
+    const token = await Effect.runPromise(Effect.provide(TokenService.get, client))
+    expect(token.storeGeneration).toBe(1)
+    redis.destroy()
+    expect(await keys()).toHaveLength(2)
+  })
+
+  it("wiring it without Effect", async () => {
+    const redisUrl = server.url
+    const [baseUrl, applicationId] = [mock.url, mock.applicationId]
+    // #region promise
+    const redis = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
+    const clinical = createClinicalClient({
+      baseUrl,
+      applicationId,
+      tokenStore: { redis: TokenStore.ioredis(redis), onUnavailable: "local" }
+    })
+    // #endregion
+    await new Promise((resolve) => redis.once("ready", resolve))
+    expect((await clinical.token()).generation).toBe(1)
+    await clinical.close()
+    redis.disconnect()
+    expect(await keys()).toHaveLength(2)
+  })
+
+  it("the ACL the page recommends is all the store needs", async () => {
+    const acl = /^ACL SETUSER .*$/m.exec(page)?.[0]
+    expect(acl, "docs/scaling.md has an ACL SETUSER line").toBeDefined()
+    const admin = new Redis(server.port, "127.0.0.1")
+    await admin.call(
+      ...(acl!.split(" ") as [string, ...Array<string>]).map((word) =>
+        word.replace(/^>example-password$/, ">s3cret")
+      ) as [string, ...Array<string>]
+    )
+    const user = /^ACL SETUSER (\S+)/.exec(acl!)![1]!
+    const limited = new Redis(server.port, "127.0.0.1", { username: user, password: "s3cret" })
+    const client = ClinicalClient.layerUndici({ baseUrl: mock.url, applicationId: mock.applicationId }).pipe(
+      Layer.provide(TokenStore.layerRedis({ redis: TokenStore.ioredis(limited), onUnavailable: "fail" }))
+    )
+    const token = await Effect.runPromise(
+      Effect.provide(
+        Effect.flatMap(
+          TokenService.TokenService,
+          (tokens) => Effect.flatMap(tokens.get, (first) => Effect.as(tokens.invalidate(first), first))
+        ),
+        client
+      )
+    )
+    expect(token.storeGeneration).toBe(1)
+    // Anything else is refused to that user.
+    await expect(limited.call("SET", "somebody-else:key", "x")).rejects.toThrow(/NOPERM/)
+    limited.disconnect()
+    await admin.call("ACL", "DELUSER", user)
+    admin.disconnect()
+    await keys()
+  })
+})
