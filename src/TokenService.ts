@@ -120,8 +120,15 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       },
       tokenTimeoutMillis: Duration.toMillis(config.tokenTimeout),
       request: requestToken(config, transport),
+      background: (effect) => Effect.asVoid(Effect.forkIn(effect, scope)),
       secrets: [config.applicationId]
     })
+    // The last token refused (401/419), by fingerprint: the refresh that follows must not take it again.
+    let refused: string | undefined
+    const avoiding = (held: TokenCache.Cached<AccessToken> | undefined): ReadonlyArray<string> => {
+      const avoid = held === undefined ? [] : [TokenStore.fingerprint(held.token.token)]
+      return refused === undefined ? avoid : [...avoid, refused]
+    }
 
     const toCached = (issued: IssuedToken) => (generation: number): TokenCache.Cached<AccessToken> => {
       const at = TokenCache.windowsOf(windows, issued.sentAt, issued.lifetimeMillis)
@@ -144,9 +151,13 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     }
 
     // A background refresh retries as `backgroundStep` says, while callers keep the current token.
-    const requestUntil = (hardAt: number, held: number | undefined, retry = 1): Effect.Effect<IssuedToken, HttpError> =>
+    const requestUntil = (
+      hardAt: number,
+      avoid: ReadonlyArray<string>,
+      retry = 1
+    ): Effect.Effect<IssuedToken, HttpError> =>
       Effect.catchAll(
-        sharing.obtain(held),
+        sharing.obtain(avoid),
         (error) =>
           Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, random]) => {
             const step = TokenCache.backgroundStep(policy, error, retry, now, hardAt, random)
@@ -154,7 +165,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             return Effect.logDebug("background token refresh failed; retrying").pipe(
               Effect.annotateLogs({ error: error._tag, delayMillis: Math.round(step.delayMillis) }),
               Effect.zipRight(Effect.sleep(Duration.millis(step.delayMillis))),
-              Effect.zipRight(requestUntil(hardAt, held, retry + 1))
+              Effect.zipRight(requestUntil(hardAt, avoid, retry + 1))
             )
           })
       )
@@ -236,8 +247,8 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       Metric.increment(Metric.tagged(Telemetry.tokenRefreshes, "reason", reason)).pipe(
         Effect.zipRight(
           reason === "soft-window"
-            ? requestUntil(held?.hardAt ?? 0, held?.token.storeGeneration)
-            : sharing.obtain(held?.token.storeGeneration)
+            ? requestUntil(held?.hardAt ?? 0, avoiding(held))
+            : sharing.obtain(avoiding(held))
         ),
         Effect.onExit((exit) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => settle(exit, deferred, reason, now)).pipe(
@@ -322,14 +333,19 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           return token !== undefined ? Effect.succeed(token) : Effect.flatMap(decide(now), follow(maxWaitMillis))
         }))
 
-    // The store first, so that the refresh that follows cannot find the refused token there.
+    // The store first, so that the refresh that follows cannot find the refused token there; and
+    // the refresh avoids it even if the store could not drop it. Only the cached token counts: a
+    // late refusal of an older one changes nothing.
     const invalidate = (token: AccessToken): Effect.Effect<void> =>
-      typeof token === "object" && token !== null
-        ? Effect.zipRight(
-          token.storeGeneration === undefined ? Effect.void : sharing.invalidate(token.storeGeneration),
-          SynchronizedRef.update(state, (current) => TokenCache.invalidated(current, token.generation))
+      Effect.flatMap(SynchronizedRef.get(state), (current) => {
+        if (typeof token !== "object" || token === null) return Effect.void
+        if (TokenCache.cachedOf(current)?.generation !== token.generation) return Effect.void
+        refused = TokenStore.fingerprint(token.token)
+        return Effect.zipRight(
+          sharing.invalidate(refused),
+          SynchronizedRef.update(state, (latest) => TokenCache.invalidated(latest, token.generation))
         )
-        : Effect.void
+      })
 
     // The call path passes a plain number of milliseconds: no Duration is decoded on it.
     const getWithin = (maxWait: Duration.DurationInput): Effect.Effect<AccessToken, HttpError | InvalidRequest> => {

@@ -24,7 +24,7 @@ import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import { InvalidConfig, type TokenStoreError } from "./ClinicalError.js"
 import * as RedisStore from "./internal/redisTokenStore.js"
-import { type Entry, sealingKey } from "./internal/storedEntry.js"
+import { type Entry, fingerprint as storedFingerprint, sealingKey } from "./internal/storedEntry.js"
 import * as validate from "./internal/validate.js"
 
 export type { Entry } from "./internal/storedEntry.js"
@@ -32,7 +32,9 @@ export type { Entry } from "./internal/storedEntry.js"
 /** A token in the store, as one instance reads it. */
 export interface Stored {
   readonly entry: Entry
-  /** Its number in the store: the same on every instance that reads it. */
+  /** Which token it is (see {@link fingerprint}): how instances compare tokens. */
+  readonly fingerprint: string
+  /** Its number in the store: the same on every instance that reads it, until the store restarts empty. */
   readonly generation: number
   /** The time it has left, as the store measures it (its key's TTL). */
   readonly remainingMillis: number
@@ -44,9 +46,12 @@ export interface Snapshot {
   readonly stored: Stored | undefined
   /** The number of the last token published (0 before the first): what a publication compares against. */
   readonly generation: number
-  /** Whether some instance holds the lease, that is, is fetching a token for everyone. */
-  readonly leased: boolean
+  /** The id of the instance holding the lease (fetching a token for everyone), if one does. */
+  readonly lease: string | undefined
 }
+
+/** Which token a token is, without holding it: a 128-bit SHA-256 prefix. */
+export const fingerprint: (token: Redacted.Redacted<string>) => string = storedFingerprint
 
 /** What an instance does when the store fails: use a token of its own (`local`), or fail the refresh (`fail`). */
 export type OnUnavailable = "local" | "fail"
@@ -58,7 +63,7 @@ export type OnUnavailable = "local" | "fail"
 export interface Service {
   /** The stored token, the last generation and whether the lease is held. */
   readonly read: (key: string) => Effect.Effect<Snapshot, TokenStoreError>
-  /** Takes the lease for `ttlMillis` unless another instance holds it; true when taken. */
+  /** Takes the lease for `ttlMillis` unless another instance holds it (a lease without an expiry counts as none); true when taken. */
   readonly acquireLease: (key: string, owner: string, ttlMillis: number) => Effect.Effect<boolean, TokenStoreError>
   /** Gives the lease back, if `owner` still holds it. */
   readonly releaseLease: (key: string, owner: string) => Effect.Effect<void, TokenStoreError>
@@ -74,8 +79,8 @@ export interface Service {
     ttlMillis: number,
     owner: string
   ) => Effect.Effect<number | undefined, TokenStoreError>
-  /** Drops the stored token if it is still generation `generation` (a 401/419 refused it). */
-  readonly invalidate: (key: string, generation: number) => Effect.Effect<void, TokenStoreError>
+  /** Drops the stored token if it is still the one with this fingerprint (a 401/419 refused it). */
+  readonly invalidate: (key: string, fingerprint: string) => Effect.Effect<void, TokenStoreError>
   /** Longest one operation may take; then it counts as failed. Infinite for a store that cannot hang (no timer is set). */
   readonly timeoutMillis: number
   /** After a failure, how long the store is left alone before it is tried again. */
@@ -88,7 +93,9 @@ export interface Service {
 export class TokenStore extends Context.Tag("effect-clinical/TokenStore")<TokenStore, Service>() {}
 
 interface MemorySlot {
-  stored: { readonly entry: Entry; readonly generation: number; readonly expiresAt: number } | undefined
+  stored:
+    | { readonly entry: Entry; readonly fingerprint: string; readonly generation: number; readonly expiresAt: number }
+    | undefined
   generation: number
   lease: { readonly owner: string; readonly until: number } | undefined
 }
@@ -114,11 +121,12 @@ export const memory = (): Service => {
       withSlot(key, (slot, now) => ({
         stored: slot.stored === undefined ? undefined : {
           entry: slot.stored.entry,
+          fingerprint: slot.stored.fingerprint,
           generation: slot.stored.generation,
           remainingMillis: slot.stored.expiresAt - now
         },
         generation: slot.generation,
-        leased: slot.lease !== undefined
+        lease: slot.lease?.owner
       })),
     acquireLease: (key, owner, ttlMillis) =>
       withSlot(key, (slot, now) => {
@@ -135,12 +143,17 @@ export const memory = (): Service => {
         if (slot.lease?.owner === owner) slot.lease = undefined
         if (slot.generation !== expected) return undefined
         slot.generation = expected + 1
-        slot.stored = { entry, generation: slot.generation, expiresAt: now + ttlMillis }
+        slot.stored = {
+          entry,
+          fingerprint: storedFingerprint(entry.token),
+          generation: slot.generation,
+          expiresAt: now + ttlMillis
+        }
         return slot.generation
       }),
-    invalidate: (key, generation) =>
+    invalidate: (key, fingerprint) =>
       withSlot(key, (slot) => {
-        if (slot.stored?.generation === generation) slot.stored = undefined
+        if (slot.stored?.fingerprint === fingerprint) slot.stored = undefined
       }),
     // In memory, nothing can hang or fail: no timer is set around an operation.
     timeoutMillis: Number.POSITIVE_INFINITY,

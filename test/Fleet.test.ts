@@ -99,8 +99,8 @@ describe("a fleet of 8 processes sharing one token through Redis", () => {
   it(
     "a service that revokes on issue, fleet-wide revocations, several lifetimes: every call succeeds, no ping-pong",
     async () => {
-      const lifetimeMillis = 1500
-      const softWindowMillis = 300
+      const lifetimeMillis = 3000
+      const softWindowMillis = 1000
       const mock = await MockClinicalServer.start({ revokeOnIssue: true, tokenLifetime: lifetimeMillis })
       try {
         const workers = await fleet(
@@ -110,7 +110,7 @@ describe("a fleet of 8 processes sharing one token through Redis", () => {
             CONCURRENCY: "4",
             CLIENT_SETTINGS: JSON.stringify({
               softRefreshWindow: `${softWindowMillis} millis`,
-              hardRefreshWindow: "100 millis"
+              hardRefreshWindow: "500 millis"
             })
           })
         )
@@ -119,10 +119,11 @@ describe("a fleet of 8 processes sharing one token through Redis", () => {
         let revocations = 0
         let done = false
         const reports = Promise.all(workers.map((worker) => worker.report)).finally(() => (done = true))
-        // Revocations two seconds apart: never within a few milliseconds of a refresh (every 1.2 s
-        // after a token is issued), where a call could meet two refusals in a row by chance.
+        // Revocations 2.5 s apart: a refresh comes 2 s after a token is issued, so each revocation
+        // lands half a second after one, never within the few milliseconds where a call could meet
+        // two refusals in a row by chance.
         while (!done) {
-          await Promise.race([sleep(2000), reports])
+          await Promise.race([sleep(2500), reports])
           if (done) break
           await mock.revokeAllTokens()
           revocations++

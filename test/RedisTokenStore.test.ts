@@ -6,7 +6,7 @@
  */
 import { Deferred, Effect, Either, Exit, Fiber, Layer, Redacted, Scope } from "effect"
 import { ClinicalClient, HttpTransport, TokenService, TokenStore } from "effect-clinical"
-import { createClinicalClient } from "effect-clinical/promise"
+import { createClinicalClient, PersonData } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 import { createClient } from "redis"
@@ -76,14 +76,18 @@ for (const kind of ["ioredis", "node-redis"] as const) {
     it("each step is atomic and fenced: the lease, the compare-and-set, the compare-and-invalidate", async () => {
       const { redis } = await open(kind)
       const store = storeOf(redis)
-      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 0, leased: false })
+      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 0, lease: undefined })
       expect(await run(store.acquireLease(KEY, "a", 5000))).toBe(true)
       expect(await run(store.acquireLease(KEY, "b", 5000))).toBe(false)
       await run(store.releaseLease(KEY, "b")) // not b's to give back
-      expect((await run(store.read(KEY))).leased).toBe(true)
+      expect((await run(store.read(KEY))).lease).toBe("a")
       expect(await run(store.publish(KEY, 0, entry, 60_000, "a"))).toBe(1)
       const read = await run(store.read(KEY))
-      expect(read).toMatchObject({ generation: 1, leased: false, stored: { generation: 1 } })
+      expect(read).toMatchObject({
+        generation: 1,
+        lease: undefined,
+        stored: { generation: 1, fingerprint: TokenStore.fingerprint(entry.token) }
+      })
       expect(read.stored!.entry).toEqual(entry)
       expect(Redacted.value(read.stored!.entry.token)).toBe(TOKEN)
       expect(read.stored!.remainingMillis).toBeGreaterThan(59_000)
@@ -91,12 +95,12 @@ for (const kind of ["ioredis", "node-redis"] as const) {
       // A publisher who read generation 0 before this publication loses, and changes nothing.
       expect(await run(store.publish(KEY, 0, { ...entry, token: Redacted.make("late") }, 60_000, "c"))).toBe(undefined)
       expect((await run(store.read(KEY))).stored?.generation).toBe(1)
-      // Refusals of another generation change nothing; of this one, drop it and keep the count.
-      await run(store.invalidate(KEY, 0))
-      await run(store.invalidate(KEY, 2))
+      // Refusals of another token change nothing; of this one, drop it and keep the count.
+      await run(store.invalidate(KEY, TokenStore.fingerprint(Redacted.make("late"))))
+      await run(store.invalidate(KEY, "0".repeat(32)))
       expect((await run(store.read(KEY))).stored?.generation).toBe(1)
-      await run(store.invalidate(KEY, 1))
-      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 1, leased: false })
+      await run(store.invalidate(KEY, TokenStore.fingerprint(entry.token)))
+      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 1, lease: undefined })
       expect(await run(store.publish(KEY, 1, entry, 60_000, "a"))).toBe(2)
     })
 
@@ -105,9 +109,9 @@ for (const kind of ["ioredis", "node-redis"] as const) {
       const store = storeOf(redis)
       expect(await run(store.acquireLease(KEY, "a", 100))).toBe(true)
       await run(store.publish(KEY, 0, entry, 150, "someone else"))
-      expect((await run(store.read(KEY))).leased).toBe(true)
+      expect((await run(store.read(KEY))).lease).toBe("a")
       await new Promise((resolve) => setTimeout(resolve, 250))
-      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 1, leased: false })
+      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 1, lease: undefined })
       expect(await run(store.acquireLease(KEY, "b", 100))).toBe(true)
     })
 
@@ -127,7 +131,8 @@ for (const kind of ["ioredis", "node-redis"] as const) {
       const names = (await redis.send(["KEYS", "*"])) as Array<string>
       expect(names.sort()).toEqual([`clinical-test:{${key}}:generation`, `clinical-test:{${key}}:token`])
       const raw = (await redis.send(["GET", `clinical-test:{${key}}:token`])) as string
-      expect(raw.startsWith("sealed:v1:")).toBe(true)
+      expect(raw.slice(0, 33)).toBe(`${TokenStore.fingerprint(entry.token)}|`)
+      expect(raw.slice(33).startsWith("sealed:v1:")).toBe(true)
       Leaks.expectNone("stored value", raw, [TOKEN])
       Leaks.expectNone("key names", names.join(" "), [APPLICATION_ID])
       expect((await run(store.read(key))).stored?.entry).toEqual(entry)
@@ -150,11 +155,18 @@ for (const kind of ["ioredis", "node-redis"] as const) {
       const { redis } = await open(kind)
       const store = storeOf(redis)
       const base = `effect-clinical:{${KEY}}`
+      const print = (token: string) => TokenStore.fingerprint(Redacted.make(token))
+      const injected = `${TOKEN}\r\nX-Injected: 1`
       const planted = [
-        JSON.stringify({ ...entry, token: `${TOKEN}\r\nX-Injected: 1` }),
-        JSON.stringify({ ...entry, token: TOKEN, lifetimeMillis: -5 }),
-        "not json",
-        "sealed:v1:AAAA"
+        `${print(injected)}|${JSON.stringify({ ...entry, token: injected })}`,
+        `${print(TOKEN)}|${JSON.stringify({ ...entry, token: TOKEN, lifetimeMillis: -5 })}`,
+        // Another token's fingerprint in front of this one: it would drop the wrong token when refused.
+        `${print("another")}|${JSON.stringify({ ...entry, token: TOKEN })}`,
+        `${print(TOKEN)}|not json`,
+        `${print(TOKEN)}|sealed:v1:AAAA`,
+        JSON.stringify({ ...entry, token: TOKEN }),
+        // Longer than any token: not even read whole.
+        `${print(TOKEN)}|${"x".repeat(1024 * 1024)}`
       ]
       for (const value of planted) {
         await redis.send(["SET", `${base}:token`, value, "PX", "60000"])
@@ -233,6 +245,50 @@ describe("clients over one Redis and the mock on loopback", () => {
     )
     expect(answers).toHaveLength(4)
     expect((await mock.counters()).tokenRequests).toBe(1)
+  })
+
+  it("a lease with no expiry (planted, or left by PERSIST) does not hold anyone up: it is replaced", async () => {
+    const { redis } = await open("ioredis")
+    const key = TokenService.storeKey(
+      {
+        authUrl: mock.url,
+        tokenPath: "/api/Server/Token",
+        applicationId: Redacted.make(mock.applicationId)
+      } as Parameters<typeof TokenService.storeKey>[0]
+    )
+    await redis.send(["SET", `effect-clinical:{${key}}:lease`, "somebody"])
+    const a = await client("ioredis", { onUnavailable: "fail" })
+    const started = Date.now()
+    expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 1 })
+    // A lease lasts 12.5 s here: nobody waited for one.
+    expect(Date.now() - started).toBeLessThan(5000)
+    expect(await redis.send(["EXISTS", `effect-clinical:{${key}}:lease`])).toBe(0)
+  })
+
+  it("a client whose errors repeat the command never puts the token into an error or a log line", async () => {
+    const { redis } = await open("ioredis")
+    // Reads and leases go to Redis; a publication fails with the whole command in its message.
+    const echoing = TokenStore.fromSend(async (command) => {
+      if (command.some((word) => /^[0-9a-f]{32}\|/.test(word))) throw new Error(`ERR failed: ${command.join(" ")}`)
+      return redis.send(command)
+    })
+    const entries: Array<string> = []
+    const clinical = createClinicalClient({
+      baseUrl: mock.url,
+      applicationId: mock.applicationId,
+      tokenStore: { redis: echoing },
+      logLevel: "debug",
+      logger: (entry) => entries.push(JSON.stringify(entry))
+    })
+    opened.push(clinical)
+    const { items } = await clinical.get(PersonData.medications, mock.persons[0]!.personUid)
+    expect(items.length).toBeGreaterThan(0)
+    expect(entries.some((line) => line.includes("token store unavailable"))).toBe(true)
+    // The token as it went on the wire, from the mock's own log.
+    const sent = (await mock.requestLog()).find((entry) => entry.operation === "medications")
+    const token = Object.entries(sent!.headers).find(([name]) => name.toLowerCase() === "authorization")![1]
+      .replace(/^Bearer /, "")
+    for (const line of entries) Leaks.expectNone("log line", line, [token, mock.applicationId])
   })
 
   it("Redis frozen: a refresh waits no longer than the store's timeout, then goes on alone", async () => {

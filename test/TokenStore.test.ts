@@ -137,7 +137,7 @@ describe("clients sharing a token store", () => {
       const late = yield* Effect.fork(a(TokenService.get))
       yield* settle
       expect(yield* fake.tokenRequests).toHaveLength(1)
-      expect((yield* shared.read(storeKey)).leased).toBe(true)
+      expect((yield* shared.read(storeKey)).lease).toBeDefined()
       // The lease lasts the token timeout (10 s) plus a second; then b takes it and publishes.
       yield* TestClock.adjust(11 * SECOND)
       const newer = yield* b(TokenService.get)
@@ -150,6 +150,158 @@ describe("clients sharing a token store", () => {
       const snapshot = yield* shared.read(storeKey)
       expect(snapshot.generation).toBe(1)
       expect(Redacted.value(snapshot.stored!.entry.token)).toBe(Fake.tokenValue(2))
+    }))
+})
+
+/** Runs the clock forward in steps, letting forked fibers run between them. */
+const runClock = (steps: number, stepMillis: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < steps; i++) {
+      yield* settle
+      yield* TestClock.adjust(stepMillis)
+    }
+    yield* settle
+  })
+
+/** A token responder that takes `millis` of the clock before the fake issues the token. */
+const slowToken = (fake: Fake.FakeService, millis: number): Fake.Responder => () =>
+  Effect.zipRight(Effect.sleep(millis), fake.issueToken)
+
+/** A memory store that can be swapped for a fresh one: Redis restarted without persistence. */
+const restartable = () => {
+  let current = TokenStore.memory()
+  const store: TokenStore.Service = {
+    ...current,
+    read: (key) => Effect.suspend(() => current.read(key)),
+    acquireLease: (key, owner, ttl) => Effect.suspend(() => current.acquireLease(key, owner, ttl)),
+    releaseLease: (key, owner) => Effect.suspend(() => current.releaseLease(key, owner)),
+    publish: (key, expected, entry, ttl, owner) =>
+      Effect.suspend(() => current.publish(key, expected, entry, ttl, owner)),
+    invalidate: (key, fingerprint) => Effect.suspend(() => current.invalidate(key, fingerprint))
+  }
+  return { store, restart: () => (current = TokenStore.memory()), current: () => current }
+}
+
+describe("found in review: leases changing hands, stores timing out, stores restarting", () => {
+  it.scoped("a leaseholder that died: the instances waiting for it make one token request among them", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const store = TokenStore.memory()
+      yield* fake.scriptToken(...Array.from({ length: 10 }, () => slowToken(fake, 500)))
+      // Another instance took the lease (10 s token timeout + 1 s) and died.
+      expect(yield* store.acquireLease(storeKey, "dead", 11_000)).toBe(true)
+      const clients = []
+      for (let i = 0; i < 6; i++) clients.push(yield* instance(clientOver(fake, store)))
+      yield* TestClock.adjust(10)
+      const fibers = []
+      for (const client of clients) fibers.push(yield* Effect.fork(client(TokenService.get)))
+      yield* runClock(200, 100)
+      const tokens = yield* Effect.all(fibers.map(Fiber.join))
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+      expect(new Set(tokens.map(valueOf)).size).toBe(1)
+    }))
+
+  it.scoped("a leaseholder whose second read times out still fetches, publishes and gives the lease back", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      let reads = 0
+      const flaky: TokenStore.Service = {
+        ...shared,
+        timeoutMillis: 250,
+        retryAfterMillis: 5 * SECOND,
+        read: (key) => Effect.suspend(() => (++reads === 2 ? Effect.never : shared.read(key)))
+      }
+      const a = yield* instance(clientOver(fake, flaky))
+      const b = yield* instance(clientOver(fake, shared))
+      const first = yield* Effect.fork(a(TokenService.get))
+      yield* runClock(5, 100)
+      expect(yield* Fiber.join(first)).toMatchObject({ storeGeneration: 1 })
+      expect((yield* shared.read(storeKey)).lease).toBe(undefined)
+      expect(yield* b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 1 })
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+    }))
+
+  it.scoped("a lease taken by a command that timed out but ran is given back by the publication that follows", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      const slow: TokenStore.Service = {
+        ...shared,
+        timeoutMillis: 250,
+        retryAfterMillis: 5 * SECOND,
+        // The lease is taken in Redis, but the answer never comes back.
+        acquireLease: (...args) => Effect.zipRight(shared.acquireLease(...args), Effect.never)
+      }
+      const a = yield* instance(clientOver(fake, slow))
+      const b = yield* instance(clientOver(fake, shared))
+      const first = yield* Effect.fork(a(TokenService.get))
+      yield* runClock(5, 100)
+      expect(yield* Fiber.join(first)).toMatchObject({ source: "server" })
+      // Nobody waits a whole lease: a's token is in the store, the lease is free again.
+      expect((yield* shared.read(storeKey)).lease).toBe(undefined)
+      expect(yield* b(TokenService.get)).toMatchObject({ source: "store" })
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+    }))
+
+  it.scoped("after the store restarts empty, a refusal of an old token never drops a new one numbered alike", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const { restart, store } = restartable()
+      const a = yield* instance(clientOver(fake, store))
+      const b = yield* instance(clientOver(fake, store))
+      const c = yield* instance(clientOver(fake, store))
+      yield* a(TokenService.get)
+      const old = yield* b(TokenService.get)
+      restart()
+      yield* TestClock.adjust(30 * MINUTE)
+      const fresh = yield* c(TokenService.get) // generation 1 again, another token
+      expect(fresh.storeGeneration).toBe(old.storeGeneration)
+      yield* b(TokenService.invalidate(old))
+      const next = yield* b(TokenService.get)
+      expect(valueOf(next)).toBe(valueOf(fresh))
+      expect(yield* fake.tokenRequests).toHaveLength(2)
+    }))
+
+  it.scoped("after the store restarts empty, an instance adopts a new token numbered like the one it holds", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const { restart, store } = restartable()
+      const a = yield* instance(clientOver(fake, store))
+      const c = yield* instance(clientOver(fake, store))
+      yield* a(TokenService.get)
+      restart()
+      yield* TestClock.adjust(30 * MINUTE)
+      const fresh = yield* c(TokenService.get)
+      yield* TestClock.adjust(26 * MINUTE) // a's soft window; c's token has 34 minutes left
+      yield* a(TokenService.get)
+      yield* settle
+      expect(valueOf(yield* a(TokenService.get))).toBe(valueOf(fresh))
+      expect(yield* fake.tokenRequests).toHaveLength(2)
+    }))
+
+  it.scoped("a publication that timed out but ran: the token it stored is dropped when refused, never adopted again", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      let slow = true
+      const store: TokenStore.Service = {
+        ...shared,
+        timeoutMillis: 250,
+        retryAfterMillis: 5 * SECOND,
+        publish: (...args) => Effect.zipLeft(shared.publish(...args), slow ? Effect.never : Effect.void)
+      }
+      const a = yield* instance(clientOver(fake, store))
+      const first = yield* Effect.fork(a(TokenService.get))
+      yield* runClock(5, 100)
+      expect(yield* Fiber.join(first)).toMatchObject({ storeGeneration: undefined })
+      slow = false
+      yield* TestClock.adjust(10 * MINUTE)
+      yield* fake.revokeAll
+      const call = yield* Effect.fork(a(MedicationService.get(Fake.PERSON_UID)))
+      yield* runClock(100, 100)
+      expect((yield* Fiber.join(call)).medications).toEqual(Fake.MEDICATIONS)
+      expect(yield* fake.tokenRequests).toHaveLength(2)
     }))
 })
 
@@ -279,36 +431,48 @@ describe("tokenSharing: the decisions", () => {
     serverLifetimeMillis: 60 * MINUTE,
     serverClockSkewMillis: 1500
   }
-  const snapshot = (stored: { generation: number; remainingMillis: number } | undefined, leased = false) => ({
-    stored: stored === undefined ? undefined : { entry, ...stored },
+  /** A stored token "f<generation>" (its fingerprint), and the lease's holder if any. */
+  const snapshot = (
+    stored: { generation: number; remainingMillis: number } | undefined,
+    lease?: string
+  ): TokenStore.Snapshot => ({
+    stored: stored === undefined ? undefined : { entry, fingerprint: `f${stored.generation}`, ...stored },
     generation: stored?.generation ?? 0,
-    leased
+    lease
   })
+  const fresh = snapshot({ generation: 3, remainingMillis: 40 * MINUTE })
 
-  const cases: ReadonlyArray<readonly [string, TokenStore.Snapshot, number | undefined, TokenSharing.Step["_tag"]]> = [
-    ["nothing stored, lease free", snapshot(undefined), undefined, "Lease"],
-    ["nothing stored, lease held", snapshot(undefined, true), undefined, "Wait"],
-    ["a fresh token, none held", snapshot({ generation: 3, remainingMillis: 40 * MINUTE }), undefined, "Adopt"],
-    ["a fresh token, an older one held", snapshot({ generation: 3, remainingMillis: 40 * MINUTE }), 2, "Adopt"],
-    ["the very token held", snapshot({ generation: 3, remainingMillis: 40 * MINUTE }), 3, "Lease"],
-    ["the very token held, lease held", snapshot({ generation: 3, remainingMillis: 40 * MINUTE }, true), 3, "Wait"],
-    ["a token 1 ms outside its hard window", snapshot({ generation: 3, remainingMillis: 30 * SECOND + 1 }), 2, "Adopt"],
-    ["a token at its hard window", snapshot({ generation: 3, remainingMillis: 30 * SECOND }), 2, "Lease"],
-    ["a token in its hard window, lease held", snapshot({ generation: 3, remainingMillis: SECOND }, true), 2, "Wait"]
+  const cases: ReadonlyArray<readonly [string, TokenStore.Snapshot, ReadonlyArray<string>, TokenSharing.Step]> = [
+    ["nothing stored, lease free", snapshot(undefined), [], { _tag: "Lease" }],
+    ["nothing stored, lease held", snapshot(undefined, "b"), [], { _tag: "Wait", holder: "b" }],
+    ["a fresh token, none held", fresh, [], { _tag: "Adopt", issued: expect.objectContaining({ storeGeneration: 3 }) }],
+    ["a fresh token, another held", fresh, ["f2"], { _tag: "Adopt", issued: expect.anything() }],
+    ["the very token held", fresh, ["f3"], { _tag: "Lease" }],
+    ["the very token just refused", fresh, ["f2", "f3"], { _tag: "Lease" }],
+    ["the very token held, lease held", snapshot({ generation: 3, remainingMillis: 40 * MINUTE }, "b"), ["f3"], {
+      _tag: "Wait",
+      holder: "b"
+    }],
+    ["a token 1 ms outside its hard window", snapshot({ generation: 3, remainingMillis: 30 * SECOND + 1 }), ["f2"], {
+      _tag: "Adopt",
+      issued: expect.anything()
+    }],
+    ["a token at its hard window", snapshot({ generation: 3, remainingMillis: 30 * SECOND }), ["f2"], {
+      _tag: "Lease"
+    }],
+    ["a token in its hard window, lease held", snapshot({ generation: 3, remainingMillis: SECOND }, "b"), ["f2"], {
+      _tag: "Wait",
+      holder: "b"
+    }]
   ]
-  for (const [name, found, held, expected] of cases) {
-    it(`${name}: ${expected}`, () => {
-      expect(TokenSharing.afterRead(found, held, 0, limits)._tag).toBe(expected)
+  for (const [name, found, avoid, expected] of cases) {
+    it(`${name}: ${expected._tag}`, () => {
+      expect(TokenSharing.afterRead(found, avoid, 0, limits)).toEqual(expected)
     })
   }
 
   it("an adopted token expires when the store says, and its lifetime places its windows", () => {
-    const issued = TokenSharing.adoptable(
-      snapshot({ generation: 7, remainingMillis: 40 * MINUTE }),
-      undefined,
-      1000,
-      limits
-    )
+    const issued = TokenSharing.adoptable(snapshot({ generation: 7, remainingMillis: 40 * MINUTE }), [], 1000, limits)
     expect(issued).toEqual({
       token: entry.token,
       sentAt: 1000 + 40 * MINUTE - 60 * MINUTE,
@@ -323,7 +487,7 @@ describe("tokenSharing: the decisions", () => {
   it("a stored lifetime over the cap is cut, and a time left over the lifetime is cut to it", () => {
     const capped = TokenSharing.adoptable(
       snapshot({ generation: 1, remainingMillis: 48 * 60 * MINUTE }),
-      undefined,
+      [],
       0,
       { ...limits, maxLifetimeMillis: 30 * MINUTE }
     )
@@ -332,13 +496,20 @@ describe("tokenSharing: the decisions", () => {
 
   it("the hard window of a short-lived stored token is a tenth of its lifetime", () => {
     const short = { ...entry, lifetimeMillis: 100 * SECOND, serverLifetimeMillis: 100 * SECOND }
-    const found = (remainingMillis: number) => ({
-      stored: { entry: short, generation: 2, remainingMillis },
+    const found = (remainingMillis: number): TokenStore.Snapshot => ({
+      stored: { entry: short, fingerprint: "f2", generation: 2, remainingMillis },
       generation: 2,
-      leased: false
+      lease: undefined
     })
-    expect(TokenSharing.adoptable(found(10 * SECOND + 1), 1, 0, limits)).toBeDefined()
-    expect(TokenSharing.adoptable(found(10 * SECOND), 1, 0, limits)).toBeUndefined()
+    expect(TokenSharing.adoptable(found(10 * SECOND + 1), [], 0, limits)).toBeDefined()
+    expect(TokenSharing.adoptable(found(10 * SECOND), [], 0, limits)).toBeUndefined()
+  })
+
+  it("a wait starts again when the lease changes hands, and ends after a whole lease with one holder", () => {
+    expect(TokenSharing.waited(undefined, "b", 100, 1000)).toEqual({ holder: "b", since: 100 })
+    expect(TokenSharing.waited({ holder: "b", since: 100 }, "b", 1099, 1000)).toEqual({ holder: "b", since: 100 })
+    expect(TokenSharing.waited({ holder: "b", since: 100 }, "b", 1100, 1000)).toBeUndefined()
+    expect(TokenSharing.waited({ holder: "b", since: 100 }, "c", 5000, 1000)).toEqual({ holder: "c", since: 5000 })
   })
 
   it("polls back off from 25 ms to 400 ms, half of each jittered", () => {
@@ -419,10 +590,11 @@ describe("TokenStore.redis: options", () => {
       serverClockSkewMillis: undefined
     }
     const key = Either.getOrThrow(StoredEntry.sealingKey(new Uint8Array(32).fill(9)))
-    expect(StoredEntry.decode(StoredEntry.encode(entry, undefined, "k"), undefined, "k")).toEqual(Either.right(entry))
+    const read = Either.right({ entry, fingerprint: TokenStore.fingerprint(entry.token) })
+    expect(StoredEntry.decode(StoredEntry.encode(entry, undefined, "k"), undefined, "k")).toEqual(read)
     const sealed = StoredEntry.encode(entry, key, "k")
     expect(sealed).not.toContain("abc.DEF")
-    expect(StoredEntry.decode(sealed, key, "k")).toEqual(Either.right(entry))
+    expect(StoredEntry.decode(sealed, key, "k")).toEqual(read)
     // The same sealed value copied under another name does not open.
     expect(StoredEntry.decode(sealed, key, "other")._tag).toBe("Left")
     // Two seals of one entry differ (a fresh IV each time).

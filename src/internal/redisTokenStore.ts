@@ -1,10 +1,10 @@
 /**
- * The token store on Redis: four keys per token (names carry a hash, never the ApplicationId),
- * each operation one command or one Lua script, so each is atomic on the server.
+ * The token store on Redis: three keys per token (names carry a hash, never the ApplicationId),
+ * each operation one Lua script, so each is atomic on the server.
  *
  * | key | holds |
  * |---|---|
- * | `{prefix}:{hash}:token` | the entry (JSON, or sealed), with a TTL of the token's time left |
+ * | `{prefix}:{hash}:token` | the token's fingerprint, `|`, the entry (JSON, or sealed), with a TTL of the token's time left |
  * | `{prefix}:{hash}:generation` | the number of the last token published (no TTL) |
  * | `{prefix}:{hash}:lease` | the id of the instance fetching a token, with a TTL |
  *
@@ -13,10 +13,12 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
 import { TokenStoreError } from "../ClinicalError.js"
 import type { OnUnavailable, Service, Snapshot } from "../TokenStore.js"
-import { decode, encode, type SealingKey } from "./storedEntry.js"
+import { scrub } from "./redaction.js"
+import { decode, encode, MAX_STORED_LENGTH, type SealingKey } from "./storedEntry.js"
 
 /**
  * What the library needs of a Redis client: send one command, run one Lua script. Build one with
@@ -72,13 +74,25 @@ export interface Settings {
   readonly onUnavailable: OnUnavailable
 }
 
-/** The token, its TTL, the last generation and the lease's TTL, in one step. */
+/**
+ * The token (or a mark when it is longer than any token), its TTL, the last generation and the
+ * lease's holder, in one step. A lease without an expiry (written by hand, or left by `PERSIST`)
+ * would never end: it counts as none, and the next lease replaces it.
+ */
 const READ = redisScript(`
-local entry = redis.call('GET', KEYS[1])
+local entry = false
+if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then entry = 'oversized' else entry = redis.call('GET', KEYS[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 local generation = redis.call('GET', KEYS[2])
-local lease = redis.call('EXISTS', KEYS[3])
-return {entry, ttl, generation, lease}
+local holder = false
+if redis.call('PTTL', KEYS[3]) > 0 then holder = redis.call('GET', KEYS[3]) end
+return {entry, ttl, generation, holder}
+`)
+
+/** The lease for `owner`, unless another holds one that expires. */
+const ACQUIRE = redisScript(`
+if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 `)
 
 /** Compare-and-set on the generation: a publisher who read an older one loses. Gives the lease back either way. */
@@ -92,9 +106,10 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return {1, generation}
 `)
 
-/** Drops the token only if the last generation is still the one refused. */
+/** Drops the token only if it is still the one refused: its value begins with that fingerprint. */
 const INVALIDATE = redisScript(`
-if tonumber(redis.call('GET', KEYS[2]) or '0') == tonumber(ARGV[1]) then return redis.call('DEL', KEYS[1]) end
+local entry = redis.call('GET', KEYS[1])
+if entry and string.sub(entry, 1, 33) == ARGV[1] .. '|' then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
 
@@ -132,18 +147,18 @@ export const snapshotOf = (
   if (!Array.isArray(reply) || reply.length !== 4) {
     return Either.left(unreadable("the store's reply is not the expected list"))
   }
-  const [value, ttl, generationReply, lease] = reply as [unknown, unknown, unknown, unknown]
+  const [value, ttl, generationReply, holder] = reply as [unknown, unknown, unknown, unknown]
   const generation = generationOf(generationReply)
   if (generation === undefined) return Either.left(unreadable("the stored generation is not a number"))
-  const leased = lease === 1 || lease === "1"
+  const lease = typeof holder === "string" ? holder : undefined
   const remainingMillis = typeof ttl === "number" ? ttl : Number(ttl)
   // No value, or no TTL (-1: written by hand, it would never expire): nothing usable is stored.
   if (typeof value !== "string" || !(remainingMillis > 0)) {
-    return Either.right({ stored: undefined, generation, leased })
+    return Either.right({ stored: undefined, generation, lease })
   }
   return Either.map(
     Either.mapLeft(decode(value, sealingKey, name), unreadable),
-    (entry) => ({ stored: { entry, generation, remainingMillis }, generation, leased })
+    ({ entry, fingerprint }) => ({ stored: { entry, fingerprint, generation, remainingMillis }, generation, lease })
   )
 }
 
@@ -153,35 +168,33 @@ export const make = (redis: RedisCommands, settings: Settings): Service => {
     const base = `${settings.keyPrefix}:{${key}}`
     return { token: `${base}:token`, generation: `${base}:generation`, lease: `${base}:lease` }
   }
-  const call = <A>(run: () => Promise<A>): Effect.Effect<A, TokenStoreError> =>
-    Effect.tryPromise({ try: run, catch: (cause) => failed(messageOf(cause)) })
+  // A client's error may repeat the command it failed on: what the command carried is scrubbed out.
+  const call = <A>(
+    run: () => Promise<A>,
+    secrets: ReadonlyArray<Redacted.Redacted<string> | string> = []
+  ): Effect.Effect<A, TokenStoreError> =>
+    Effect.tryPromise({ try: run, catch: (cause) => failed(scrub(messageOf(cause), secrets)) })
 
   return {
     read: (key) => {
       const { generation, lease, token } = names(key)
       return Effect.flatMap(
-        call(() => redis.script(READ, [token, generation, lease], [])),
+        call(() => redis.script(READ, [token, generation, lease], [String(MAX_STORED_LENGTH)])),
         (reply) => snapshotOf(reply, settings.sealingKey, token)
       )
     },
     acquireLease: (key, owner, ttlMillis) =>
       Effect.map(
-        call(() => redis.send(["SET", names(key).lease, owner, "NX", "PX", String(Math.ceil(ttlMillis))])),
+        call(() => redis.script(ACQUIRE, [names(key).lease], [owner, String(Math.ceil(ttlMillis))])),
         (reply) => reply === "OK"
       ),
     releaseLease: (key, owner) => Effect.asVoid(call(() => redis.script(RELEASE, [names(key).lease], [owner]))),
     publish: (key, expected, entry, ttlMillis, owner) => {
       const { generation, lease, token } = names(key)
       const value = encode(entry, settings.sealingKey, token)
+      const args = [String(expected), value, String(Math.ceil(ttlMillis)), owner]
       return Effect.flatMap(
-        call(() =>
-          redis.script(PUBLISH, [token, generation, lease], [
-            String(expected),
-            value,
-            String(Math.ceil(ttlMillis)),
-            owner
-          ])
-        ),
+        call(() => redis.script(PUBLISH, [token, generation, lease], args), [entry.token, value]),
         (reply) => {
           if (!Array.isArray(reply) || reply.length !== 2) {
             return Effect.fail(unreadable("the store's reply to a publication is not the expected list"))
@@ -192,10 +205,8 @@ export const make = (redis: RedisCommands, settings: Settings): Service => {
         }
       )
     },
-    invalidate: (key, generation) => {
-      const keys = names(key)
-      return Effect.asVoid(call(() => redis.script(INVALIDATE, [keys.token, keys.generation], [String(generation)])))
-    },
+    invalidate: (key, fingerprint) =>
+      Effect.asVoid(call(() => redis.script(INVALIDATE, [names(key).token], [fingerprint]))),
     timeoutMillis: settings.timeoutMillis,
     retryAfterMillis: settings.retryAfterMillis,
     onUnavailable: settings.onUnavailable

@@ -20,6 +20,17 @@ export interface Entry {
   readonly serverClockSkewMillis: number | undefined
 }
 
+/**
+ * Which token an entry holds, without holding it: the first 128 bits of a SHA-256 of the token.
+ * Tokens are compared by it (adopting, dropping a refused one), never by generation alone: after
+ * the store restarts empty, generations start again and two tokens can share a number.
+ */
+export const fingerprint = (token: Redacted.Redacted<string>): string =>
+  Crypto.createHash("sha256").update(`effect-clinical token\n${Redacted.value(token)}`).digest("hex").slice(0, 32)
+
+/** Longest stored value read: a token is at most 4,096 characters, so a real entry is far shorter. */
+export const MAX_STORED_LENGTH = 16 * 1024
+
 /** A 32-byte AES-256-GCM key. */
 export type SealingKey = Redacted.Redacted<Uint8Array>
 
@@ -48,8 +59,15 @@ export const sealingKey = (value: unknown): Either.Either<SealingKey, string> =>
 const isMillis = (value: unknown): value is number =>
   typeof value === "number" && Number.isFinite(value) && value > 0 && value <= Number.MAX_SAFE_INTEGER
 
-/** The entry as one string; sealed under `key`, bound to `name` (the key name it is written under). */
-export const encode = (entry: Entry, key: SealingKey | undefined, name: string): string => {
+/**
+ * The entry as one string: its fingerprint, `|`, then the entry as JSON, or sealed under `key`
+ * and bound to `name` (the key name it is written under). The fingerprint is in the clear so that
+ * a store can drop a refused token without reading it.
+ */
+export const encode = (entry: Entry, key: SealingKey | undefined, name: string): string =>
+  `${fingerprint(entry.token)}|${encodeBody(entry, key, name)}`
+
+const encodeBody = (entry: Entry, key: SealingKey | undefined, name: string): string => {
   const json = JSON.stringify({
     token: Redacted.value(entry.token),
     lifetimeMillis: entry.lifetimeMillis,
@@ -79,8 +97,25 @@ const open = (text: string, key: SealingKey, name: string): Either.Either<string
   }
 }
 
-/** An entry from its stored string, or why it cannot be read (never the value itself). */
-export const decode = (text: string, key: SealingKey | undefined, name: string): Either.Either<Entry, string> => {
+/** An entry and its fingerprint from the stored string, or why it cannot be read (never the value itself). */
+export const decode = (
+  text: string,
+  key: SealingKey | undefined,
+  name: string
+): Either.Either<{ readonly entry: Entry; readonly fingerprint: string }, string> => {
+  if (text.length > MAX_STORED_LENGTH) return Either.left("the stored token is longer than any token")
+  const bar = text.indexOf("|")
+  const print = text.slice(0, bar)
+  if (bar !== 32 || !/^[0-9a-f]{32}$/.test(print)) return Either.left("the stored token has no fingerprint")
+  const entry = decodeBody(text.slice(bar + 1), key, name)
+  if (Either.isLeft(entry)) return Either.left(entry.left)
+  // The fingerprint stands in the clear: it must be the entry's own.
+  return fingerprint(entry.right.token) === print
+    ? Either.right({ entry: entry.right, fingerprint: print })
+    : Either.left("the stored token's fingerprint is not its own")
+}
+
+const decodeBody = (text: string, key: SealingKey | undefined, name: string): Either.Either<Entry, string> => {
   if (key === undefined && text.startsWith(SEALED)) {
     return Either.left("the stored token is sealed, and this instance has no sealing key")
   }

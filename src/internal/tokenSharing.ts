@@ -3,21 +3,24 @@
  * decisions first, then their interpreter, which `TokenService` calls where it would otherwise
  * request a token itself.
  *
- * 1. Read the store. A token there that is not the one this instance holds, and that is outside
- *    its hard window, is adopted: no token request.
+ * 1. Read the store. A stored token this instance is not replacing (nor was just refused), outside
+ *    its hard window, is adopted: no token request. Tokens are compared by fingerprint.
  * 2. Else, if nobody holds the lease, take it, read again (somebody may have published meanwhile),
  *    request a token, and publish it with a compare-and-set on the generation read: a publisher
  *    who was paused past its lease loses to the newer token, and adopts it.
  * 3. Else another instance is fetching: wait for its publication, polling with jitter, taking the
- *    lease if it is given back without one; after a lease's length, stop waiting and ask alone.
+ *    lease if it is given back without one. The wait restarts whenever the lease changes hands;
+ *    after a whole lease's length with the same holder, ask alone, and offer the token to the store.
  *
  * The store fails (no answer within its timeout, an error, a value it cannot read): the failure is
  * counted, logged once per outage, the store is left alone for its `retryAfter`, and the refresh
  * goes on alone (`onUnavailable: "local"`) or fails (`"fail"`). A token obtained before the store
- * failed is kept, unpublished: a failure of the store never costs a second token request.
+ * failed is kept: a failure of the store never costs a second token request. What the instance
+ * owes the store (a lease to give back, a token to publish) is still attempted, in the background.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
@@ -37,17 +40,18 @@ export interface Limits {
 
 /**
  * The stored token as this instance would use it, or `undefined` when it should not: none is
- * stored, it is the generation this instance holds (`held`, the one it is replacing), or it is in
- * its hard window. `readAt` is the local time the read was sent: the time left counts from there.
+ * stored, it is one of the tokens to `avoid` (by fingerprint: the one being replaced, the one just
+ * refused), or it is in its hard window. `readAt` is the local time the read was sent: the time
+ * left counts from there.
  */
 export const adoptable = (
   snapshot: TokenStore.Snapshot,
-  held: number | undefined,
+  avoid: ReadonlyArray<string>,
   readAt: number,
   limits: Limits
 ): IssuedToken | undefined => {
   const stored = snapshot.stored
-  if (stored === undefined || stored.generation === held) return undefined
+  if (stored === undefined || avoid.includes(stored.fingerprint)) return undefined
   const lifetimeMillis = Math.min(stored.entry.lifetimeMillis, limits.maxLifetimeMillis)
   const remainingMillis = Math.min(stored.remainingMillis, lifetimeMillis)
   if (remainingMillis <= Math.min(limits.hardWindowMillis, lifetimeMillis / 10)) return undefined
@@ -66,18 +70,39 @@ export const adoptable = (
 export type Step =
   | { readonly _tag: "Adopt"; readonly issued: IssuedToken }
   | { readonly _tag: "Lease" }
-  | { readonly _tag: "Wait" }
+  | { readonly _tag: "Wait"; readonly holder: string }
 
-/** After a read: adopt the stored token; else take the lease if it is free; else wait. */
+/** After a read: adopt the stored token; else take the lease if it is free; else wait for its holder. */
 export const afterRead = (
   snapshot: TokenStore.Snapshot,
-  held: number | undefined,
+  avoid: ReadonlyArray<string>,
   readAt: number,
   limits: Limits
 ): Step => {
-  const issued = adoptable(snapshot, held, readAt, limits)
+  const issued = adoptable(snapshot, avoid, readAt, limits)
   if (issued !== undefined) return { _tag: "Adopt", issued }
-  return snapshot.leased ? { _tag: "Wait" } : { _tag: "Lease" }
+  return snapshot.lease === undefined ? { _tag: "Lease" } : { _tag: "Wait", holder: snapshot.lease }
+}
+
+/** Whom an instance is waiting for, since when. */
+export interface Waiting {
+  readonly holder: string
+  readonly since: number
+}
+
+/**
+ * The wait after finding `holder` with the lease at `now`: it starts again when the lease changed
+ * hands (a new holder has its whole lease to publish), and is over (`undefined`: ask alone) after
+ * a whole lease's length with one holder.
+ */
+export const waited = (
+  waiting: Waiting | undefined,
+  holder: string,
+  now: number,
+  leaseMillis: number
+): Waiting | undefined => {
+  if (waiting === undefined || waiting.holder !== holder) return { holder, since: now }
+  return now - waiting.since >= leaseMillis ? undefined : waiting
 }
 
 /** The pause before poll number `poll` (0 first) for another instance's publication: 25 ms doubling to 400, half jittered. */
@@ -104,21 +129,29 @@ export interface Options {
   readonly tokenTimeoutMillis: number
   /** One token request to the token endpoint. */
   readonly request: Effect.Effect<IssuedToken, HttpError>
+  /** Runs work the refresh does not wait for (what the instance owes the store), in the client's scope. */
+  readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
   /** Secrets a store's error text must not carry (the ApplicationId). */
   readonly secrets: ReadonlyArray<Redacted.Redacted<string>>
 }
 
 /** A client's way to new tokens through a store. */
 export interface Sharing {
-  /** A new token, replacing generation `held` of the store (if the token held is in it). */
-  readonly obtain: (held: number | undefined) => Effect.Effect<IssuedToken, HttpError>
-  /** Drops generation `generation` from the store if it is still there; a failure only counts and logs. */
-  readonly invalidate: (generation: number) => Effect.Effect<void>
+  /** A new token; the store's tokens with a fingerprint in `avoid` are not taken. */
+  readonly obtain: (avoid: ReadonlyArray<string>) => Effect.Effect<IssuedToken, HttpError>
+  /** Drops the token with this fingerprint from the store if it is still there; a failure only counts and logs. */
+  readonly invalidate: (fingerprint: string) => Effect.Effect<void>
+}
+
+/** A read of the store, and the local time it was sent. */
+interface Read {
+  readonly snapshot: TokenStore.Snapshot
+  readonly readAt: number
 }
 
 /** The interpreter of the decisions above over a store. */
 export const make = (options: Options): Sharing => {
-  const { key, limits, owner, request, store } = options
+  const { background, key, limits, owner, request, store } = options
   const lease = leaseMillis(options.tokenTimeoutMillis, store.timeoutMillis)
   let pausedUntil = 0
   let down = false
@@ -145,110 +178,145 @@ export const make = (options: Options): Sharing => {
     return Effect.logInfo("token store available again")
   })
 
-  /** One store operation: skipped while the store is left alone, bounded by its timeout, its failure counted. */
-  const guarded = <A>(operation: Effect.Effect<A, TokenStoreError>): Effect.Effect<A, TokenStoreError> =>
-    Effect.clockWith((clock) => {
-      if (clock.unsafeCurrentTimeMillis() < pausedUntil) {
-        return Effect.fail(
+  const bounded = <A>(operation: Effect.Effect<A, TokenStoreError>): Effect.Effect<A, TokenStoreError> =>
+    (Number.isFinite(store.timeoutMillis)
+      ? Effect.timeoutFail(operation, {
+        duration: store.timeoutMillis,
+        onTimeout: () =>
+          new TokenStoreError({
+            operation: "token",
+            reason: "Timeout",
+            detail: `no answer within ${store.timeoutMillis} ms`
+          })
+      })
+      : operation).pipe(
+        // A store's error text is foreign: the ApplicationId must not ride on it.
+        Effect.mapError((error) => new TokenStoreError({ ...error, detail: scrub(error.detail, options.secrets) })),
+        Effect.tapBoth({ onFailure: failure, onSuccess: () => recovered })
+      )
+
+  /**
+   * One store operation: bounded by the timeout, its failure counted; skipped while the store is
+   * left alone after a failure, unless it is owed (a lease to give back, a token to publish).
+   */
+  const guarded = <A>(operation: Effect.Effect<A, TokenStoreError>, owed = false): Effect.Effect<A, TokenStoreError> =>
+    Effect.clockWith((clock) =>
+      !owed && clock.unsafeCurrentTimeMillis() < pausedUntil
+        ? Effect.fail(
           new TokenStoreError({
             operation: "token",
             reason: "Unavailable",
             detail: `left alone for ${store.retryAfterMillis} ms after a failure`
           })
         )
-      }
-      const bounded = Number.isFinite(store.timeoutMillis)
-        ? Effect.timeoutFail(operation, {
-          duration: store.timeoutMillis,
-          onTimeout: () =>
-            new TokenStoreError({
-              operation: "token",
-              reason: "Timeout",
-              detail: `no answer within ${store.timeoutMillis} ms`
-            })
-        })
-        : operation
-      return bounded.pipe(
-        // A store's error text is foreign: the ApplicationId must not ride on it.
-        Effect.mapError((error) => new TokenStoreError({ ...error, detail: scrub(error.detail, options.secrets) })),
-        Effect.tapBoth({ onFailure: failure, onSuccess: () => recovered })
-      )
-    })
+        : bounded(operation)
+    )
 
-  const read = Effect.flatMap(
+  const read: Effect.Effect<Read, TokenStoreError> = Effect.flatMap(
     Clock.currentTimeMillis,
     (readAt) => Effect.map(guarded(store.read(key)), (snapshot) => ({ snapshot, readAt }))
   )
 
   const adopted = (issued: IssuedToken) => Effect.as(Metric.increment(Telemetry.tokensFromStore), issued)
 
-  /** A token that is ours to keep: published, or (the store failed, or is gone) kept unpublished. */
-  const publish = (issued: IssuedToken, expected: number): Effect.Effect<IssuedToken> =>
+  const release = Effect.ignore(guarded(store.releaseLease(key, owner), true))
+
+  /**
+   * Publishes a token this instance fetched, if the last generation is still `expected` (and gives
+   * its lease back either way). Published: the token with its generation. Lost: the newer token,
+   * which is the fleet's. The store failing: the token as it is.
+   */
+  const publish = (issued: IssuedToken, expected: number): Effect.Effect<IssuedToken, TokenStoreError> =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const ttlMillis = issued.sentAt + issued.lifetimeMillis - now
-      if (ttlMillis <= 0) return Effect.as(Effect.ignore(guarded(store.releaseLease(key, owner))), issued)
+      if (ttlMillis <= 0) return Effect.as(release, issued)
       const entry = {
         token: issued.token,
         lifetimeMillis: issued.lifetimeMillis,
         serverLifetimeMillis: issued.serverLifetimeMillis,
         serverClockSkewMillis: issued.serverClockSkewMillis
       }
-      return guarded(store.publish(key, expected, entry, ttlMillis, owner)).pipe(
-        Effect.flatMap((generation) =>
+      return Effect.flatMap(
+        guarded(store.publish(key, expected, entry, ttlMillis, owner), true),
+        (generation) =>
           generation !== undefined
             ? Effect.succeed({ ...issued, storeGeneration: generation })
             // Another instance published while this one fetched (its lease ran out): theirs is the fleet's.
-            : Effect.map(read, ({ readAt, snapshot }) => adoptable(snapshot, undefined, readAt, limits) ?? issued)
-        ),
-        Effect.orElseSucceed(() => issued)
+            : Effect.map(
+              Effect.either(read),
+              (found) =>
+                (Either.isRight(found) ? adoptable(found.right.snapshot, [], found.right.readAt, limits) : undefined) ??
+                  issued
+            )
       )
     })
 
-  const asLeaseholder = (held: number | undefined) =>
-    Effect.flatMap(read, ({ readAt, snapshot }) => {
-      const issued = adoptable(snapshot, held, readAt, limits)
-      if (issued !== undefined) return Effect.as(Effect.ignore(guarded(store.releaseLease(key, owner))), issued)
+  /** Publishes a token fetched while the store failed, in the background: the fleet may still take it. */
+  const offer = (issued: IssuedToken, expected: number) =>
+    Effect.as(background(Effect.ignore(publish(issued, expected))), issued)
+
+  /** The token of this instance's own, for a refresh the store could not serve. */
+  const alone = (error: TokenStoreError, expected?: number): Effect.Effect<IssuedToken, HttpError> =>
+    store.onUnavailable === "fail"
+      ? Effect.zipRight(expected === undefined ? Effect.void : background(release), Effect.fail(error))
+      : expected === undefined
+      ? request
+      : Effect.flatMap(request, (issued) => offer(issued, expected))
+
+  const asLeaseholder = (avoid: ReadonlyArray<string>, first: Read): Effect.Effect<IssuedToken, HttpError> =>
+    // A read that fails now changes nothing: the first one still fences the publication.
+    Effect.flatMap(Effect.orElseSucceed(read, () => first), ({ readAt, snapshot }) => {
+      const issued = adoptable(snapshot, avoid, readAt, limits)
+      if (issued !== undefined) return Effect.zipRight(release, adopted(issued))
       return Effect.flatMap(
-        Effect.onError(request, () => Effect.ignore(guarded(store.releaseLease(key, owner)))),
-        (token) => publish(token, snapshot.generation)
+        Effect.onError(request, () => release),
+        (token) => Effect.catchAll(publish(token, snapshot.generation), () => Effect.as(background(release), token))
       )
     })
 
-  /** Reads, and acts on what it finds; `waitingSince` is when this instance began to wait for another. */
+  /** Reads, and acts on what it finds; `waiting` says whom this instance waits for, since when. */
   const shared = (
-    held: number | undefined,
+    avoid: ReadonlyArray<string>,
     poll: number,
-    waitingSince: number | undefined
+    waiting: Waiting | undefined
   ): Effect.Effect<IssuedToken, HttpError> =>
-    Effect.flatMap(read, ({ readAt, snapshot }) => {
-      const step = afterRead(snapshot, held, readAt, limits)
+    Effect.flatMap(Effect.either(read), (found) => {
+      if (Either.isLeft(found)) return alone(found.left)
+      const { readAt, snapshot } = found.right
+      const step = afterRead(snapshot, avoid, readAt, limits)
       switch (step._tag) {
         case "Adopt":
           return adopted(step.issued)
         case "Lease":
-          return Effect.flatMap(
-            guarded(store.acquireLease(key, owner, lease)),
-            (acquired) => acquired ? asLeaseholder(held) : shared(held, poll, waitingSince ?? readAt)
-          )
+          return Effect.flatMap(Effect.either(guarded(store.acquireLease(key, owner, lease))), (acquired) =>
+            Either.isLeft(acquired)
+              // The lease may have been taken even so (a command that timed out but ran).
+              ? alone(acquired.left, snapshot.generation)
+              : acquired.right
+              ? asLeaseholder(avoid, found.right)
+              // Another instance took it first: a new holder, a new wait.
+              : shared(avoid, poll, undefined))
         case "Wait": {
-          const since = waitingSince ?? readAt
-          // The lease ends within its length, so a publication or a free lease comes by then; if
-          // neither did (holders failing one after another), this instance asks alone.
-          if (readAt - since >= lease) return request
+          const next = waited(waiting, step.holder, readAt, lease)
+          // One holder for a whole lease (holders failing one after another): ask alone, and offer it.
+          if (next === undefined) {
+            return Effect.flatMap(
+              request,
+              (issued) =>
+                Effect.orElseSucceed(publish(issued, snapshot.generation), () =>
+                  issued)
+            )
+          }
           return Random.next.pipe(
             Effect.flatMap((random) => Effect.sleep(pollDelayMillis(poll, random))),
-            Effect.zipRight(Effect.suspend(() => shared(held, poll + 1, since)))
+            Effect.zipRight(Effect.suspend(() => shared(avoid, poll + 1, next)))
           )
         }
       }
     })
 
   return {
-    obtain: (held) =>
-      Effect.catchAll(
-        shared(held, 0, undefined),
-        (error) => error._tag === "TokenStoreError" && store.onUnavailable === "local" ? request : Effect.fail(error)
-      ),
-    invalidate: (generation) => Effect.ignore(guarded(store.invalidate(key, generation)))
+    obtain: (avoid) => shared(avoid, 0, undefined),
+    invalidate: (fingerprint) => Effect.ignore(guarded(store.invalidate(key, fingerprint)))
   }
 }

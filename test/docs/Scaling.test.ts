@@ -129,6 +129,10 @@ describe("docs/scaling.md", () => {
       )
     )
     expect(token.storeGeneration).toBe(1)
+    // The refusal dropped the token (the user may DEL); the generation stays.
+    const names = await admin.keys("*")
+    expect(names).toHaveLength(1)
+    expect(names[0]).toMatch(/:generation$/)
     // Anything else is refused to that user.
     await expect(limited.call("SET", "somebody-else:key", "x")).rejects.toThrow(/NOPERM/)
     limited.disconnect()
