@@ -24,6 +24,9 @@ afterAll(async () => {
 interface Report {
   readonly succeeded: number
   readonly failed: Readonly<Record<string, number>>
+  /** The token the instance ended with, by fingerprint; and where it came from. */
+  readonly fingerprint: string
+  readonly source: "server" | "store"
 }
 
 interface Worker {
@@ -68,6 +71,11 @@ const startWorker = (index: number, env: Record<string, string>): Promise<Worker
     })
   })
 
+/** Waits until `condition` holds, checking every 20 ms, for at most 10 s. */
+const until = async (condition: () => Promise<boolean>) => {
+  for (let i = 0; i < 500 && !(await condition()); i++) await sleep(20)
+}
+
 /** `count` instances, ready; `go` is sent to all at once by the caller. */
 const fleet = (count: number, env: Record<string, string>) =>
   Promise.all(Array.from({ length: count }, (_, i) => startWorker(i, env)))
@@ -81,7 +89,7 @@ const baseEnv = (mock: MockClinicalServer.Started, extra: Record<string, string>
   ...extra
 })
 
-describe("a fleet of 8 processes sharing one token through Redis", () => {
+describe("a fleet of processes sharing one token through Redis", () => {
   it("8 processes x 250 concurrent calls on a cold store: exactly one token request", async () => {
     const mock = await MockClinicalServer.start()
     try {
@@ -145,6 +153,45 @@ describe("a fleet of 8 processes sharing one token through Redis", () => {
       }
     },
     120_000
+  )
+
+  it(
+    "a leaseholder paused past its lease (between its token and its publication) publishes late, loses to the newer token, and takes it",
+    async () => {
+      const mock = await MockClinicalServer.start()
+      try {
+        // A 300 ms token timeout: leases of 300 + 2 x 250 + 1,000 ms.
+        const env = baseEnv(mock, {
+          CALLS: "1",
+          CONCURRENCY: "1",
+          CLIENT_SETTINGS: JSON.stringify({ tokenTimeout: "300 millis" })
+        })
+        const [paused, other] = await Promise.all([
+          startWorker(0, { ...env, PAUSE_AFTER_TOKEN: "1" }),
+          startWorker(1, env)
+        ])
+        paused.send("go")
+        await until(async () => (await mock.counters()).tokenRequests === 1)
+        await sleep(2000) // past the paused one's lease
+        other.send("go")
+        const newer = await other.report
+        expect(newer).toMatchObject({ succeeded: 1, source: "server" })
+        expect((await mock.counters()).tokenRequests).toBe(2)
+        paused.send("publish")
+        const late = await paused.report
+        expect(late).toMatchObject({ succeeded: 1, source: "store", fingerprint: newer.fingerprint })
+        // The store holds the newer token: the late publication changed nothing.
+        const admin = new Redis(redis.port, "127.0.0.1")
+        const [name] = await admin.keys("*:token")
+        expect((await admin.get(name!))!.slice(0, 32)).toBe(newer.fingerprint)
+        expect(await admin.get(name!.replace(/:token$/, ":generation"))).toBe("1")
+        admin.disconnect()
+        expect((await mock.counters()).tokenRequests).toBe(2)
+      } finally {
+        await mock.close()
+      }
+    },
+    60_000
   )
 
   it("Redis killed mid-run: calls go on succeeding alone, and sharing resumes when Redis is back", async () => {

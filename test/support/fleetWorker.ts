@@ -7,13 +7,13 @@
  *
  * Settings from the environment: MOCK_URL, APPLICATION_ID, PERSON_UIDS (comma-separated),
  * REDIS_PORT, REDIS_CLIENT (ioredis | node-redis), CALLS, CONCURRENCY, CLIENT_SETTINGS and
- * STORE_SETTINGS (JSON objects merged into the client's and the store's options).
+ * STORE_SETTINGS (JSON objects merged into the client's and the store's options), PAUSE_AFTER_TOKEN.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { Redis } from "ioredis"
 import * as Readline from "node:readline"
 import { createClient } from "redis"
-import { ClinicalClient, MedicationService, TokenStore } from "../../dist/index.js"
+import { ClinicalClient, HttpTransport, MedicationService, TokenService, TokenStore } from "../../dist/index.js"
 
 const env = (name: string): string => {
   const value = process.env[name]
@@ -42,26 +42,43 @@ const connect = async (): Promise<{ redis: TokenStore.RedisCommands; close: () =
 
 const main = async () => {
   const { close, redis } = await connect()
-  const client = ClinicalClient.layerUndici({
+  // Standard input drives it: `go` starts the calls, `stop` ends them early (with CALLS 0, the
+  // calls go on until then), `publish` lets a paused publication go on.
+  let stopped = false
+  let go: () => void
+  let publish: () => void
+  const started = new Promise<void>((resolve) => (go = resolve))
+  const published = new Promise<void>((resolve) => (publish = resolve))
+  Readline.createInterface({ input: process.stdin }).on("line", (line) => {
+    if (line.trim() === "go") go()
+    if (line.trim() === "stop") stopped = true
+    if (line.trim() === "publish") publish()
+  })
+
+  const store = TokenStore.layerRedis({ redis, ...JSON.parse(process.env.STORE_SETTINGS ?? "{}") })
+  // PAUSE_AFTER_TOKEN: this instance stops once its token has arrived, before it reads it and
+  // publishes it, as a process stopped by a long pause would, until told `publish`.
+  const transport = process.env.PAUSE_AFTER_TOKEN === "1"
+    ? Layer.effect(
+      HttpTransport.HttpTransport,
+      Effect.map(HttpTransport.HttpTransport, (inner): HttpTransport.Service => ({
+        send: (request) =>
+          request.url.endsWith("/api/Server/Token")
+            ? Effect.zipLeft(inner.send(request), Effect.promise(() => published))
+            : inner.send(request)
+      }))
+    ).pipe(Layer.provide(HttpTransport.layerUndici()))
+    : HttpTransport.layerUndici()
+  const client = ClinicalClient.layer({
     baseUrl: env("MOCK_URL"),
     applicationId: env("APPLICATION_ID"),
     ...JSON.parse(process.env.CLIENT_SETTINGS ?? "{}")
-  }).pipe(Layer.provide(TokenStore.layerRedis({ redis, ...JSON.parse(process.env.STORE_SETTINGS ?? "{}") })))
+  }).pipe(Layer.provide(transport), Layer.provide(store))
   const runtime = ManagedRuntime.make(client)
   await runtime.runPromise(Effect.void)
   const persons = env("PERSON_UIDS").split(",")
   const calls = Number(env("CALLS"))
   const concurrency = Number(env("CONCURRENCY"))
-
-  // Standard input drives it: `go` starts the calls, `stop` ends them early (with CALLS 0, the
-  // calls go on until then).
-  let stopped = false
-  const started = new Promise<void>((resolve) => {
-    Readline.createInterface({ input: process.stdin }).on("line", (line) => {
-      if (line.trim() === "go") resolve()
-      if (line.trim() === "stop") stopped = true
-    })
-  })
   process.stdout.write("ready\n")
   await started
 
@@ -81,7 +98,10 @@ const main = async () => {
     }
   }
   await Promise.all(Array.from({ length: concurrency }, worker))
-  process.stdout.write(`${JSON.stringify({ succeeded, failed })}\n`)
+  // Which token it ended with, by fingerprint (never the token).
+  const token = await runtime.runPromise(TokenService.get)
+  const fingerprint = TokenStore.fingerprint(token.token)
+  process.stdout.write(`${JSON.stringify({ succeeded, failed, fingerprint, source: token.source })}\n`)
   await runtime.dispose()
   close()
   process.stdin.destroy()
