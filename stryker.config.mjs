@@ -22,5 +22,8 @@ export default {
   reporters: ["clear-text", "progress", "html", "json"],
   htmlReporter: { fileName: "reports/mutation/index.html" },
   jsonReporter: { fileName: "reports/mutation/mutation.json" },
+  // Re-runs test only the mutants whose code or tests changed since the last run.
+  incremental: true,
+  incrementalFile: "reports/stryker-incremental.json",
   thresholds: { high: 95, low: 90, break: null }
 }

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ClinicalError } from "effect-clinical"
 import * as CallPolicy from "../src/internal/callPolicy.js"
+import * as RetryPolicy from "../src/internal/retryPolicy.js"
 
 const policy: CallPolicy.Policy = { maxRetries: 3, baseDelayMillis: 100, maxDelayMillis: 1_000, resendable: true }
 const at = { operation: "medications", method: "POST", url: "http://h/p" }
@@ -73,5 +74,49 @@ describe("callPolicy.budget: what an attempt has left", () => {
       timeoutMillis: 5_000,
       byDeadline: false
     })
+  })
+})
+
+describe("retryPolicy.retryCause: which failures are worth another attempt, by the label they count under", () => {
+  const store = (reason: ClinicalError.TokenStoreError["reason"]) =>
+    new ClinicalError.TokenStoreError({ operation: "token", reason, detail: "d" })
+  const status = (tag: "RateLimited" | "ServerError", code: number) =>
+    tag === "RateLimited"
+      ? new ClinicalError.RateLimited({ ...at, status: code })
+      : new ClinicalError.ServerError({ ...at, status: code })
+  const transport = (reason: ClinicalError.TransportError["reason"]) =>
+    new ClinicalError.TransportError({ ...at, reason, detail: "d" })
+  const table: ReadonlyArray<readonly [string, ClinicalError.ClinicalError, string | undefined]> = [
+    ["a network failure", transport("Network"), "network"],
+    ["an attempt timeout", transport("Timeout"), "timeout"],
+    ["the deadline", transport("Deadline"), undefined],
+    ["a body too large", transport("ResponseTooLarge"), undefined],
+    ["a followed redirect", transport("Redirected"), undefined],
+    ["429", status("RateLimited", 429), "429"],
+    ["500", status("ServerError", 500), "500"],
+    ["501", status("ServerError", 501), undefined],
+    ["502", status("ServerError", 502), "502"],
+    ["503", status("ServerError", 503), "503"],
+    ["504", status("ServerError", 504), "504"],
+    ["505", status("ServerError", 505), undefined],
+    ["a token store that timed out", store("Timeout"), "token-store"],
+    ["a token store unavailable", store("Unavailable"), "token-store"],
+    ["a token store value that cannot be read", store("Unreadable"), undefined],
+    ["401", new ClinicalError.Unauthorized({ ...at, status: 401 }), undefined],
+    ["400", new ClinicalError.BadRequest({ ...at, status: 400 }), undefined],
+    [
+      "Success: false",
+      new ClinicalError.ApiError({ ...at, status: 200, errorType: null, errorMessage: null }),
+      undefined
+    ]
+  ]
+  for (const [name, error, cause] of table) {
+    it(`${name}: ${cause ?? "not retried"}`, () => expect(RetryPolicy.retryCause(error)).toBe(cause))
+  }
+
+  it("only a 429 or a 5xx carries a Retry-After", () => {
+    expect(RetryPolicy.retryAfterOf(new ClinicalError.ServerError({ ...at, status: 503, retryAfterMillis: 7 }))).toBe(7)
+    expect(RetryPolicy.retryAfterOf(new ClinicalError.RateLimited({ ...at, status: 429, retryAfterMillis: 8 }))).toBe(8)
+    expect(RetryPolicy.retryAfterOf(transport("Network"))).toBeUndefined()
   })
 })

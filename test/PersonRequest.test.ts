@@ -23,10 +23,16 @@ describe("personRequest", () => {
     expect(Either.isRight(fromRedacted) && fromRedacted.right.personUid()).toBe(given)
   })
 
-  it("one date alone is fine, either one", () => {
-    expect(Either.isRight(personRequest("medications", "uid", { startDate: "2024-05-01" }))).toBe(true)
-    expect(Either.isRight(personRequest("medications", "uid", { endDate: "2024-05-01" }))).toBe(true)
-    expect(Either.isRight(personRequest("medications", "uid", null))).toBe(true)
+  it("one date alone is fine, either one, and is the only one written", () => {
+    const body = (dates: Parameters<typeof personRequest>[2]) => {
+      const request = personRequest("medications", "uid", dates)
+      return Either.isRight(request) ? Redacted.value(request.right.body) : request.left.reason
+    }
+    expect(body({ startDate: "2024-05-01" })).toBe(`{"personuid":"uid","StartDate":"2024-05-01"}`)
+    expect(body({ endDate: new Date(Date.UTC(2024, 4, 1, 23, 59)) })).toBe(`{"personuid":"uid","EndDate":"2024-05-01"}`)
+    expect(body(null)).toBe(`{"personuid":"uid"}`)
+    expect(body({})).toBe(`{"personuid":"uid"}`)
+    expect(body(undefined)).toBe(`{"personuid":"uid"}`)
   })
 
   it("refuses, by field and reason", () => {

@@ -73,6 +73,17 @@ describe("scrub", () => {
     expect(scrub("id abcdefgh-123456 end", ["abcdefgh-123456", "abcdefgh"])).toBe("id <redacted> end")
   })
 
+  it("a secret straddling the search limit, brought into view by the secrets before it shrinking, leaves no piece", () => {
+    // 32 secrets shrink from 2,000 characters to 10 each: what follows them is within the first
+    // 500 characters, and the 33rd secret is cut by the search limit, unrecognisable.
+    const secret = "S".repeat(1_999) + "!"
+    const text = secret.repeat(32) + "x".repeat(50) + secret + "tail"
+    expect(text.length).toBeGreaterThan(MAX_SEARCHED)
+    expect(32 * secret.length + 50).toBeLessThan(MAX_SEARCHED)
+    // Everything from the cut back by the longest form of a secret is dropped: here, all of it.
+    expect(scrub(text, [secret])).toBe("...")
+  })
+
   it("text past the search limit is cut, and a secret straddling that cut leaves no piece", () => {
     // Long secrets that shrink to <redacted>, so that what follows them would come into view.
     const secret = "S".repeat(1_999) + "!"
@@ -99,13 +110,19 @@ describe("scrub: each way a character of a secret may be written", () => {
     ["a slash JSON-escaped", "a/b-secret-12", "a\\/b-secret-12"],
     ["a quote JSON-escaped", `a"b-secret-12`, `a\\"b-secret-12`],
     ["a backslash JSON-escaped", "a\\b-secret-12", "a\\\\b-secret-12"],
-    ["a space form-encoded", "a b-secret-12", "a+b-secret-12"]
+    ["a space form-encoded", "a b-secret-12", "a+b-secret-12"],
+    ["a character outside the BMP as a JSON surrogate pair", "key\u{1F511}-secret-1", "key\\ud83d\\udd11-secret-1"],
+    ["a character outside the BMP percent-encoded", "key\u{1F511}-secret-1", "key%F0%9F%94%91-secret-1"]
   ]
   for (const [name, secret, echoed] of cases) {
     it(name, () => {
       expect(scrub(`before ${echoed} after`, [secret])).toBe("before <redacted> after")
     })
   }
+
+  it("a backslash escapes only a slash, a quote or a backslash: before another character it is kept", () => {
+    expect(scrub("x \\a\\b-secret-12 y", ["ab-secret-12"])).toBe("x \\a\\b-secret-12 y")
+  })
 
   it("a plus sign is a space's form only: other characters are not matched by it", () => {
     expect(scrub("x+y-secret-12", ["xzy-secret-12"])).toBe("x+y-secret-12")

@@ -34,19 +34,23 @@ const noDates: Either.Either<{ StartDate?: string; EndDate?: string }, readonly 
 export const dateRange = (
   range: DateRange | null | undefined
 ): Either.Either<{ StartDate?: string; EndDate?: string }, readonly [string, string]> => {
+  const startDate = range?.startDate
+  const endDate = range?.endDate
   // Most requests have no range: no allocation for them (this runs on every call).
-  if (range?.startDate === undefined && range?.endDate === undefined) return noDates
+  // Stryker disable next-line ConditionalExpression: equivalent, the path below writes the same empty range
+  if (startDate === undefined && endDate === undefined) return noDates
   const written: { StartDate?: string; EndDate?: string } = {}
-  if (range?.startDate !== undefined) {
-    const start = calendarDate(range.startDate)
+  if (startDate !== undefined) {
+    const start = calendarDate(startDate)
     if (Either.isLeft(start)) return Either.left(["startDate", start.left])
     written.StartDate = start.right
   }
-  if (range?.endDate !== undefined) {
-    const end = calendarDate(range.endDate)
+  if (endDate !== undefined) {
+    const end = calendarDate(endDate)
     if (Either.isLeft(end)) return Either.left(["endDate", end.left])
     written.EndDate = end.right
   }
+  // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent, a comparison with undefined is false
   if (written.StartDate !== undefined && written.EndDate !== undefined && written.StartDate > written.EndDate) {
     return Either.left(["startDate", "is after endDate"])
   }
@@ -66,7 +70,7 @@ export const personRequest = (
   const uid = visibleAscii(reveal(personUid), MAX_PERSON_UID_LENGTH)
   if (Either.isLeft(uid)) return refuse("personUid", uid.left)
   // JavaScript callers: `null` means no options; anything else that is not an object is a mistake.
-  if (dates !== undefined && dates !== null && typeof dates !== "object") {
+  if (typeof dates !== "object" && dates !== undefined) {
     return refuse("options", "must be an object such as { startDate, endDate }")
   }
   const range = dateRange(dates)

@@ -29,7 +29,7 @@ const characterForms = (character: string): string => {
   forms.push(character.split("").map((unit) => `\\\\u${hex(unit.charCodeAt(0), 4)}`).join(""))
   if (character === "/" || character === "\"" || character === "\\") forms.push(escapeRegExp(`\\${character}`))
   // URLs and form bodies: the UTF-8 bytes percent-encoded; a space as '+'.
-  const bytes = [...Buffer.from(character, "utf8")].map((byte) => `%${hex(byte, 2)}`).join("")
+  const bytes = [...Buffer.from(character)].map((byte) => `%${hex(byte, 2)}`).join("")
   forms.push(bytes)
   if (character === " ") forms.push("\\+")
   return `(?:${forms.join("|")})`
@@ -91,16 +91,20 @@ export const scrubber = (secrets: Iterable<Redacted.Redacted<string> | string>):
     const patterns = values.map(secretPattern).sort((a, b) => b.length - a.length)
     try {
       pattern = new RegExp(patterns.join("|"), "gi")
+      // Stryker disable next-line BlockStatement,ArrowFunction: defensive, unreachable (every pattern is escaped); never throwing is the promise
     } catch {
       return () => WITHHELD
     }
   }
   return (text) => {
+    // Stryker disable next-line EqualityOperator: at exactly the limit, what the tail cut drops is past the 500 characters kept
     const cut = text.length > MAX_SEARCHED
+    // Stryker disable next-line MethodExpression: searching the whole text costs more, and changes nothing of the 500 characters kept
     let out = cut ? text.slice(0, MAX_SEARCHED) : text
     if (pattern !== undefined) {
       try {
         out = out.replace(pattern, REPLACEMENT)
+        // Stryker disable next-line BlockStatement: defensive, unreachable (replace with a valid pattern does not throw); never throwing is the promise
       } catch {
         return WITHHELD
       }

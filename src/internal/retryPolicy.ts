@@ -26,8 +26,8 @@ const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504])
 /**
  * Why a failure may be retried (the label of the retries metric), or `undefined` when it must not
  * be: transport failures and attempt timeouts, 429, 500, 502, 503 and 504, a token store that did
- * not answer. A passed deadline, an
- * oversized body, any 4xx but 429 and every decode or envelope failure end the call.
+ * not answer. A passed deadline, an oversized body, any 4xx but 429, every decode or envelope
+ * failure and a token store value that cannot be read end the call.
  */
 export const retryCause = (error: ClinicalError): string | undefined => {
   switch (error._tag) {
@@ -46,6 +46,7 @@ export const retryCause = (error: ClinicalError): string | undefined => {
 
 /** The server's `Retry-After`, in milliseconds, if the failure carries one. */
 export const retryAfterOf = (error: ClinicalError): number | undefined =>
+  // Stryker disable next-line ConditionalExpression: equivalent, only these two carry a `retryAfterMillis`
   error._tag === "RateLimited" || error._tag === "ServerError" ? error.retryAfterMillis : undefined
 
 /**

@@ -76,6 +76,7 @@ export type Decision<T, F> =
 
 /** The token a state holds, if any. */
 export const cachedOf = <T, F>(state: State<T, F>): Cached<T> | undefined =>
+  // Stryker disable next-line ConditionalExpression,StringLiteral: equivalent, an Empty state has no `cached` (undefined either way)
   state._tag === "Empty" ? undefined : state.cached
 
 /** A fresh token, served without a lock: the fast path, and `decide`'s first rule. */
@@ -109,13 +110,17 @@ export const decide = <T, F>(state: State<T, F>, now: number): Decision<T, F> =>
   const cached = cachedOf(state)
   if (cached !== undefined && now < cached.softAt) return { _tag: "Serve", token: cached.token }
   if (cached !== undefined && now < cached.hardAt) {
-    return state._tag === "Cached" && state.background === "ready"
+    // A refresh in flight or a pause: serve, and start nothing.
+    // Stryker disable next-line ConditionalExpression: equivalent, only a Cached state has a `background`
+    if (state._tag !== "Cached") return { _tag: "Serve", token: cached.token }
+    return state.background === "ready"
       ? { _tag: "ServeAndRefresh", token: cached.token }
       : { _tag: "Serve", token: cached.token }
   }
   if (state._tag === "Refreshing") return { _tag: "Await", refresh: state.refresh }
-  if (state._tag === "Throttled" && now < state.until) {
-    return { _tag: "FailFast", error: throttledError(state.error, state.until, now) }
+  // Stryker disable next-line ConditionalExpression: equivalent, only a Throttled state has an `until` (now < undefined is false)
+  if (state._tag === "Throttled") {
+    if (now < state.until) return { _tag: "FailFast", error: throttledError(state.error, state.until, now) }
   }
   const reason: Reason = cached === undefined ? "empty" : now < cached.expiresAt ? "hard-window" : "expired"
   return { _tag: "RefreshAndAwait", reason }
@@ -173,6 +178,7 @@ export const invalidated = <T, F>(state: State<T, F>, generation: number): State
     case "Refreshing":
     case "Throttled":
       return { ...state, cached: undefined }
+    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, an Empty state holds no generation to match
     case "Empty":
       return state
   }
@@ -182,11 +188,12 @@ export const invalidated = <T, F>(state: State<T, F>, generation: number): State
 export const throttleOf = (
   error: HttpError,
   now: number
-): { readonly until: number; readonly error: ThrottleError } | undefined =>
-  (error._tag === "RateLimited" || (error._tag === "ServerError" && error.status === 503)) &&
-    error.retryAfterMillis !== undefined
-    ? { until: now + error.retryAfterMillis, error }
-    : undefined
+): { readonly until: number; readonly error: ThrottleError } | undefined => {
+  // Stryker disable next-line ConditionalExpression: equivalent, no other error carries a `retryAfterMillis`
+  if (error._tag !== "RateLimited" && error._tag !== "ServerError") return undefined
+  if (error.retryAfterMillis === undefined || (error._tag === "ServerError" && error.status !== 503)) return undefined
+  return { until: now + error.retryAfterMillis, error }
+}
 
 /** The settings behind the windows, in milliseconds. */
 export interface Windows {
