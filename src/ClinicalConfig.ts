@@ -75,6 +75,12 @@ export interface Options {
   readonly maxConcurrentRequests?: number | undefined
   /** Largest response body read, in bytes; a larger one fails the call. Default 4 MiB. */
   readonly maxResponseBytes?: number | undefined
+  /**
+   * Whether each request carries the W3C `traceparent` header of its attempt's span, so that the
+   * service's own traces join the caller's. Default false: nothing is sent that the service did
+   * not ask for.
+   */
+  readonly tracePropagation?: boolean | undefined
 }
 
 /** The resolved settings every other service reads. */
@@ -102,6 +108,7 @@ export interface Service {
   readonly retryWrites: boolean
   readonly maxConcurrentRequests: number
   readonly maxResponseBytes: number
+  readonly tracePropagation: boolean
 }
 
 /** The tag of the resolved settings. */
@@ -173,7 +180,8 @@ const settings: { readonly [K in keyof Service]: Setting<Service[K]> } = {
   deadline: setting("CLINICAL_DEADLINE", positive, Duration.seconds(60)),
   retryWrites: setting("CLINICAL_RETRY_WRITES", validate.boolean, false),
   maxConcurrentRequests: setting("CLINICAL_MAX_CONCURRENT_REQUESTS", validate.integer(1, 100_000), 64),
-  maxResponseBytes: setting("CLINICAL_MAX_RESPONSE_BYTES", validate.integer(1, 1024 * 1024 * 1024), 4 * 1024 * 1024)
+  maxResponseBytes: setting("CLINICAL_MAX_RESPONSE_BYTES", validate.integer(1, 1024 * 1024 * 1024), 4 * 1024 * 1024),
+  tracePropagation: setting("CLINICAL_TRACE_PROPAGATION", validate.boolean, false)
 }
 
 type Name = keyof Service

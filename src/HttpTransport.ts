@@ -6,7 +6,6 @@
  * `wireBody`). Interrupting `send` aborts the request on the socket.
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as Headers from "@effect/platform/Headers"
 import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
@@ -16,6 +15,7 @@ import type { HttpMethod } from "@effect/platform/HttpMethod"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import { constTrue } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -302,12 +302,6 @@ export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport,
     )
   )
 
-/**
- * Header names `@effect/platform` redacts in the spans it records: all of them. It records every
- * request and response header as a span attribute, and a server may echo a secret in any header.
- */
-const ALL_HEADER_NAMES: ReadonlyArray<RegExp> = [/^/]
-
 /** The declared size of a body that arrives exactly as sent (no Content-Encoding), if any. */
 const plainLength = (headers: Readonly<Record<string, string>>): number | undefined => {
   const encoding = headers["content-encoding"]
@@ -400,7 +394,8 @@ const withTimer = (
  * - Each request runs under a scope of its own (`HttpClient.withScope`), so the platform hands it
  *   our abort signal: an exchange that does not end with a body read whole (a failure, a refused
  *   body, a timeout, an interruption) closes it, which aborts the request on the socket at once.
- * - The platform's spans record headers: every header is redacted there.
+ * - The platform's own span (which records every header, and may add propagation headers) is
+ *   turned off: the client records one span per attempt itself, as on every transport.
  */
 export const fromHttpClient = (
   client: HttpClient.HttpClient,
@@ -449,7 +444,8 @@ export const fromHttpClient = (
           Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : abort))
         )
         // The request's scope, fetch told not to follow redirects (on top of the application's
-        // options), and every header redacted in the platform's spans.
+        // options), and no span of the platform's own: the client records one span per attempt
+        // itself, the same on every transport, and the platform's would record every header.
         const configured = exchange.pipe(
           Effect.mapInputContext((context: Context.Context<never>) =>
             Context.add(Context.add(context, Scope.Scope, scope), FetchHttpClient.RequestInit, {
@@ -458,7 +454,7 @@ export const fromHttpClient = (
               redirect: "manual"
             })
           ),
-          Effect.locally(Headers.currentRedactedNames, ALL_HEADER_NAMES)
+          Effect.locally(HttpClient.currentTracerDisabledWhen, constTrue)
         )
         return withTimer(request, scope, configured)
       })

@@ -131,7 +131,6 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             ))
       ).pipe(
         Effect.withSpan("PersonAuthentication.authenticate", {
-          kind: "client",
           attributes: { "clinical.operation": OPERATION },
           captureStackTrace: false
         })

@@ -295,7 +295,6 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         return Effect.fail(new InvalidRequest({ operation: nameOf(op), field: refused[0], reason: refused[1] }))
       }
       return Effect.withSpan(request(op, decodeItems, personUid, options), `PersonData.${op.name}`, {
-        kind: "client",
         attributes: { "clinical.operation": op.name },
         captureStackTrace: false
       })

@@ -164,8 +164,11 @@ describe.concurrent("examples", () => {
       const run = await tsx("examples/observability.ts")
       expect(run.code, run.stderr).toBe(0)
       expect(run.stdout).toContain("read 5 medications")
-      // Spans, as the console exporter prints them: the call (with its retry) and the token refresh.
-      expect(run.stdout).toMatch(/name: 'PersonData\.medications',\s+id: '\w+',\s+kind: 2/)
+      // Spans, as the console exporter prints them: the call (internal, with its retry), one CLIENT
+      // span per HTTP attempt (kind 2), and the token refresh.
+      expect(run.stdout).toMatch(/name: 'PersonData\.medications',\s+id: '\w+',\s+kind: 0/)
+      expect(run.stdout).toMatch(/name: 'POST',\s+id: '\w+',\s+kind: 2/)
+      expect(run.stdout).toContain("'http.request.resend_count': 1")
       expect(run.stdout).toContain("'clinical.attempts': 2")
       expect(run.stdout).toContain("name: 'TokenService.refresh'")
       for (const metric of ["clinical_call_attempts", "clinical_retries_total", "clinical_token_requests_total"]) {

@@ -3,7 +3,7 @@
  * throttle memory, each driven by TestClock with a fixed jitter, so waits are exact.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Metric, Random, TestClock } from "effect"
+import { Deferred, Effect, Fiber, Metric, MetricLabel, Random, TestClock } from "effect"
 import { type ClinicalClient, ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
 import * as Telemetry from "../src/internal/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
@@ -465,6 +465,7 @@ describe("spans", () => {
         yield* fake.scriptData(Fake.respond(503, {}))
         yield* Fake.runWithClock(get).pipe(Effect.withTracer(tracer))
         const byName = (name: string) => spans.find((span) => span.name === name)!
+        expect(byName("PersonData.medications").kind).toBe("internal")
         expect(Object.fromEntries(byName("PersonData.medications").attributes)).toMatchObject({
           "clinical.operation": "medications",
           "clinical.attempts": 2,
@@ -474,8 +475,96 @@ describe("spans", () => {
           "clinical.refresh.reason": "empty",
           "clinical.token.generation": 1,
           "clinical.server_clock_skew_ms": 0,
+          "clinical.token.source": "server",
           "http.response.status_code": 200
         })
       })
     ))
+
+  it.effect("one CLIENT span per HTTP attempt, as OpenTelemetry's HTTP client conventions name it", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        const { spans, tracer } = yield* CapturingTracer.make
+        yield* fake.scriptData(Fake.respond(503, {}))
+        yield* Fake.runWithClock(get).pipe(Effect.withTracer(tracer))
+        const call = spans.find((span) => span.name === "PersonData.medications")!
+        const refresh = spans.find((span) => span.name === "TokenService.refresh")!
+        const attempts = spans.filter((span) => span.kind === "client")
+        expect(attempts.map((span) => span.name)).toEqual(["POST", "POST", "POST"])
+        const [token, first, second] = attempts.map((span) => ({
+          parent: span.parent._tag === "Some" ? span.parent.value : undefined,
+          attributes: Object.fromEntries(span.attributes),
+          ended: span.status._tag === "Ended"
+        }))
+        expect(token).toEqual({
+          parent: refresh,
+          attributes: {
+            "http.request.method": "POST",
+            "server.address": "openapiauthtest.intelichart.com",
+            "server.port": 443,
+            "url.full": `${Fake.AUTH_URL}${Fake.TOKEN_PATH}`,
+            "http.response.status_code": 200
+          },
+          ended: true
+        })
+        const data = {
+          "http.request.method": "POST",
+          "server.address": "openapitest.intelichart.com",
+          "server.port": 443,
+          "url.full": `${Fake.BASE_URL}${Fake.MEDICATION_PATH}`
+        }
+        expect(first).toEqual({
+          parent: call,
+          attributes: { ...data, "http.response.status_code": 503, "error.type": "503" },
+          ended: true
+        })
+        expect(second).toEqual({
+          parent: call,
+          attributes: { ...data, "http.request.resend_count": 1, "http.response.status_code": 200 },
+          ended: true
+        })
+      })
+    ))
+
+  it.effect("a transport failure's attempt span says why, and the duration histogram counts every attempt", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        const { spans, tracer } = yield* CapturingTracer.make
+        const duration = (status: number | undefined, error: string | undefined) =>
+          Metric.taggedWithLabels(Telemetry.httpClientRequestDuration, [
+            MetricLabel.make("http.request.method", "POST"),
+            MetricLabel.make("server.address", "openapitest.intelichart.com"),
+            MetricLabel.make("server.port", "443"),
+            ...(status === undefined ? [] : [MetricLabel.make("http.response.status_code", String(status))]),
+            ...(error === undefined ? [] : [MetricLabel.make("error.type", error)])
+          ])
+        const before = (yield* Metric.value(duration(undefined, "Network"))).count
+        const okBefore = (yield* Metric.value(duration(200, undefined))).count
+        yield* fake.scriptData((request) => Effect.fail(HttpTransport.transportError(request, "Network", "ECONNRESET")))
+        yield* Fake.runWithClock(get).pipe(Effect.withTracer(tracer))
+        const failed = spans.find((span) => span.kind === "client" && span.attributes.get("error.type") === "Network")!
+        expect(failed.attributes.get("http.response.status_code")).toBeUndefined()
+        expect((yield* Metric.value(duration(undefined, "Network"))).count - before).toBe(1)
+        expect((yield* Metric.value(duration(200, undefined))).count - okBefore).toBe(1)
+      })
+    ))
+
+  it.effect("no traceparent is sent unless tracePropagation asks for it; then it is the attempt span's", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = yield* CapturingTracer.make
+      for (const tracePropagation of [false, true]) {
+        const fake = yield* Fake.make()
+        yield* MedicationService.get(Fake.PERSON_UID).pipe(
+          Effect.provide(Fake.clientLayer(fake, { tracePropagation })),
+          Effect.withTracer(tracer)
+        )
+        const sent = (yield* fake.requests).map((request) => request.headers["traceparent"])
+        if (!tracePropagation) {
+          expect(sent).toEqual([undefined, undefined])
+          continue
+        }
+        const attempts = spans.filter((span) => span.kind === "client").slice(-2)
+        expect(sent).toEqual(attempts.map((span) => `00-${span.traceId}-${span.spanId}-01`))
+      }
+    }))
 })

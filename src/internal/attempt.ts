@@ -6,6 +6,7 @@ import * as Effect from "effect/Effect"
 import type * as Redacted from "effect/Redacted"
 import { type Operation, TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
+import * as HttpSpan from "./httpSpan.js"
 import { scrub } from "./redaction.js"
 
 /**
@@ -27,11 +28,18 @@ export const labelled = (
     ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
   })
 
-/** Sends `request` through `transport`; a `TransportError` gets `operation`. */
+/**
+ * Sends `request` through `transport`, observed as one HTTP attempt (see `httpSpan`); a
+ * `TransportError` gets `operation`.
+ */
 export const send = (
   transport: HttpTransport.Service,
   request: HttpTransport.TransportRequest,
   operation: Operation,
-  secrets: ReadonlyArray<Redacted.Redacted<string>> = []
+  secrets: ReadonlyArray<Redacted.Redacted<string>> = [],
+  propagate = false
 ): Effect.Effect<HttpTransport.TransportResponse, TransportError> =>
-  Effect.mapError(transport.send(request), (error) => labelled(error, operation, secrets))
+  Effect.mapError(
+    HttpSpan.attempt(request, 0, propagate, transport.send),
+    (error) => labelled(error, operation, secrets)
+  )

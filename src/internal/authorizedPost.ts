@@ -31,6 +31,7 @@ import type * as TokenService from "../TokenService.js"
 import { labelled } from "./attempt.js"
 import * as CallPolicy from "./callPolicy.js"
 import * as Gate from "./gate.js"
+import * as HttpSpan from "./httpSpan.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
 import * as Telemetry from "./telemetry.js"
@@ -169,7 +170,12 @@ export const make = (
       const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
       if (budget._tag === "Passed") return Effect.fail(deadlinePassed(call))
       return Effect.mapError(
-        transport.send(request(call, token, budget.timeoutMillis)),
+        HttpSpan.attempt(
+          request(call, token, budget.timeoutMillis),
+          progress.attempts - 1,
+          config.tracePropagation,
+          transport.send
+        ),
         (error): HttpError =>
           budget.byDeadline && error.reason === "Timeout"
             ? deadlinePassed(call)

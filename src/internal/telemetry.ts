@@ -63,3 +63,14 @@ export const tokensFromStore = Metric.counter("clinical_token_store_adopted_tota
   description: "Tokens taken from the shared token store (published by another instance)",
   incremental: true
 })
+
+/**
+ * Duration of each HTTP attempt, in seconds, as OpenTelemetry's HTTP client conventions name it,
+ * by `http.request.method`, `server.address`, `server.port`, `http.response.status_code` and
+ * `error.type`; with the buckets those conventions advise.
+ */
+export const httpClientRequestDuration = Metric.histogram(
+  "http.client.request.duration",
+  MetricBoundaries.fromIterable([0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]),
+  "Duration of HTTP client requests, in seconds"
+)

@@ -124,7 +124,7 @@ export const requestToken = (
     const sentAt = yield* Clock.currentTimeMillis
     yield* Metric.increment(Telemetry.tokenRequests)
     // The ApplicationId travels inside the body: name it, so that no transport detail can echo it.
-    const response = yield* send(transport, request, "token", [config.applicationId])
+    const response = yield* send(transport, request, "token", [config.applicationId], config.tracePropagation)
     yield* Effect.annotateCurrentSpan("http.response.status_code", response.status)
     const receivedAt = yield* Clock.currentTimeMillis
     return yield* readTokenResponse(response, sentAt, receivedAt, config)
