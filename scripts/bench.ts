@@ -60,6 +60,7 @@ interface Row {
   readonly p50: number
   readonly p99: number
   readonly heap: number
+  readonly gc: number
 }
 const rows: Array<Row> = []
 for (const concurrency of concurrencies) {
@@ -72,31 +73,36 @@ for (const concurrency of concurrencies) {
       rate: median(all.map((m) => m.callsPerSecond)),
       p50: median(all.map((m) => m.p50Millis)),
       p99: median(all.map((m) => m.p99Millis)),
-      heap: median(all.map((m) => m.heapDeltaBytes))
+      heap: median(all.map((m) => m.heapDeltaBytes)),
+      gc: median(all.map((m) => m.gcMicrosPerCall))
     })
   }
 }
-const baseline = (concurrency: number) => rows.find((r) => r.kind === "raw-undici" && r.concurrency === concurrency)
+const rowOf = (kind: Kind, concurrency: number) => rows.find((r) => r.kind === kind && r.concurrency === concurrency)
+const baseline = (concurrency: number) => rowOf("raw-undici", concurrency)
+// The physical floor: plain JavaScript over undici's dispatch, with a handler of its own.
+const floor = (concurrency: number) => rowOf("plain-dispatch", concurrency)
 const ratio = (value: number, base: number | undefined) => (base === undefined ? "" : `${(value / base).toFixed(2)}x`)
 
-const header = "| client | concurrency | CPU us/call | vs raw | calls/s | vs raw | p50 ms | p99 ms | heap growth |"
-const lines = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+const header =
+  "| client | concurrency | CPU us/call | vs raw | vs floor | GC us/call | calls/s | vs raw | vs floor | p50 ms | p99 ms | heap growth |"
+const lines = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for (const row of rows) {
   const base = baseline(row.concurrency)
+  const least = floor(row.concurrency)
   lines.push(
     `| ${row.kind} | ${row.concurrency} | ${row.cpu.toFixed(1)} | ${ratio(row.cpu, base?.cpu)} | ${
-      row.rate.toFixed(0)
-    } | ${ratio(row.rate, base?.rate)} | ${row.p50.toFixed(2)} | ${row.p99.toFixed(2)} | ${
-      (row.heap / 1024).toFixed(0)
-    } KiB |`
+      ratio(row.cpu, least?.cpu)
+    } | ${row.gc.toFixed(1)} | ${row.rate.toFixed(0)} | ${ratio(row.rate, base?.rate)} | ${
+      ratio(row.rate, least?.rate)
+    } | ${row.p50.toFixed(2)} | ${row.p99.toFixed(2)} | ${(row.heap / 1024).toFixed(0)} KiB |`
   )
 }
 const table = lines.join("\n")
 
 // The fetch adapter (HttpTransport.layerHttpClient) against the platform client it wraps, driven
 // by hand: the adapter may add at most 15% CPU per call.
-const cpuOf = (kind: Kind, concurrency: number) =>
-  rows.find((r) => r.kind === kind && r.concurrency === concurrency)?.cpu
+const cpuOf = (kind: Kind, concurrency: number) => rowOf(kind, concurrency)?.cpu
 const adapterLines = concurrencies.flatMap((concurrency) => {
   const adapter = cpuOf("adapter-fetch", concurrency)
   const platform = cpuOf("platform-fetch", concurrency)

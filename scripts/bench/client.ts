@@ -8,9 +8,11 @@ import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
+import { PerformanceObserver } from "node:perf_hooks"
 import { Agent, request } from "undici"
 
 export const KINDS = [
+  "plain-dispatch",
   "raw-undici",
   "platform-httpclient",
   "platform-fetch",
@@ -32,6 +34,8 @@ export interface Measurement {
   readonly p50Millis: number
   readonly p99Millis: number
   readonly heapDeltaBytes: number
+  /** Time spent in garbage collection during the timed calls, per call (from the `gc` performance entries). */
+  readonly gcMicrosPerCall: number
 }
 
 export const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
@@ -87,6 +91,43 @@ export const rawUndici = async (baseUrl: string): Promise<Caller> => {
   }
 }
 
+/**
+ * The floor: the same two calls in plain JavaScript over undici's `Dispatcher.dispatch`, with a
+ * handler of its own that collects the body's chunks (no stream, no promise per chunk): what any
+ * client over this socket layer costs at least.
+ */
+export const plainDispatch = async (baseUrl: string): Promise<Caller> => {
+  const agent = new Agent()
+  const { origin } = new URL(baseUrl)
+  const send = (path: string, headers: Record<string, string>, body: string) =>
+    new Promise<unknown>((resolve, reject) => {
+      const chunks: Array<Buffer> = []
+      agent.dispatch({ origin, path, method: "POST", headers, body }, {
+        onRequestStart: () => {},
+        onResponseStart: () => {},
+        onResponseData: (_, chunk: Buffer) => {
+          chunks.push(chunk)
+        },
+        onResponseEnd: () => resolve(JSON.parse(Buffer.concat(chunks).toString("utf8"))),
+        onResponseError: (_, error: Error) => reject(error)
+      })
+    })
+  const { Token } = (await send(
+    "/api/Server/Token",
+    { "content-type": "application/json" },
+    JSON.stringify({ ApplicationId: APPLICATION_ID })
+  )) as { Token: string }
+  const headers = {
+    "content-type": "application/json",
+    authorization: `Bearer ${Token}`,
+    applicationid: APPLICATION_ID
+  }
+  return {
+    call: () => send("/api/clinical/medication/get", headers, JSON.stringify({ personuid: PERSON_UID })),
+    close: () => agent.close()
+  }
+}
+
 /** The same two calls by hand, over global fetch. */
 const rawFetch = async (baseUrl: string): Promise<Caller> => {
   const tokenResponse = await fetch(`${baseUrl}/api/Server/Token`, {
@@ -113,7 +154,10 @@ const rawFetch = async (baseUrl: string): Promise<Caller> => {
   }
 }
 
-/** Runs an Effect-based client: one runtime, calls through Effect.forEach with the concurrency. */
+/**
+ * Runs an Effect-based client: its layer built once, its context provided once around the whole
+ * run (as an application does), calls through Effect.forEach with the concurrency.
+ */
 const effectPool = <R>(
   layer: Layer.Layer<R, unknown>,
   setup: Effect.Effect<Effect.Effect<unknown, unknown, R>, unknown, R>,
@@ -126,13 +170,10 @@ const effectPool = <R>(
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const context = yield* Layer.build(layer)
     const call = yield* Effect.provide(setup, context)
-    const timed = Effect.provide(
-      Effect.suspend(() => {
-        const started = performance.now()
-        return Effect.map(call, () => latencies.push(performance.now() - started))
-      }),
-      context
-    )
+    const timed = Effect.suspend(() => {
+      const started = performance.now()
+      return Effect.map(call, () => latencies.push(performance.now() - started))
+    })
     // The same pool as the promise clients: `concurrency` workers, each making calls one after
     // another until `n` are done (no fiber forked per call).
     const run = (n: number) => {
@@ -143,7 +184,13 @@ const effectPool = <R>(
         step: () => {}
       })
       return Effect.runPromise(
-        Effect.forEach(Array.from({ length: Math.min(concurrency, n) }), () => worker, { concurrency, discard: true })
+        Effect.provide(
+          Effect.forEach(Array.from({ length: Math.min(concurrency, n) }), () => worker, {
+            concurrency,
+            discard: true
+          }),
+          context
+        )
       )
     }
     yield* Effect.promise(() => run(warmup))
@@ -202,19 +249,31 @@ export const measure = async (
   let cpu = 0
   let wall = 0
   let heapDelta = 0
+  let gcMillis = 0
   const timed = async <A>(run: () => Promise<A>) => {
     const heapBefore = heapUsed()
+    // Collections during the calls only: the forced ones around them are left out.
+    const gc = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) gcMillis += entry.duration
+    })
     const cpuBefore = process.cpuUsage()
     const started = performance.now()
+    gc.observe({ entryTypes: ["gc"] })
     const result = await run()
     wall = performance.now() - started
     const used = process.cpuUsage(cpuBefore)
     cpu = used.user + used.system
+    gc.takeRecords().forEach((entry) => (gcMillis += entry.duration))
+    gc.disconnect()
     heapDelta = heapUsed() - heapBefore
     return result
   }
-  if (kind === "raw-undici" || kind === "fetch") {
-    const caller = kind === "raw-undici" ? await rawUndici(baseUrl) : await rawFetch(baseUrl)
+  if (kind === "raw-undici" || kind === "fetch" || kind === "plain-dispatch") {
+    const caller = kind === "raw-undici"
+      ? await rawUndici(baseUrl)
+      : kind === "plain-dispatch"
+      ? await plainDispatch(baseUrl)
+      : await rawFetch(baseUrl)
     await promisePool(warmup, concurrency, caller.call, latencies)
     latencies.length = 0
     await timed(() => promisePool(calls, concurrency, caller.call, latencies))
@@ -273,7 +332,8 @@ export const measure = async (
     callsPerSecond: calls / (wall / 1000),
     p50Millis: percentile(sorted, 0.5),
     p99Millis: percentile(sorted, 0.99),
-    heapDeltaBytes: heapDelta
+    heapDeltaBytes: heapDelta,
+    gcMicrosPerCall: (gcMillis * 1000) / calls
   }
 }
 
