@@ -14,6 +14,7 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import { constTrue } from "effect/Function"
 import * as Layer from "effect/Layer"
@@ -56,6 +57,16 @@ export interface TransportResponse {
  */
 export interface Service {
   readonly send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+  /**
+   * The same send in callback form, offered by a transport that has one natively (the undici
+   * transport): `done` is called once, with the response or the failure; calling the function
+   * returned aborts the request, and `done` is then not called. The client's common path sends
+   * through it without suspending a fiber; a transport without it is sent through `send`.
+   */
+  readonly dispatch?: (
+    request: TransportRequest,
+    done: (outcome: Either.Either<TransportResponse, TransportError>) => void
+  ) => () => void
 }
 
 /** The tag of the transport the client sends through. The application chooses the layer. */
@@ -197,84 +208,92 @@ const flattenHeaders = (
  * and no `AbortController` per request (those are most of what `undici.request` costs beyond the
  * bytes). One timer per request; the timeout and an interruption both abort it on the socket.
  */
-export const fromUndiciAgent = (agent: Dispatcher): Service => ({
-  send: (request) =>
-    Effect.async<TransportResponse, TransportError>((resume) => {
-      const { origin, path } = splitUrl(request.url)
-      const limit = request.maxResponseBytes
-      let controller: Dispatcher.DispatchController | undefined
-      let abortReason: Error | undefined
-      let timer: ReturnType<typeof setTimeout> | undefined
-      let settled = false
-      let status = 0
-      let headers: Record<string, string> = {}
-      let chunks: Array<Buffer> = []
-      let size = 0
-      const settle = (outcome: Effect.Effect<TransportResponse, TransportError>) => {
-        if (settled) return
-        settled = true
-        if (timer !== undefined) clearTimeout(timer)
-        chunks = []
-        resume(outcome)
-      }
-      const abort = (reason: Error) => {
-        if (controller !== undefined) controller.abort(reason)
-        else abortReason = reason
-      }
-      const stop = (failure: TransportError) => {
-        settle(Effect.fail(failure))
-        abort(new Error(failure.reason))
-      }
-      if (hasTimeout(request)) timer = setTimeout(() => stop(timedOutError(request)), request.timeoutMillis)
-      try {
-        agent.dispatch({
-          origin,
-          path,
-          method: request.method,
-          headers: wireHeaders(request),
-          body: sendableBody(request) ?? null
-        }, {
-          onRequestStart: (started) => {
-            controller = started
-            if (abortReason !== undefined) started.abort(abortReason)
-          },
-          onResponseStart: (_, statusCode, responseHeaders) => {
-            status = statusCode
-            headers = flattenHeaders(responseHeaders)
-            // A redirect is answered as it is, its body unread: the request is aborted.
-            if (statusCode >= 300 && statusCode <= 399) {
-              settle(Effect.succeed({ status, headers, body: "" }))
-              return abort(new Error("redirect"))
-            }
-            if (limit !== undefined && exceedsLimit(request, Number(headers["content-length"]))) {
-              stop(tooLarge(request, limit))
-            }
-          },
-          onResponseData: (_, chunk) => {
-            if (settled) return
-            size += chunk.length
-            if (limit !== undefined && size > limit) return stop(tooLarge(request, limit))
-            chunks.push(chunk)
-          },
-          onResponseEnd: () => {
-            const body = chunks.length === 1
-              ? chunks[0]!.toString("utf8")
-              : Buffer.concat(chunks, size).toString("utf8")
-            settle(Effect.succeed({ status, headers, body }))
-          },
-          onResponseError: (_, cause) => settle(Effect.fail(networkError(request, describe(cause), cause)))
-        })
-      } catch (cause) {
-        settle(Effect.fail(networkError(request, describe(cause), cause)))
-      }
-      // Interruption: stop the timer and abort the request on the socket.
-      return Effect.sync(() => {
-        settled = true
-        if (timer !== undefined) clearTimeout(timer)
-        abort(new Error("interrupted"))
+export const fromUndiciAgent = (agent: Dispatcher): Service => {
+  const dispatch: NonNullable<Service["dispatch"]> = (request, done) => {
+    const { origin, path } = splitUrl(request.url)
+    const limit = request.maxResponseBytes
+    let controller: Dispatcher.DispatchController | undefined
+    let abortReason: Error | undefined
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let settled = false
+    let status = 0
+    let headers: Record<string, string> = {}
+    let chunks: Array<Buffer> = []
+    let size = 0
+    const settle = (outcome: Either.Either<TransportResponse, TransportError>) => {
+      if (settled) return
+      settled = true
+      if (timer !== undefined) clearTimeout(timer)
+      chunks = []
+      done(outcome)
+    }
+    const abort = (reason: Error) => {
+      if (controller !== undefined) controller.abort(reason)
+      else abortReason = reason
+    }
+    const stop = (failure: TransportError) => {
+      settle(Either.left(failure))
+      abort(new Error(failure.reason))
+    }
+    if (hasTimeout(request)) timer = setTimeout(() => stop(timedOutError(request)), request.timeoutMillis)
+    try {
+      agent.dispatch({
+        origin,
+        path,
+        method: request.method,
+        headers: wireHeaders(request),
+        body: sendableBody(request) ?? null
+      }, {
+        onRequestStart: (started) => {
+          controller = started
+          if (abortReason !== undefined) started.abort(abortReason)
+        },
+        onResponseStart: (_, statusCode, responseHeaders) => {
+          status = statusCode
+          headers = flattenHeaders(responseHeaders)
+          // A redirect is answered as it is, its body unread: the request is aborted.
+          if (statusCode >= 300 && statusCode <= 399) {
+            settle(Either.right({ status, headers, body: "" }))
+            return abort(new Error("redirect"))
+          }
+          if (limit !== undefined && exceedsLimit(request, Number(headers["content-length"]))) {
+            stop(tooLarge(request, limit))
+          }
+        },
+        onResponseData: (_, chunk) => {
+          if (settled) return
+          size += chunk.length
+          if (limit !== undefined && size > limit) return stop(tooLarge(request, limit))
+          chunks.push(chunk)
+        },
+        onResponseEnd: () => {
+          const body = chunks.length === 1
+            ? chunks[0]!.toString("utf8")
+            : Buffer.concat(chunks, size).toString("utf8")
+          settle(Either.right({ status, headers, body }))
+        },
+        onResponseError: (_, cause) => settle(Either.left(networkError(request, describe(cause), cause)))
       })
-    })
-})
+    } catch (cause) {
+      settle(Either.left(networkError(request, describe(cause), cause)))
+    }
+    // Called off: no answer is given; the timer stops and the request is aborted on the socket.
+    return () => {
+      settled = true
+      if (timer !== undefined) clearTimeout(timer)
+      abort(new Error("interrupted"))
+    }
+  }
+  return {
+    dispatch,
+    send: (request) =>
+      Effect.async<TransportResponse, TransportError>((resume) => {
+        const cancel = dispatch(request, resume)
+        // Interruption: stop the timer and abort the request on the socket.
+        return Effect.sync(cancel)
+      })
+  }
+}
 
 /** `InvalidConfig` for an argument a JavaScript caller got wrong. */
 const invalidArgument = (setting: string, reason: string) => new InvalidConfig({ setting, reason })

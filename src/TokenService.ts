@@ -33,6 +33,7 @@ import * as Crypto from "node:crypto"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type HttpError, InvalidRequest, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
+import * as FreshToken from "./internal/freshToken.js"
 import * as RetryPolicy from "./internal/retryPolicy.js"
 import * as Telemetry from "./internal/telemetry.js"
 import * as TokenCache from "./internal/tokenCache.js"
@@ -103,6 +104,9 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     const transport = yield* HttpTransport
     const scope = yield* Effect.scope
     const state = yield* SynchronizedRef.make<TokenCache.State<AccessToken, Refresh>>(TokenCache.empty)
+    // The state as last set, for reads that take no lock (SynchronizedRef.get reads the same, as an Effect).
+    let latest: TokenCache.State<AccessToken, Refresh> = TokenCache.empty
+    const set = (next: TokenCache.State<AccessToken, Refresh>) => (latest = next)
     const windows: TokenCache.Windows = {
       softWindowMillis: Duration.toMillis(config.softRefreshWindow),
       hardWindowMillis: Duration.toMillis(config.hardRefreshWindow)
@@ -182,13 +186,13 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         (current): [Exit.Exit<AccessToken, HttpError>, TokenCache.State<AccessToken, Refresh>] => {
           if (Exit.isSuccess(exit)) {
             const next = TokenCache.succeeded(current, toCached(exit.value))
-            return [Exit.succeed(next.cached.token), next]
+            return [Exit.succeed(next.cached.token), set(next)]
           }
           const error = Cause.failureOption(exit.cause)
           const throttle = Option.isSome(error) ? TokenCache.throttleOf(error.value, now) : undefined
           // Only the refresh the state records may end it (defensive: there is never another).
           const ours = current._tag === "Refreshing" && current.refresh === refresh
-          return [Exit.failCause(exit.cause), ours ? TokenCache.failed(current, reason, throttle) : current]
+          return [Exit.failCause(exit.cause), set(ours ? TokenCache.failed(current, reason, throttle) : current)]
         }
       )
 
@@ -280,33 +284,39 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     const decide = (now: number) =>
       Effect.uninterruptible(SynchronizedRef.modifyEffect(
         state,
-        (current): Effect.Effect<readonly [Next, TokenCache.State<AccessToken, Refresh>]> => {
-          const decision = TokenCache.decide(current, now)
-          switch (decision._tag) {
-            case "Serve":
-              return Effect.succeed([{ _tag: "Now", outcome: Effect.succeed(decision.token) }, current])
-            case "ServeAndRefresh":
-              return Effect.map(
-                start(current, "soft-window"),
-                ([, next]) => [{ _tag: "Now", outcome: Effect.succeed(decision.token) }, next] as const
-              )
-            case "Await":
-              return Effect.succeed([{ _tag: "Wait", refresh: decision.refresh }, current])
-            case "RefreshAndAwait":
-              return Effect.map(
-                start(current, decision.reason),
-                ([deferred, next]) => [{ _tag: "Wait", refresh: deferred }, next] as const
-              )
-            case "FailFast": {
-              const outcome = Effect.zipRight(
-                Metric.increment(Telemetry.throttledFastFails),
-                Effect.fail(decision.error)
-              )
-              return Effect.succeed([{ _tag: "Now", outcome }, current])
-            }
-          }
-        }
+        (current): Effect.Effect<readonly [Next, TokenCache.State<AccessToken, Refresh>]> =>
+          Effect.map(decided(current, now), ([next, after]) => [next, set(after)] as const)
       ))
+
+    const decided = (
+      current: TokenCache.State<AccessToken, Refresh>,
+      now: number
+    ): Effect.Effect<readonly [Next, TokenCache.State<AccessToken, Refresh>]> => {
+      const decision = TokenCache.decide(current, now)
+      switch (decision._tag) {
+        case "Serve":
+          return Effect.succeed([{ _tag: "Now", outcome: Effect.succeed(decision.token) }, current])
+        case "ServeAndRefresh":
+          return Effect.map(
+            start(current, "soft-window"),
+            ([, next]) => [{ _tag: "Now", outcome: Effect.succeed(decision.token) }, next] as const
+          )
+        case "Await":
+          return Effect.succeed([{ _tag: "Wait", refresh: decision.refresh }, current])
+        case "RefreshAndAwait":
+          return Effect.map(
+            start(current, decision.reason),
+            ([deferred, next]) => [{ _tag: "Wait", refresh: deferred }, next] as const
+          )
+        case "FailFast": {
+          const outcome = Effect.zipRight(
+            Metric.increment(Telemetry.throttledFastFails),
+            Effect.fail(decision.error)
+          )
+          return Effect.succeed([{ _tag: "Now", outcome }, current])
+        }
+      }
+    }
 
     const follow = (maxWaitMillis: number | undefined) => (next: Next): Effect.Effect<AccessToken, HttpError> => {
       if (next._tag === "Now") return next.outcome
@@ -325,25 +335,24 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     }
 
     const acquire = (maxWaitMillis: number | undefined): Effect.Effect<AccessToken, HttpError> =>
-      Effect.flatMap(SynchronizedRef.get(state), (current) =>
-        Effect.clockWith((clock) => {
-          const now = clock.unsafeCurrentTimeMillis()
-          // Fast path: a fresh token, no lock taken, no timer.
-          const token = TokenCache.fresh(current, now)
-          return token !== undefined ? Effect.succeed(token) : Effect.flatMap(decide(now), follow(maxWaitMillis))
-        }))
+      Effect.clockWith((clock) => {
+        const now = clock.unsafeCurrentTimeMillis()
+        // Fast path: a fresh token, no lock taken, no timer.
+        const token = TokenCache.fresh(latest, now)
+        return token !== undefined ? Effect.succeed(token) : Effect.flatMap(decide(now), follow(maxWaitMillis))
+      })
 
     // The store first, so that the refresh that follows cannot find the refused token there; and
     // the refresh avoids it even if the store could not drop it. Only the cached token counts: a
     // late refusal of an older one changes nothing.
     const invalidate = (token: AccessToken): Effect.Effect<void> =>
-      Effect.flatMap(SynchronizedRef.get(state), (current) => {
+      Effect.suspend(() => {
         if (typeof token !== "object" || token === null) return Effect.void
-        if (TokenCache.cachedOf(current)?.generation !== token.generation) return Effect.void
+        if (TokenCache.cachedOf(latest)?.generation !== token.generation) return Effect.void
         refused = TokenStore.fingerprint(token.token)
         return Effect.zipRight(
           sharing.invalidate(refused),
-          SynchronizedRef.update(state, (latest) => TokenCache.invalidated(latest, token.generation))
+          SynchronizedRef.update(state, (current) => set(TokenCache.invalidated(current, token.generation)))
         )
       })
 
@@ -361,7 +370,9 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         )
     }
 
-    return TokenService.of({ get: acquire(undefined), getWithin, invalidate })
+    const service = TokenService.of({ get: acquire(undefined), getWithin, invalidate })
+    FreshToken.register(service, (now) => TokenCache.fresh(latest, now))
+    return service
   }
 )
 

@@ -15,9 +15,12 @@
  * token is cached and a permit is free (the transport's own timeout, bounded by the deadline,
  * does the work), metrics tagged once, secrets gathered only when an error needs them.
  */
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -30,6 +33,7 @@ import type * as HttpTransport from "../HttpTransport.js"
 import type * as TokenService from "../TokenService.js"
 import { labelled } from "./attempt.js"
 import * as CallPolicy from "./callPolicy.js"
+import * as FreshToken from "./freshToken.js"
 import * as Gate from "./gate.js"
 import * as HttpSpan from "./httpSpan.js"
 import { readJson } from "./response.js"
@@ -163,8 +167,11 @@ export const make = (
     timeoutMillis
   })
 
-  // One request with the attempt timeout, cut short by the deadline if that comes first; a
-  // timeout that was really the deadline says so.
+  /** A transport's failure as the call's: a timeout that was really the deadline says so. */
+  const transportFailure = (call: Call, byDeadline: boolean, error: TransportError): HttpError =>
+    byDeadline && error.reason === "Timeout" ? deadlinePassed(call) : labelled(error, call.operation, call.secrets())
+
+  // One request with the attempt timeout, cut short by the deadline if that comes first.
   const exchange = (call: Call, progress: CallPolicy.Progress, token: TokenService.AccessToken) =>
     Effect.clockWith((clock) => {
       const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
@@ -176,10 +183,7 @@ export const make = (
           config.tracePropagation,
           transport.send
         ),
-        (error): HttpError =>
-          budget.byDeadline && error.reason === "Timeout"
-            ? deadlinePassed(call)
-            : labelled(error, call.operation, call.secrets())
+        (error) => transportFailure(call, budget.byDeadline, error)
       )
     })
 
@@ -201,6 +205,25 @@ export const make = (
 
   // The call's bookkeeping in one step: attempts histogram, failures counter, span attributes.
   // Metrics are updated with the fiber's metric tags, as `Metric.update` would.
+  const recordIn = (
+    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    call: Call,
+    progress: CallPolicy.Progress,
+    status: number | undefined,
+    error: ClinicalError | undefined
+  ): void => {
+    const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
+    const m = metricsOf(call.operation)
+    m.attempts.unsafeUpdate(progress.attempts, tags)
+    if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
+    const span = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), Tracer.ParentSpan)
+    if (Option.isSome(span) && span.value._tag === "Span") {
+      span.value.attribute("clinical.attempts", progress.attempts)
+      if (status !== undefined) span.value.attribute("http.response.status_code", status)
+      if (error !== undefined) span.value.attribute("clinical.error", error._tag)
+    }
+  }
+
   const record = (
     call: Call,
     progress: CallPolicy.Progress,
@@ -208,18 +231,20 @@ export const make = (
     error: ClinicalError | undefined
   ) =>
     Effect.withFiberRuntime<void>((fiber) => {
-      const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
-      const m = metricsOf(call.operation)
-      m.attempts.unsafeUpdate(progress.attempts, tags)
-      if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
-      const span = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), Tracer.ParentSpan)
-      if (Option.isSome(span) && span.value._tag === "Span") {
-        span.value.attribute("clinical.attempts", progress.attempts)
-        if (status !== undefined) span.value.attribute("http.response.status_code", status)
-        if (error !== undefined) span.value.attribute("clinical.error", error._tag)
-      }
+      recordIn(fiber, call, progress, status, error)
       return Effect.void
     })
+
+  const answer = (
+    call: Call,
+    status: number,
+    json: unknown,
+    used: TokenService.AccessToken | undefined
+  ): JsonResponse => ({
+    status,
+    json,
+    secrets: () => [...call.secrets(), config.applicationId, ...(used === undefined ? [] : [used.token])]
+  })
 
   const succeed = (
     call: Call,
@@ -228,14 +253,17 @@ export const make = (
     json: unknown,
     used: TokenService.AccessToken | undefined
   ): Effect.Effect<JsonResponse> =>
-    Effect.as(record(call, progress, status, undefined), {
-      status,
-      json,
-      secrets: () => [...call.secrets(), config.applicationId, ...(used === undefined ? [] : [used.token])]
-    })
+    Effect.as(record(call, progress, status, undefined), answer(call, status, json, used))
 
   const fail = (call: Call, progress: CallPolicy.Progress, error: ClinicalError) =>
     Effect.zipRight(record(call, progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
+
+  /** How a failed exchange ended: sent, unless the request surely never reached the server. */
+  const failed = (error: HttpError): CallPolicy.Outcome => ({
+    _tag: "Failed",
+    error,
+    sent: !(error._tag === "TransportError" && error.requestSent === false)
+  })
 
   // Acts on the pure step for how the attempt ended.
   const proceed = (
@@ -279,6 +307,22 @@ export const make = (
         }
       }))
 
+  /** A response read into its JSON, or the error it stands for. */
+  const readAnswer = (
+    call: Call,
+    used: TokenService.AccessToken,
+    response: HttpTransport.TransportResponse,
+    now: number
+  ) =>
+    readJson({
+      operation: call.operation,
+      method: "POST",
+      url: call.url,
+      secrets: () => [...call.secrets(), used.token, config.applicationId],
+      now,
+      maxRetryAfterMillis
+    }, response)
+
   const answered = (
     call: Call,
     progress: CallPolicy.Progress,
@@ -286,14 +330,7 @@ export const make = (
     response: HttpTransport.TransportResponse
   ): Effect.Effect<JsonResponse, ClinicalError> =>
     Effect.clockWith((clock) => {
-      const read = readJson({
-        operation: call.operation,
-        method: "POST",
-        url: call.url,
-        secrets: () => [...call.secrets(), used.token, config.applicationId],
-        now: clock.unsafeCurrentTimeMillis(),
-        maxRetryAfterMillis
-      }, response)
+      const read = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
       // The common case needs no step: a body that reads is the answer.
       return read._tag === "Right"
         ? succeed(call, progress, response.status, read.right, used)
@@ -307,17 +344,86 @@ export const make = (
       onFailure: (error) => proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined),
       onSuccess: (used) =>
         Effect.matchEffect(withTurn(exchange(call, progress, used)), {
-          onFailure: (error) =>
-            proceed(call, progress, {
-              _tag: "Failed",
-              error,
-              sent: !(error._tag === "TransportError" && error.requestSent === false)
-            }, used),
+          onFailure: (error) => proceed(call, progress, failed(error), used),
           onSuccess: (response) => answered(call, progress, used, response)
         })
     })
   }
 
+  const fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
+  const dispatch = transport.dispatch
+
+  /**
+   * The call's common path, with no fiber suspended but for the wait on the socket: a fresh token
+   * read without an Effect, a turn taken (or waited for) in a callback, the request dispatched and
+   * its answer read in the transport's own callback. Whatever is not the common case (no fresh
+   * token, a failure, an answer that does not read) continues on the Effect path from exactly the
+   * point reached (`proceed` with this attempt's progress and outcome), so that every rule lives
+   * once. Only a transport that offers `dispatch` has this path.
+   */
+  const common = (
+    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    call: Call,
+    progress: CallPolicy.Progress,
+    used: TokenService.AccessToken,
+    send: NonNullable<HttpTransport.Service["dispatch"]>,
+    clock: Clock.Clock
+  ): Effect.Effect<JsonResponse, ClinicalError> =>
+    Effect.async<JsonResponse, ClinicalError>((resume) => {
+      let holding = false
+      let inFlight: { readonly attempt: HttpSpan.Attempt; readonly cancel: () => void } | undefined
+      const labels = () => fiber.getFiberRef(FiberRef.currentMetricLabels)
+      const withdraw = gate.take(() => {
+        holding = true
+        const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
+        if (budget._tag === "Passed") {
+          holding = false
+          gate.leave()
+          return resume(fail(call, progress, deadlinePassed(call)))
+        }
+        const attempt = HttpSpan.startIn(fiber, request(call, used, budget.timeoutMillis), 0, config.tracePropagation)
+        inFlight = {
+          attempt,
+          cancel: send(attempt.request, (outcome) => {
+            holding = false
+            inFlight = undefined
+            gate.leave()
+            attempt.end(outcome, clock, labels())
+            if (Either.isLeft(outcome)) {
+              return resume(
+                proceed(call, progress, failed(transportFailure(call, budget.byDeadline, outcome.left)), used)
+              )
+            }
+            const response = outcome.right
+            const json = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
+            if (Either.isLeft(json)) {
+              return resume(proceed(call, progress, { _tag: "Answered", status: response.status, read: json }, used))
+            }
+            recordIn(fiber, call, progress, response.status, undefined)
+            resume(Effect.succeed(answer(call, response.status, json.right, used)))
+          })
+        }
+      })
+      // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
+      return Effect.sync(() => {
+        if (!withdraw() || !holding) return
+        holding = false
+        gate.leave()
+        if (inFlight !== undefined) {
+          inFlight.cancel()
+          inFlight.attempt.end("interrupted", clock, labels())
+        }
+      })
+    })
+
   return (call) =>
-    Effect.clockWith((clock) => attempt(call, CallPolicy.begin(clock.unsafeCurrentTimeMillis(), deadlineMillis)))
+    Effect.withFiberRuntime((fiber) => {
+      const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+      const now = clock.unsafeCurrentTimeMillis()
+      const begun = CallPolicy.begin(now, deadlineMillis)
+      const used = dispatch === undefined || !HttpSpan.canStartIn(fiber) ? undefined : fresh?.(now)
+      return used === undefined
+        ? attempt(call, begun)
+        : common(fiber, call, CallPolicy.attempted(begun), used, dispatch!, clock)
+    })
 }

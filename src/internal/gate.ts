@@ -2,19 +2,31 @@
  * A bound on work in flight, first come first served. Unlike `Semaphore.withPermitsIfAvailable`,
  * a newcomer never overtakes a waiting caller (so waiters cannot starve under load), and a free
  * turn is taken with no Effect of its own: the common case costs one counter increment.
+ *
+ * Two forms of the same gate: `take`/`leave` for code that runs in callbacks (the call's common
+ * path waits for its turn inside the same callback that sends), and `run` for an Effect.
  */
 import * as Effect from "effect/Effect"
 
-/** One caller waiting for a turn. `granted` is set when a finishing caller hands it the turn. */
+/** The bound; `run` holds a turn while `effect` runs. */
+export interface Gate {
+  /**
+   * Asks for a turn: `granted` is called once the turn is this caller's, at once (before `take`
+   * returns) when one is free and nobody waits. Returns a function that withdraws the request if
+   * the turn was not given yet, and tells whether it was (then the caller holds it, and must
+   * `leave`).
+   */
+  readonly take: (granted: () => void) => () => boolean
+  /** Gives a turn back: to the first waiter, or free. */
+  readonly leave: () => void
+  /** Runs `effect` in a turn, waiting for one (in arrival order) when none is free. */
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+}
+
+/** One caller waiting for a turn. */
 interface Waiter {
   granted: boolean
   readonly wake: () => void
-}
-
-/** The bound; `run` holds a turn while `effect` runs. */
-export interface Gate {
-  /** Runs `effect` in a turn, waiting for one (in arrival order) when none is free. */
-  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
 
 /** A gate of `size` turns. */
@@ -23,28 +35,44 @@ export const make = (size: number): Gate => {
   const queue: Array<Waiter> = []
 
   // A finishing caller hands its turn straight to the first waiter, or frees it.
-  const release = Effect.sync(() => {
+  const leave = () => {
     const next = queue.shift()
     if (next === undefined) inFlight--
     else {
       next.granted = true
       next.wake()
     }
-  })
+  }
 
-  const wait = Effect.async<void>((resume) => {
-    const waiter: Waiter = { granted: false, wake: () => resume(Effect.void) }
+  const take = (granted: () => void): () => boolean => {
+    if (inFlight < size && queue.length === 0) {
+      inFlight++
+      granted()
+      return () => true
+    }
+    const waiter: Waiter = { granted: false, wake: granted }
     queue.push(waiter)
-    // Interrupted while waiting: leave the queue; if the turn was already handed over, pass it on.
-    return Effect.suspend(() => {
-      if (waiter.granted) return release
+    return () => {
+      if (waiter.granted) return true
       const at = queue.indexOf(waiter)
       if (at >= 0) queue.splice(at, 1)
-      return Effect.void
+      return false
+    }
+  }
+
+  const release = Effect.sync(leave)
+
+  const wait = Effect.async<void>((resume) => {
+    const withdraw = take(() => resume(Effect.void))
+    // Interrupted while waiting: leave the queue; if the turn was already handed over, pass it on.
+    return Effect.sync(() => {
+      if (withdraw()) leave()
     })
   })
 
   return {
+    take,
+    leave,
     run: (effect) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {

@@ -2,17 +2,28 @@
  * One HTTP attempt, observed as OpenTelemetry's HTTP client conventions say: a CLIENT span per
  * attempt (a child of the call's span) named after the method, with `http.request.method`,
  * `server.address`, `server.port`, `url.full`, `http.response.status_code`, `error.type` and, on a
- * resend, `http.request.resend_count`; and the `http.client.request.duration` histogram. The same
- * for every transport: it is recorded here, around the transport's `send`.
+ * resend, `http.request.resend_count`; ended as an error for a status of 400 or more; and the
+ * `http.client.request.duration` histogram. The same for every transport: it is recorded around the
+ * transport, by the Effect path (`attempt`) and by the call's common path (`start`, `end`) alike.
  *
  * Our URLs carry no patient data (a PersonUid travels in the body), so `url.full` is safe to
  * record; keep it so. No header, body or query is recorded.
  */
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import { Clock as ClockTag } from "effect/Clock"
+import type * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
-import type * as Tracer from "effect/Tracer"
+import * as Option from "effect/Option"
+import * as Tracer from "effect/Tracer"
 import type { TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import * as Telemetry from "./telemetry.js"
@@ -39,11 +50,14 @@ const serverOf = (url: string): Server => {
   return server
 }
 
+/** How an attempt ended: the transport's outcome, interrupted, or a defect (`_OTHER`, as the conventions say). */
+export type Ending = Either.Either<HttpTransport.TransportResponse, TransportError> | "interrupted" | "_OTHER"
+
 /** `error.type` of an attempt: the status of an HTTP error, or the transport's reason. */
-const errorType = (exit: Exit.Exit<HttpTransport.TransportResponse, TransportError>): string | undefined => {
-  if (Exit.isSuccess(exit)) return exit.value.status >= 400 ? String(exit.value.status) : undefined
-  const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
-  return failure === undefined ? (exit.cause._tag === "Interrupt" ? "interrupted" : "_OTHER") : failure.reason
+const errorTypeOf = (ending: Ending): string | undefined => {
+  if (typeof ending === "string") return ending
+  if (Either.isLeft(ending)) return ending.left.reason
+  return ending.right.status >= 400 ? String(ending.right.status) : undefined
 }
 
 /** The `http.client.request.duration` histogram, tagged once per combination of its attributes. */
@@ -53,16 +67,14 @@ const durationOf = (method: string, server: Server, status: number | undefined, 
   const key = `${method} ${server.address} ${server.port} ${status} ${error}`
   let metric = durations.get(key)
   if (metric === undefined) {
-    metric = Metric.taggedWithLabels(
-      Telemetry.httpClientRequestDuration,
-      [
-        ["http.request.method", method],
-        ["server.address", server.address],
-        ["server.port", String(server.port)],
-        ...(status === undefined ? [] : [["http.response.status_code", String(status)] as const]),
-        ...(error === undefined ? [] : [["error.type", error] as const])
-      ].map(([name, value]) => MetricLabel.make(name, value))
-    )
+    const labels = [
+      MetricLabel.make("http.request.method", method),
+      MetricLabel.make("server.address", server.address),
+      MetricLabel.make("server.port", String(server.port))
+    ]
+    if (status !== undefined) labels.push(MetricLabel.make("http.response.status_code", String(status)))
+    if (error !== undefined) labels.push(MetricLabel.make("error.type", error))
+    metric = Metric.taggedWithLabels(Telemetry.httpClientRequestDuration, labels)
     if (durations.size < 1024) durations.set(key, metric)
   }
   return metric
@@ -71,44 +83,140 @@ const durationOf = (method: string, server: Server, status: number | undefined, 
 /** The W3C `traceparent` header of a span. */
 const traceparent = (span: Tracer.Span): string => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
 
+/** An attempt under way: the request to send (with its `traceparent` when asked), and how to end it. */
+export interface Attempt {
+  readonly request: HttpTransport.TransportRequest
+  /** Records how the attempt ended, at the clock's time, with the fiber's metric labels. */
+  readonly end: (ending: Ending, clock: Clock.Clock, labels: ReadonlyArray<MetricLabel.MetricLabel>) => void
+}
+
 /**
- * `send(request)` observed as one attempt; `resendCount` is how many times this call's request
- * was sent before (0 for the first attempt). With `propagate`, the request carries the attempt's
- * `traceparent`.
+ * Whether {@link startIn} can start a span in `fiber` as `Effect.makeSpan` would: not when tracing
+ * is off, or the parent span asks for none below it (then use {@link start}).
  */
+export const canStartIn = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean => {
+  if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return false
+  const parent = fiber.currentSpan
+  return parent === undefined || !Context.get(parent.context, Tracer.DisablePropagation)
+}
+
+/**
+ * The attempt's span, made from `fiber`'s tracer, parent span, span annotations and links, as
+ * `Effect.makeSpan` makes one (but without running an Effect, so the call's common path can start
+ * it in a callback). Only where {@link canStartIn} holds.
+ */
+const spanIn = (fiber: Fiber.RuntimeFiber<unknown, unknown>, name: string, attributes: Record<string, unknown>) => {
+  const links = fiber.getFiberRef(FiberRef.currentTracerSpanLinks)
+  const span = fiber.currentTracer.span(
+    name,
+    Option.fromNullable(fiber.currentSpan),
+    Context.empty(),
+    Chunk.toReadonlyArray(links),
+    fiber.getFiberRef(FiberRef.currentTracerTimingEnabled)
+      ? Context.get(fiber.currentDefaultServices, ClockTag).unsafeCurrentTimeNanos()
+      : BigInt(0),
+    "client",
+    { kind: "client", captureStackTrace: false }
+  )
+  HashMap.forEach(fiber.getFiberRef(FiberRef.currentTracerSpanAnnotations), (value, key) => span.attribute(key, value))
+  for (const key in attributes) span.attribute(key, attributes[key])
+  return span
+}
+
+const attributesOf = (request: HttpTransport.TransportRequest, server: Server, resendCount: number) => {
+  const attributes: Record<string, unknown> = {
+    "http.request.method": request.method,
+    "server.address": server.address,
+    "server.port": server.port,
+    "url.full": request.url
+  }
+  if (resendCount > 0) attributes["http.request.resend_count"] = resendCount
+  return attributes
+}
+
+const attemptOf = (
+  span: Tracer.Span,
+  request: HttpTransport.TransportRequest,
+  server: Server,
+  propagate: boolean
+): Attempt => {
+  const started = performance.now()
+  return {
+    request: propagate ? { ...request, headers: { ...request.headers, traceparent: traceparent(span) } } : request,
+    end: (ending, clock, labels) => {
+      const status = typeof ending !== "string" && Either.isRight(ending) ? ending.right.status : undefined
+      const error = errorTypeOf(ending)
+      if (status !== undefined) span.attribute("http.response.status_code", status)
+      if (error !== undefined) span.attribute("error.type", error)
+      span.end(clock.unsafeCurrentTimeNanos(), error === undefined ? Exit.void : Exit.fail(error))
+      durationOf(request.method, server, status, error).unsafeUpdate((performance.now() - started) / 1000, labels)
+    }
+  }
+}
+
+/**
+ * Starts an attempt of `request` from within `fiber`, with no Effect: its span, a child of the
+ * fiber's current one (only where {@link canStartIn} holds). `resendCount` is how many times this
+ * call's request was sent before (0 for the first attempt). With `propagate`, the request carries
+ * the attempt's `traceparent`.
+ */
+export const startIn = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  request: HttpTransport.TransportRequest,
+  resendCount: number,
+  propagate: boolean
+): Attempt => {
+  const server = serverOf(request.url)
+  return attemptOf(
+    spanIn(fiber, request.method, attributesOf(request, server, resendCount)),
+    request,
+    server,
+    propagate
+  )
+}
+
+/** Starts an attempt of `request`, as an Effect (see {@link startIn}). */
+export const start = (
+  request: HttpTransport.TransportRequest,
+  resendCount: number,
+  propagate: boolean
+): Effect.Effect<Attempt> => {
+  const server = serverOf(request.url)
+  return Effect.map(
+    Effect.makeSpan(request.method, {
+      kind: "client",
+      attributes: attributesOf(request, server, resendCount),
+      captureStackTrace: false
+    }),
+    (span) => attemptOf(span, request, server, propagate)
+  )
+}
+
+/** `send` observed as one attempt of `request` (see {@link start}). */
 export const attempt = (
   request: HttpTransport.TransportRequest,
   resendCount: number,
   propagate: boolean,
   send: (request: HttpTransport.TransportRequest) => Effect.Effect<HttpTransport.TransportResponse, TransportError>
 ): Effect.Effect<HttpTransport.TransportResponse, TransportError> =>
-  Effect.suspend(() => {
-    const server = serverOf(request.url)
-    const attributes: Record<string, unknown> = {
-      "http.request.method": request.method,
-      "server.address": server.address,
-      "server.port": server.port,
-      "url.full": request.url
-    }
-    if (resendCount > 0) attributes["http.request.resend_count"] = resendCount
-    const started = performance.now()
-    return Effect.useSpan(request.method, { kind: "client", attributes, captureStackTrace: false }, (span) =>
-      Effect.onExit(
-        send(propagate ? { ...request, headers: { ...request.headers, traceparent: traceparent(span) } } : request),
-        (exit) =>
-          Effect.suspend(() => {
-            const status = Exit.isSuccess(exit) ? exit.value.status : undefined
-            const error = errorType(exit)
-            if (status !== undefined) {
-              span.attribute("http.response.status_code", status)
-            }
-            if (error !== undefined) {
-              span.attribute("error.type", error)
-            }
-            return Metric.update(
-              durationOf(request.method, server, status, error),
-              (performance.now() - started) / 1000
-            )
-          })
-      ))
-  })
+  Effect.flatMap(
+    start(request, resendCount, propagate),
+    (attempt) =>
+      Effect.onExit(send(attempt.request), (exit) =>
+        Effect.clockWith((clock) =>
+          Effect.flatMap(FiberRef.get(FiberRef.currentMetricLabels), (labels) =>
+            Effect.sync(() =>
+              attempt.end(
+                Exit.isSuccess(exit)
+                  ? Either.right(exit.value)
+                  : exit.cause._tag === "Fail"
+                  ? Either.left(exit.cause.error)
+                  : Cause.isInterruptedOnly(exit.cause)
+                  ? "interrupted"
+                  : "_OTHER",
+                clock,
+                labels
+              )
+            ))
+        ))
+  )

@@ -1,0 +1,175 @@
+/**
+ * The call's common path (a fresh token, a free turn, the request dispatched and read in the
+ * transport's callbacks) against the Effect path, over loopback: for every fault scenario, the same
+ * outcome, the same requests seen by the server and the same spans, whichever path the call took.
+ * The Effect path is forced by a transport that offers no `dispatch`; the common path is checked to
+ * have been taken. (The in-memory transport has no `dispatch`: the TestClock suites test the Effect
+ * path.)
+ */
+import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Tracer } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+let mock: MockClinicalServer.Started
+beforeAll(async () => {
+  mock = await MockClinicalServer.start()
+})
+afterAll(async () => {
+  await mock?.close()
+})
+
+const { Fault } = MockClinicalServer
+
+/** The undici transport, with or without its `dispatch` (without: every call takes the Effect path). */
+const transport = (withDispatch: boolean) => {
+  const counts = { dispatched: 0 }
+  const layer = Layer.effect(
+    HttpTransport.HttpTransport,
+    Effect.map(HttpTransport.HttpTransport, (inner): HttpTransport.Service =>
+      withDispatch
+        ? {
+          send: inner.send,
+          dispatch: (request, done) => {
+            counts.dispatched++
+            return inner.dispatch!(request, done)
+          }
+        }
+        : { send: inner.send })
+  ).pipe(Layer.provide(HttpTransport.layerUndici()))
+  return { counts, layer }
+}
+
+/** A tracer that keeps what a span is (name, kind, parent's name, attributes, how it ended). */
+const recordingTracer = () => {
+  const spans: Array<Tracer.Span> = []
+  const native = Effect.runSync(Effect.tracer)
+  const tracer = Tracer.make({
+    span: (...args) => {
+      const span = native.span(...args)
+      spans.push(span)
+      return span
+    },
+    context: native.context
+  })
+  const shapes = () =>
+    spans.map((span) =>
+      JSON.stringify({
+        name: span.name,
+        kind: span.kind,
+        parent: span.parent._tag === "Some" && span.parent.value._tag === "Span" ? span.parent.value.name : null,
+        // The server's clock skew is measured, not decided: it differs from run to run.
+        attributes: Object.fromEntries([...span.attributes].filter(([key]) => key !== "clinical.server_clock_skew_ms")),
+        ended: span.status._tag === "Ended" ? Exit.isSuccess(span.status.exit) : "open"
+      })
+    ).sort()
+  return { tracer, shapes }
+}
+
+interface Scenario {
+  readonly name: string
+  readonly faults?: ReadonlyArray<MockClinicalServer.Fault>
+  readonly before?: () => Promise<void>
+  readonly person?: string
+  readonly options?: Partial<Parameters<typeof ClinicalClient.layer>[0]>
+  /** Interrupt the call after this many milliseconds. */
+  readonly interruptAfter?: number
+}
+
+const scenarios: ReadonlyArray<Scenario> = [
+  { name: "no fault" },
+  { name: "a 503, then the answer", faults: [Fault.status(503)] },
+  {
+    name: "500 every time, until the retries are spent",
+    faults: [Fault.status(500), Fault.status(500), Fault.status(500)]
+  },
+  { name: "a 429 with Retry-After 0", faults: [Fault.status(429, { retryAfter: 0 })] },
+  { name: "a 401 once: one refresh, one resend", faults: [Fault.status(401)] },
+  { name: "a 401 twice: Unauthorized", faults: [Fault.status(401), Fault.status(401)] },
+  { name: "a 419 once", faults: [Fault.status(419)] },
+  { name: "a dropped connection, then the answer", faults: [Fault.drop] },
+  { name: "a body that is not JSON", faults: [Fault.notJson] },
+  { name: "Success: false (an unknown person)", person: "an-unknown-person" },
+  { name: "a revocation: the token refused, refreshed, the call resent", before: () => mock.revokeAllTokens() },
+  {
+    name: "answers slower than the attempt timeout, until the retries are spent",
+    faults: [Fault.delay("400 millis"), Fault.delay("400 millis"), Fault.delay("400 millis")],
+    options: { requestTimeout: "150 millis", deadline: "5 seconds" }
+  },
+  {
+    name: "an answer slower than the call's deadline",
+    faults: [Fault.delay("1 second")],
+    options: { requestTimeout: "5 seconds", deadline: "300 millis" }
+  },
+  { name: "interrupted while the server takes its time", faults: [Fault.delay("1 second")], interruptAfter: 100 }
+]
+
+/** One run of a scenario on a fresh client: what came of the call, what the server saw, the spans. */
+const run = async (scenario: Scenario, withDispatch: boolean) => {
+  const { counts, layer } = transport(withDispatch)
+  const client = ManagedRuntime.make(
+    ClinicalClient.layer({
+      baseUrl: mock.url,
+      applicationId: mock.applicationId,
+      maxRetries: 2,
+      // One turn: a turn not given back would hold up the call that follows.
+      maxConcurrentRequests: 1,
+      retryBaseDelay: "10 millis",
+      retryMaxDelay: "20 millis",
+      ...scenario.options
+    }).pipe(Layer.provide(layer))
+  )
+  try {
+    const person = mock.persons[0]!.personUid
+    // The token first (and a call), so that the call observed finds a fresh token.
+    await client.runPromise(MedicationService.get(person))
+    await mock.resetCounters()
+    await scenario.before?.()
+    if (scenario.faults !== undefined) await mock.injectFaults("medications", scenario.faults)
+    const dispatchedBefore = counts.dispatched
+    const { shapes, tracer } = recordingTracer()
+    const call = MedicationService.get(scenario.person ?? person).pipe(Effect.withTracer(tracer))
+    const exit = await client.runPromise(
+      scenario.interruptAfter === undefined
+        ? Effect.exit(call)
+        : Effect.flatMap(
+          Effect.fork(call),
+          (fiber) => Effect.zipRight(Effect.sleep(scenario.interruptAfter!), Fiber.interrupt(fiber))
+        )
+    )
+    await mock.clearFaults()
+    // Whatever happened, the turn was given back: a call after it goes through (within the test's time).
+    await client.runPromise(MedicationService.get(person))
+    const { byStatus, dropped, requestsByOperation } = await mock.counters()
+    // A delayed answer is counted when the server sends it, whether or not anyone still waits.
+    const delayed = scenario.faults?.some((fault) => fault._tag === "Delay") === true
+    return {
+      outcome: Exit.match(exit, {
+        onSuccess: (result) => ({ medications: result.medications.length }),
+        onFailure: (cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? "interrupted"
+            : JSON.parse(JSON.stringify(Cause.squash(cause), (key, value) => (key === "url" ? "<url>" : value)))
+      }),
+      server: delayed ? { dropped, requestsByOperation } : { byStatus, dropped, requestsByOperation },
+      spans: shapes(),
+      dispatched: counts.dispatched - dispatchedBefore
+    }
+  } finally {
+    await client.dispose()
+  }
+}
+
+describe("the call's common path does what the Effect path does", () => {
+  for (const scenario of scenarios) {
+    it(scenario.name, async () => {
+      const effectPath = await run(scenario, false)
+      const commonPath = await run(scenario, true)
+      expect(effectPath.dispatched).toBe(0)
+      expect(commonPath.dispatched).toBeGreaterThan(0)
+      expect(commonPath.outcome).toEqual(effectPath.outcome)
+      expect(commonPath.server).toEqual(effectPath.server)
+      expect(commonPath.spans).toEqual(effectPath.spans)
+    })
+  }
+})
