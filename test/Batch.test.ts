@@ -316,6 +316,12 @@ describe("batchTally: when a failure stops a batch", () => {
       3,
       "TransportFailures"
     ],
+    [
+      "a body too large, even at the limit: it is this person's",
+      new ClinicalError.TransportError({ ...at, reason: "ResponseTooLarge", detail: "d" }),
+      3,
+      undefined
+    ],
     ["a 500", new ClinicalError.ServerError({ ...at, status: 500 }), 0, undefined],
     ["a 429", new ClinicalError.RateLimited({ ...at, status: 429 }), 0, undefined]
   ]
@@ -332,6 +338,8 @@ describe("batchTally: when a failure stops a batch", () => {
     expect(tally.transportFailuresInARow).toBe(2)
     expect(Tally.succeeded(tally).transportFailuresInARow).toBe(0)
     expect(Tally.failed(tally, server, 3).transportFailuresInARow).toBe(0)
+    const tooLarge = new ClinicalError.TransportError({ ...at, reason: "ResponseTooLarge", detail: "d" })
+    expect(Tally.failed(tally, tooLarge, 3)).toMatchObject({ transportFailuresInARow: 0, stop: undefined })
     tally = Tally.failed(tally, network, 3)
     expect(tally.stop).toEqual({ reason: "TransportFailures", error: network })
     const refused = new ClinicalError.Unauthorized({ ...at, operation: "token", status: 401 })

@@ -67,6 +67,14 @@ describe("callPolicy.budget: what an attempt has left", () => {
       byDeadline: true
     })
   })
+  it("exactly the attempt timeout left: the attempt timeout decides (a timeout then is the attempt's)", () => {
+    expect(CallPolicy.budget(progress, 5_000, 5_000)).toEqual({
+      _tag: "Left",
+      remainingMillis: 5_000,
+      timeoutMillis: 5_000,
+      byDeadline: false
+    })
+  })
   it("far from it: the attempt timeout", () => {
     expect(CallPolicy.budget(progress, 0, 5_000)).toEqual({
       _tag: "Left",

@@ -54,6 +54,7 @@ export const stopReasonOf = (
       return error.reason !== "ResponseTooLarge" && transportFailuresInARow >= stopAfterTransportFailures
         ? "TransportFailures"
         : undefined
+    // Stryker disable next-line ConditionalExpression: equivalent, the function returns undefined either way
     default:
       return undefined
   }
