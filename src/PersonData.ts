@@ -16,12 +16,14 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type ClinicalError, InvalidRequest, ResponseDecodeError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as AuthorizedPost from "./internal/authorizedPost.js"
 import * as Batch from "./internal/batch.js"
 import type * as BatchTally from "./internal/batchTally.js"
+import * as FiberSpan from "./internal/fiberSpan.js"
 import { field, isRecord } from "./internal/json.js"
 import { type DateRange, personRequest, type PersonUidInput } from "./internal/personRequest.js"
 import { scrub } from "./internal/redaction.js"
@@ -254,7 +256,8 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       op: Operation,
       decodeItems: ItemsDecoder<A>,
       personUid: PersonUid,
-      options: GetOptions | undefined
+      options: GetOptions | undefined,
+      span: Tracer.Span | undefined
     ): Effect.Effect<Result<A>, ClinicalError> =>
       Effect.flatMap(personRequest(op.name, personUid, options), (person) => {
         const url = `${config.baseUrl}${op.path}`
@@ -264,7 +267,8 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             url,
             body: person.body,
             secrets: () => [person.personUid()],
-            resendable: !op.writes || config.retryWrites
+            resendable: !op.writes || config.retryWrites,
+            span
           }),
           ({ json, secrets, status }) => {
             const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
@@ -294,9 +298,22 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       if (refused !== undefined) {
         return Effect.fail(new InvalidRequest({ operation: nameOf(op), field: refused[0], reason: refused[1] }))
       }
-      return Effect.withSpan(request(op, decodeItems, personUid, options), `PersonData.${op.name}`, {
-        attributes: { "clinical.operation": op.name },
-        captureStackTrace: false
+      const name = `PersonData.${op.name}`
+      const attributes = { "clinical.operation": op.name }
+      // The call's span, made from the fiber and handed to the call rather than made current
+      // (Effect.withSpan would copy the fiber's context on every call); the same span either way.
+      return Effect.withFiberRuntime((fiber) => {
+        if (!FiberSpan.canMake(fiber)) {
+          return Effect.withSpan(request(op, decodeItems, personUid, options, undefined), name, {
+            attributes,
+            captureStackTrace: false
+          })
+        }
+        const span = FiberSpan.make(fiber, name, "internal", attributes)
+        return Effect.onExit(
+          request(op, decodeItems, personUid, options, span),
+          (exit) => Effect.sync(() => FiberSpan.end(fiber, span, exit))
+        )
       })
     }
 

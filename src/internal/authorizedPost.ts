@@ -20,19 +20,18 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
-import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
-import * as Tracer from "effect/Tracer"
+import type * as Tracer from "effect/Tracer"
 import type * as ClinicalConfig from "../ClinicalConfig.js"
 import { type ClinicalError, type HttpError, type Operation, TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import type * as TokenService from "../TokenService.js"
 import { labelled } from "./attempt.js"
 import * as CallPolicy from "./callPolicy.js"
+import * as FiberSpan from "./fiberSpan.js"
 import * as FreshToken from "./freshToken.js"
 import * as Gate from "./gate.js"
 import * as HttpSpan from "./httpSpan.js"
@@ -62,6 +61,11 @@ export interface Call {
    * only where the server surely did not act (no connection was made; a 401/419 refused the token).
    */
   readonly resendable: boolean
+  /**
+   * The call's span, when the caller made it without making it current (see `fiberSpan`): the
+   * attempts' spans and the call's attributes go there, and the Effect path runs under it.
+   */
+  readonly span?: Tracer.Span | undefined
 }
 
 /** The headers of every data request: JSON, the bearer token and the ApplicationId, both redacted. */
@@ -206,7 +210,7 @@ export const make = (
   // The call's bookkeeping in one step: attempts histogram, failures counter, span attributes.
   // Metrics are updated with the fiber's metric tags, as `Metric.update` would.
   const recordIn = (
-    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    fiber: FiberSpan.AnyFiber,
     call: Call,
     progress: CallPolicy.Progress,
     status: number | undefined,
@@ -216,11 +220,11 @@ export const make = (
     const m = metricsOf(call.operation)
     m.attempts.unsafeUpdate(progress.attempts, tags)
     if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
-    const span = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), Tracer.ParentSpan)
-    if (Option.isSome(span) && span.value._tag === "Span") {
-      span.value.attribute("clinical.attempts", progress.attempts)
-      if (status !== undefined) span.value.attribute("http.response.status_code", status)
-      if (error !== undefined) span.value.attribute("clinical.error", error._tag)
+    const span = call.span ?? fiber.currentSpan
+    if (span !== undefined && span._tag === "Span") {
+      span.attribute("clinical.attempts", progress.attempts)
+      if (status !== undefined) span.attribute("http.response.status_code", status)
+      if (error !== undefined) span.attribute("clinical.error", error._tag)
     }
   }
 
@@ -257,6 +261,10 @@ export const make = (
 
   const fail = (call: Call, progress: CallPolicy.Progress, error: ClinicalError) =>
     Effect.zipRight(record(call, progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
+
+  /** The Effect path of a call, under the call's span when the caller handed one (its children, its logs). */
+  const underSpan = <A, E>(call: Call, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    call.span === undefined ? effect : Effect.withParentSpan(effect, call.span)
 
   /** How a failed exchange ended: sent, unless the request surely never reached the server. */
   const failed = (error: HttpError): CallPolicy.Outcome => ({
@@ -362,7 +370,7 @@ export const make = (
    * once. Only a transport that offers `dispatch` has this path.
    */
   const common = (
-    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    fiber: FiberSpan.AnyFiber,
     call: Call,
     progress: CallPolicy.Progress,
     used: TokenService.AccessToken,
@@ -372,33 +380,37 @@ export const make = (
     Effect.async<JsonResponse, ClinicalError>((resume) => {
       let holding = false
       let inFlight: { readonly attempt: HttpSpan.Attempt; readonly cancel: () => void } | undefined
-      const labels = () => fiber.getFiberRef(FiberRef.currentMetricLabels)
+      // Anything but the answer goes on on the Effect path, from this attempt.
+      const onEffectPath = (outcome: CallPolicy.Outcome) =>
+        resume(underSpan(call, proceed(call, progress, outcome, used)))
       const withdraw = gate.take(() => {
         holding = true
         const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
         if (budget._tag === "Passed") {
           holding = false
           gate.leave()
-          return resume(fail(call, progress, deadlinePassed(call)))
+          return resume(underSpan(call, fail(call, progress, deadlinePassed(call))))
         }
-        const attempt = HttpSpan.startIn(fiber, request(call, used, budget.timeoutMillis), 0, config.tracePropagation)
+        const attempt = HttpSpan.startIn(
+          fiber,
+          call.span ?? fiber.currentSpan,
+          request(call, used, budget.timeoutMillis),
+          0,
+          config.tracePropagation
+        )
         inFlight = {
           attempt,
           cancel: send(attempt.request, (outcome) => {
             holding = false
             inFlight = undefined
             gate.leave()
-            attempt.end(outcome, clock, labels())
+            attempt.end(outcome, fiber)
             if (Either.isLeft(outcome)) {
-              return resume(
-                proceed(call, progress, failed(transportFailure(call, budget.byDeadline, outcome.left)), used)
-              )
+              return onEffectPath(failed(transportFailure(call, budget.byDeadline, outcome.left)))
             }
             const response = outcome.right
             const json = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
-            if (Either.isLeft(json)) {
-              return resume(proceed(call, progress, { _tag: "Answered", status: response.status, read: json }, used))
-            }
+            if (Either.isLeft(json)) return onEffectPath({ _tag: "Answered", status: response.status, read: json })
             recordIn(fiber, call, progress, response.status, undefined)
             resume(Effect.succeed(answer(call, response.status, json.right, used)))
           })
@@ -411,7 +423,7 @@ export const make = (
         gate.leave()
         if (inFlight !== undefined) {
           inFlight.cancel()
-          inFlight.attempt.end("interrupted", clock, labels())
+          inFlight.attempt.end("interrupted", fiber)
         }
       })
     })
@@ -421,9 +433,11 @@ export const make = (
       const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
       const now = clock.unsafeCurrentTimeMillis()
       const begun = CallPolicy.begin(now, deadlineMillis)
-      const used = dispatch === undefined || !HttpSpan.canStartIn(fiber) ? undefined : fresh?.(now)
+      const used = dispatch === undefined || !FiberSpan.canMake(fiber, call.span ?? fiber.currentSpan)
+        ? undefined
+        : fresh?.(now)
       return used === undefined
-        ? attempt(call, begun)
+        ? underSpan(call, attempt(call, begun))
         : common(fiber, call, CallPolicy.attempted(begun), used, dispatch!, clock)
     })
 }

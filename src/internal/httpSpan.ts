@@ -4,28 +4,22 @@
  * `server.address`, `server.port`, `url.full`, `http.response.status_code`, `error.type` and, on a
  * resend, `http.request.resend_count`; ended as an error for a status of 400 or more; and the
  * `http.client.request.duration` histogram. The same for every transport: it is recorded around the
- * transport, by the Effect path (`attempt`) and by the call's common path (`start`, `end`) alike.
+ * transport, by the Effect path (`attempt`) and by the call's common path (`startIn`) alike.
  *
  * Our URLs carry no patient data (a PersonUid travels in the body), so `url.full` is safe to
  * record; keep it so. No header, body or query is recorded.
  */
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
-import { Clock as ClockTag } from "effect/Clock"
-import type * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
-import * as HashMap from "effect/HashMap"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
-import * as Option from "effect/Option"
-import * as Tracer from "effect/Tracer"
+import type * as Tracer from "effect/Tracer"
 import type { TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
+import * as FiberSpan from "./fiberSpan.js"
 import * as Telemetry from "./telemetry.js"
 
 /** Where a URL points, as the conventions name it; computed once per URL. */
@@ -86,41 +80,8 @@ const traceparent = (span: Tracer.Span): string => `00-${span.traceId}-${span.sp
 /** An attempt under way: the request to send (with its `traceparent` when asked), and how to end it. */
 export interface Attempt {
   readonly request: HttpTransport.TransportRequest
-  /** Records how the attempt ended, at the clock's time, with the fiber's metric labels. */
-  readonly end: (ending: Ending, clock: Clock.Clock, labels: ReadonlyArray<MetricLabel.MetricLabel>) => void
-}
-
-/**
- * Whether {@link startIn} can start a span in `fiber` as `Effect.makeSpan` would: not when tracing
- * is off, or the parent span asks for none below it (then use {@link start}).
- */
-export const canStartIn = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean => {
-  if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return false
-  const parent = fiber.currentSpan
-  return parent === undefined || !Context.get(parent.context, Tracer.DisablePropagation)
-}
-
-/**
- * The attempt's span, made from `fiber`'s tracer, parent span, span annotations and links, as
- * `Effect.makeSpan` makes one (but without running an Effect, so the call's common path can start
- * it in a callback). Only where {@link canStartIn} holds.
- */
-const spanIn = (fiber: Fiber.RuntimeFiber<unknown, unknown>, name: string, attributes: Record<string, unknown>) => {
-  const links = fiber.getFiberRef(FiberRef.currentTracerSpanLinks)
-  const span = fiber.currentTracer.span(
-    name,
-    Option.fromNullable(fiber.currentSpan),
-    Context.empty(),
-    Chunk.toReadonlyArray(links),
-    fiber.getFiberRef(FiberRef.currentTracerTimingEnabled)
-      ? Context.get(fiber.currentDefaultServices, ClockTag).unsafeCurrentTimeNanos()
-      : BigInt(0),
-    "client",
-    { kind: "client", captureStackTrace: false }
-  )
-  HashMap.forEach(fiber.getFiberRef(FiberRef.currentTracerSpanAnnotations), (value, key) => span.attribute(key, value))
-  for (const key in attributes) span.attribute(key, attributes[key])
-  return span
+  /** Records how the attempt ended, at the fiber's time, with its metric labels. */
+  readonly end: (ending: Ending, fiber: FiberSpan.AnyFiber) => void
 }
 
 const attributesOf = (request: HttpTransport.TransportRequest, server: Server, resendCount: number) => {
@@ -143,39 +104,39 @@ const attemptOf = (
   const started = performance.now()
   return {
     request: propagate ? { ...request, headers: { ...request.headers, traceparent: traceparent(span) } } : request,
-    end: (ending, clock, labels) => {
+    end: (ending, fiber) => {
       const status = typeof ending !== "string" && Either.isRight(ending) ? ending.right.status : undefined
       const error = errorTypeOf(ending)
       if (status !== undefined) span.attribute("http.response.status_code", status)
       if (error !== undefined) span.attribute("error.type", error)
-      span.end(clock.unsafeCurrentTimeNanos(), error === undefined ? Exit.void : Exit.fail(error))
-      durationOf(request.method, server, status, error).unsafeUpdate((performance.now() - started) / 1000, labels)
+      FiberSpan.end(fiber, span, error === undefined ? Exit.void : Exit.fail(error))
+      durationOf(request.method, server, status, error).unsafeUpdate(
+        (performance.now() - started) / 1000,
+        fiber.getFiberRef(FiberRef.currentMetricLabels)
+      )
     }
   }
 }
 
 /**
- * Starts an attempt of `request` from within `fiber`, with no Effect: its span, a child of the
- * fiber's current one (only where {@link canStartIn} holds). `resendCount` is how many times this
- * call's request was sent before (0 for the first attempt). With `propagate`, the request carries
- * the attempt's `traceparent`.
+ * Starts an attempt of `request` from within `fiber`, with no Effect: its span, a child of `parent`
+ * (only where `FiberSpan.canMake` holds). `resendCount` is how many times this call's request was
+ * sent before (0 for the first attempt). With `propagate`, the request carries the attempt's
+ * `traceparent`.
  */
 export const startIn = (
-  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  fiber: FiberSpan.AnyFiber,
+  parent: Tracer.AnySpan | undefined,
   request: HttpTransport.TransportRequest,
   resendCount: number,
   propagate: boolean
 ): Attempt => {
   const server = serverOf(request.url)
-  return attemptOf(
-    spanIn(fiber, request.method, attributesOf(request, server, resendCount)),
-    request,
-    server,
-    propagate
-  )
+  const span = FiberSpan.make(fiber, request.method, "client", attributesOf(request, server, resendCount), parent)
+  return attemptOf(span, request, server, propagate)
 }
 
-/** Starts an attempt of `request`, as an Effect (see {@link startIn}). */
+/** Starts an attempt of `request`, as an Effect, a child of the current span (see {@link startIn}). */
 export const start = (
   request: HttpTransport.TransportRequest,
   resendCount: number,
@@ -192,6 +153,15 @@ export const start = (
   )
 }
 
+const endingOf = (exit: Exit.Exit<HttpTransport.TransportResponse, TransportError>): Ending =>
+  Exit.isSuccess(exit)
+    ? Either.right(exit.value)
+    : exit.cause._tag === "Fail"
+    ? Either.left(exit.cause.error)
+    : Cause.isInterruptedOnly(exit.cause)
+    ? "interrupted"
+    : "_OTHER"
+
 /** `send` observed as one attempt of `request` (see {@link start}). */
 export const attempt = (
   request: HttpTransport.TransportRequest,
@@ -203,20 +173,8 @@ export const attempt = (
     start(request, resendCount, propagate),
     (attempt) =>
       Effect.onExit(send(attempt.request), (exit) =>
-        Effect.clockWith((clock) =>
-          Effect.flatMap(FiberRef.get(FiberRef.currentMetricLabels), (labels) =>
-            Effect.sync(() =>
-              attempt.end(
-                Exit.isSuccess(exit)
-                  ? Either.right(exit.value)
-                  : exit.cause._tag === "Fail"
-                  ? Either.left(exit.cause.error)
-                  : Cause.isInterruptedOnly(exit.cause)
-                  ? "interrupted"
-                  : "_OTHER",
-                clock,
-                labels
-              )
-            ))
-        ))
+        Effect.withFiberRuntime<void>((fiber) => {
+          attempt.end(endingOf(exit), fiber)
+          return Effect.void
+        }))
   )
