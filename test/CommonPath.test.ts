@@ -6,10 +6,11 @@
  * have been taken. (The in-memory transport has no `dispatch`: the TestClock suites test the Effect
  * path.)
  */
-import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Tracer } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as CapturingTracer from "./support/CapturingTracer.js"
 
 let mock: MockClinicalServer.Started
 beforeAll(async () => {
@@ -40,18 +41,9 @@ const transport = (withDispatch: boolean) => {
   return { counts, layer }
 }
 
-/** A tracer that keeps what a span is (name, kind, parent's name, attributes, how it ended). */
+/** A tracer that keeps every span, and what each one is (name, kind, parent's name, attributes, how it ended). */
 const recordingTracer = () => {
-  const spans: Array<Tracer.Span> = []
-  const native = Effect.runSync(Effect.tracer)
-  const tracer = Tracer.make({
-    span: (...args) => {
-      const span = native.span(...args)
-      spans.push(span)
-      return span
-    },
-    context: native.context
-  })
+  const { spans, tracer } = Effect.runSync(CapturingTracer.make)
   const shapes = () =>
     spans.map((span) =>
       JSON.stringify({
