@@ -1,9 +1,11 @@
 /**
  * The client's own cost per call, with the network taken out: `MedicationService.get` over an
- * in-memory transport that answers a precomputed response. For profiling the hot path
- * (`node --cpu-prof --import tsx scripts/bench/overhead.ts`).
+ * in-memory transport that answers a precomputed response at once, through the call's common path
+ * (the transport offers `dispatch`, as the undici one does) and through the Effect path (it does
+ * not), alternating. For profiling the hot path:
+ * `node --cpu-prof --import tsx scripts/bench/overhead.ts [calls] [rounds] [common|effect]`.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Either, Layer } from "effect"
 import { ClinicalClient, HttpDate, HttpTransport, MedicationService } from "effect-clinical"
 import { FIXTURE_PERSONS } from "../../src/testing/fixture.js"
 
@@ -19,31 +21,63 @@ const medicationResponse = HttpTransport.jsonResponse(200, {
   ErrorMessage: null,
   ErrorType: null
 })
-// A bare transport (no Effect-based timeout, unlike layerMemory): only the client is measured.
-const transport = Layer.succeed(HttpTransport.HttpTransport, {
-  send: (request) => Effect.succeed(request.url.endsWith("/Token") ? tokenResponse : medicationResponse)
-})
-const client = ClinicalClient.layer({ baseUrl: "https://bench.invalid", applicationId: APPLICATION_ID }).pipe(
-  Layer.provide(transport)
-)
+const answer = (request: HttpTransport.TransportRequest) =>
+  request.url.endsWith("/Token") ? tokenResponse : medicationResponse
+
+// Bare transports (no Effect-based timeout, unlike layerMemory): only the client is measured.
+const paths = {
+  common: {
+    send: (request: HttpTransport.TransportRequest) => Effect.succeed(answer(request)),
+    dispatch: (
+      request: HttpTransport.TransportRequest,
+      done: (outcome: Either.Either<HttpTransport.TransportResponse, never>) => void
+    ) => {
+      done(Either.right(answer(request)))
+      return () => {}
+    }
+  },
+  effect: { send: (request: HttpTransport.TransportRequest) => Effect.succeed(answer(request)) }
+} satisfies Record<string, HttpTransport.Service>
+
 const calls = Number(process.argv[2] ?? 100_000)
+const rounds = Number(process.argv[3] ?? 5)
+const only = process.argv[4] as keyof typeof paths | undefined
 const get = MedicationService.get(FIXTURE_PERSONS[0]!.personUid)
 
-const program = Effect.gen(function*() {
-  const rounds = Number(process.argv[3] ?? 5)
-  const results: Array<number> = []
-  for (let round = 1; round <= rounds; round++) {
+const measure = (path: keyof typeof paths) =>
+  Effect.gen(function*() {
+    // 32 workers making calls one after another, as the benchmark's (no fiber forked per call).
+    let next = 0
+    const worker = Effect.whileLoop({ while: () => next < calls, body: () => (next++, get), step: () => {} })
     const cpu = process.cpuUsage()
-    yield* Effect.forEach(Array.from({ length: calls }), () => get, { concurrency: 32, discard: true })
+    yield* Effect.forEach(Array.from({ length: 32 }), () => worker, { concurrency: 32, discard: true })
     const used = process.cpuUsage(cpu)
-    results.push((used.user + used.system) / calls)
-  }
-  const sorted = [...results].sort((a, b) => a - b)
-  console.log(
-    `${calls} calls x ${rounds} rounds: min ${sorted[0]!.toFixed(2)}, median ${
-      sorted[Math.floor(rounds / 2)]!.toFixed(2)
-    } us of CPU per call`
+    return [path, (used.user + used.system) / calls] as const
+  }).pipe(
+    Effect.provide(
+      ClinicalClient.layer({ baseUrl: "https://bench.invalid", applicationId: APPLICATION_ID }).pipe(
+        Layer.provide(Layer.succeed(HttpTransport.HttpTransport, paths[path]))
+      )
+    )
   )
+
+const program = Effect.gen(function*() {
+  const results: Record<string, Array<number>> = {}
+  const order = only === undefined ? (["common", "effect"] as const) : [only]
+  for (let round = 1; round <= rounds; round++) {
+    for (const path of round % 2 === 0 ? [...order].reverse() : order) {
+      const [name, micros] = yield* measure(path)
+      ;(results[name] ??= []).push(micros)
+    }
+  }
+  for (const [name, values] of Object.entries(results)) {
+    const sorted = [...values].sort((a, b) => a - b)
+    console.log(
+      `${name} path, ${calls} calls x ${rounds} rounds: min ${sorted[0]!.toFixed(2)}, median ${
+        sorted[Math.floor(rounds / 2)]!.toFixed(2)
+      } us of CPU per call`
+    )
+  }
 })
 
-Effect.runPromise(program.pipe(Effect.provide(client)))
+Effect.runPromise(program)
