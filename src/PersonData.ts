@@ -251,6 +251,13 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
   function*() {
     const config = yield* ClinicalConfig
     const post = AuthorizedPost.forClient(config, yield* HttpTransport, yield* TokenService)
+    // An operation's URL, built once rather than on every call.
+    const urls = new WeakMap<Operation, string>()
+    const urlOf = (op: Operation): string => {
+      let url = urls.get(op)
+      if (url === undefined) urls.set(op, url = `${config.baseUrl}${op.path}`)
+      return url
+    }
 
     const request = <A>(
       op: Operation,
@@ -258,35 +265,37 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       personUid: PersonUid,
       options: GetOptions | undefined,
       span: Tracer.Span | undefined
-    ): Effect.Effect<Result<A>, ClinicalError> =>
-      Effect.flatMap(personRequest(op.name, personUid, options), (person) => {
-        const url = `${config.baseUrl}${op.path}`
-        return Effect.flatMap(
-          post({
-            operation: op.name,
-            url,
-            body: person.body,
-            secrets: () => [person.personUid()],
-            resendable: !op.writes || config.retryWrites,
-            span
-          }),
-          ({ json, secrets, status }) => {
-            const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
-            return Either.isRight(decoded)
-              ? Effect.succeed({ items: decoded.right, raw: json })
-              : Effect.fail(
-                new ResponseDecodeError({
-                  operation: op.name,
-                  method: "POST",
-                  url,
-                  status,
-                  // A decode failure's path may hold keys the server sent: scrub every secret out.
-                  reason: scrub(decoded.left, secrets())
-                })
-              )
-          }
-        )
-      })
+    ): Effect.Effect<Result<A>, ClinicalError> => {
+      const checked = personRequest(op.name, personUid, options)
+      if (Either.isLeft(checked)) return Effect.fail(checked.left)
+      const person = checked.right
+      const url = urlOf(op)
+      return Effect.flatMap(
+        post({
+          operation: op.name,
+          url,
+          body: person.body,
+          secrets: () => [person.personUid()],
+          resendable: !op.writes || config.retryWrites,
+          span
+        }),
+        ({ json, secrets, status }) => {
+          const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
+          return Either.isRight(decoded)
+            ? Effect.succeed({ items: decoded.right, raw: json })
+            : Effect.fail(
+              new ResponseDecodeError({
+                operation: op.name,
+                method: "POST",
+                url,
+                status,
+                // A decode failure's path may hold keys the server sent: scrub every secret out.
+                reason: scrub(decoded.left, secrets())
+              })
+            )
+        }
+      )
+    }
 
     const traced = <A>(
       op: Operation,

@@ -158,6 +158,17 @@ export const make = (
       detail: `the call's deadline of ${Duration.format(config.deadline)} passed`
     })
 
+  // The headers change with the token only: built once per token, not on every call.
+  let headersToken: TokenService.AccessToken | undefined
+  let headers: Readonly<Record<string, HttpTransport.WireValue>> = {}
+  const headersFor = (token: TokenService.AccessToken) => {
+    if (token !== headersToken) {
+      headers = dataHeaders(config, token.authorization)
+      headersToken = token
+    }
+    return headers
+  }
+
   const request = (
     call: Call,
     token: TokenService.AccessToken,
@@ -165,7 +176,7 @@ export const make = (
   ): HttpTransport.TransportRequest => ({
     method: "POST",
     url: call.url,
-    headers: dataHeaders(config, token.authorization),
+    headers: headersFor(token),
     body: call.body,
     maxResponseBytes: config.maxResponseBytes,
     timeoutMillis

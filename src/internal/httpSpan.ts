@@ -26,6 +26,8 @@ import * as Telemetry from "./telemetry.js"
 interface Server {
   readonly address: string
   readonly port: number
+  /** The duration histogram tagged for this server, by method, then by status (or error type). */
+  readonly durations: Map<string, Map<number | string, Metric.Metric.Histogram<number>>>
 }
 
 const servers = new Map<string, Server>()
@@ -36,7 +38,8 @@ const serverOf = (url: string): Server => {
     const parsed = new URL(url)
     server = {
       address: parsed.hostname,
-      port: parsed.port === "" ? (parsed.protocol === "https:" ? 443 : 80) : Number(parsed.port)
+      port: parsed.port === "" ? (parsed.protocol === "https:" ? 443 : 80) : Number(parsed.port),
+      durations: new Map()
     }
     // Bounded: a client calls a handful of fixed URLs; anything else is not worth keeping.
     if (servers.size < 256) servers.set(url, server)
@@ -54,12 +57,15 @@ const errorTypeOf = (ending: Ending): string | undefined => {
   return ending.right.status >= 400 ? String(ending.right.status) : undefined
 }
 
-/** The `http.client.request.duration` histogram, tagged once per combination of its attributes. */
-const durations = new Map<string, Metric.Metric.Histogram<number>>()
-
+/**
+ * The `http.client.request.duration` histogram, tagged once per combination of its attributes (a
+ * status decides the error type; without a status, the error type is the key).
+ */
 const durationOf = (method: string, server: Server, status: number | undefined, error: string | undefined) => {
-  const key = `${method} ${server.address} ${server.port} ${status} ${error}`
-  let metric = durations.get(key)
+  let byOutcome = server.durations.get(method)
+  if (byOutcome === undefined) server.durations.set(method, byOutcome = new Map())
+  const key = status ?? error ?? ""
+  let metric = byOutcome.get(key)
   if (metric === undefined) {
     const labels = [
       MetricLabel.make("http.request.method", method),
@@ -69,7 +75,8 @@ const durationOf = (method: string, server: Server, status: number | undefined, 
     if (status !== undefined) labels.push(MetricLabel.make("http.response.status_code", String(status)))
     if (error !== undefined) labels.push(MetricLabel.make("error.type", error))
     metric = Metric.taggedWithLabels(Telemetry.httpClientRequestDuration, labels)
-    if (durations.size < 1024) durations.set(key, metric)
+    // Bounded: statuses and error types are a small set, whatever a server answers.
+    if (byOutcome.size < 128) byOutcome.set(key, metric)
   }
   return metric
 }
