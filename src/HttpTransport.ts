@@ -424,11 +424,25 @@ export const fromHttpClient = (
     throw invalidArgument("client", "must be an @effect/platform HttpClient")
   }
   const scoped = HttpClient.withScope(client)
+  // fetch's options: the application's (given here, or in context at the request), redirects never
+  // followed. Merged once for each RequestInit found in context, not on every request.
+  const direct: globalThis.RequestInit = { ...requestInit, redirect: "manual" }
+  let lastGiven: globalThis.RequestInit | undefined
+  let lastMerged = direct
+  const initFor = (context: Context.Context<never>): globalThis.RequestInit => {
+    const given = Context.getOrElse(context, FetchHttpClient.RequestInit, () => undefined)
+    if (given === undefined) return direct
+    if (given !== lastGiven) {
+      lastMerged = { ...requestInit, ...given, redirect: "manual" }
+      lastGiven = given
+    }
+    return lastMerged
+  }
   return {
     send: (request) => {
       const body = sendableBody(request)
       const headers = wireHeaders(request)
-      const contentType = Object.entries(headers).find(([name]) => name.toLowerCase() === "content-type")?.[1]
+      const contentType = wireHeader(request, "content-type")
       const httpRequest = HttpClientRequest.make(request.method)(request.url, {
         headers,
         ...(body === undefined ? {} : { body: HttpBody.text(body, contentType) })
@@ -467,11 +481,7 @@ export const fromHttpClient = (
         // itself, the same on every transport, and the platform's would record every header.
         const configured = exchange.pipe(
           Effect.mapInputContext((context: Context.Context<never>) =>
-            Context.add(Context.add(context, Scope.Scope, scope), FetchHttpClient.RequestInit, {
-              ...requestInit,
-              ...Context.getOrElse(context, FetchHttpClient.RequestInit, () => ({})),
-              redirect: "manual"
-            })
+            Context.add(Context.add(context, Scope.Scope, scope), FetchHttpClient.RequestInit, initFor(context))
           ),
           Effect.locally(HttpClient.currentTracerDisabledWhen, constTrue)
         )

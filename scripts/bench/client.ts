@@ -22,7 +22,7 @@ export const KINDS = [
   "adapter-fetch"
 ] as const
 /** Diagnostic kinds, not part of the published table: the library's transport alone, and an Effect.forEach floor. */
-export const DIAGNOSTIC_KINDS = ["transport-only", "effect-floor"] as const
+export const DIAGNOSTIC_KINDS = ["transport-only", "effect-floor", "platform-fetch-untraced"] as const
 export type Kind = (typeof KINDS)[number] | (typeof DIAGNOSTIC_KINDS)[number]
 
 export interface Measurement {
@@ -198,10 +198,14 @@ const effectPool = <R>(
     yield* Effect.promise(() => measure(() => run(calls)))
   })))
 
-/** The same two calls by hand through @effect/platform's HttpClient over undici. */
-const platformSetup = (baseUrl: string) =>
+/**
+ * The same two calls by hand through @effect/platform's HttpClient (over undici, or fetch);
+ * `untraced`: with the platform's own span turned off, as `HttpTransport.layerHttpClient` runs it.
+ */
+const platformSetup = (baseUrl: string, untraced = false) =>
   Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
+    const platform = yield* HttpClient.HttpClient
+    const client = untraced ? HttpClient.withTracerDisabledWhen(platform, () => true) : platform
     const token = yield* client.execute(
       HttpClientRequest.post(`${baseUrl}/api/Server/Token`).pipe(
         HttpClientRequest.bodyUnsafeJson({ ApplicationId: APPLICATION_ID })
@@ -278,9 +282,10 @@ export const measure = async (
     latencies.length = 0
     await timed(() => promisePool(calls, concurrency, caller.call, latencies))
     await caller.close()
-  } else if (kind === "platform-httpclient" || kind === "platform-fetch") {
-    const platform = kind === "platform-fetch" ? FetchHttpClient.layer : NodeHttpClient.layerUndici
-    await effectPool(platform, platformSetup(baseUrl), calls, concurrency, warmup, latencies, timed)
+  } else if (kind === "platform-httpclient" || kind === "platform-fetch" || kind === "platform-fetch-untraced") {
+    const platform = kind === "platform-httpclient" ? NodeHttpClient.layerUndici : FetchHttpClient.layer
+    const setup = platformSetup(baseUrl, kind === "platform-fetch-untraced")
+    await effectPool(platform, setup, calls, concurrency, warmup, latencies, timed)
   } else if (kind === "transport-only" || kind === "adapter-fetch" || kind === "effect-floor") {
     const setup = Effect.gen(function*() {
       const transport = yield* HttpTransport.HttpTransport
