@@ -180,7 +180,8 @@ describe("a fresh project that installs the packed library with the README's ins
     await run(npm!, args, { cwd: project, timeout: 240_000 })
     Fs.writeFileSync(Path.join(project, "otel.mjs"), OTEL_PROGRAM)
     const { stdout } = await run(process.execPath, ["otel.mjs"], { cwd: project, timeout: 60_000 })
-    expect(stdout.trim()).toBe("PersonData.medications,TokenService.refresh")
+    // The call and the token refresh, and one CLIENT span per HTTP attempt (the token request, the data request).
+    expect(stdout.trim()).toBe("POST,POST,PersonData.medications,TokenService.refresh")
   }, 300_000)
 
   it("type-checks a .cts and an ES module against the published declarations", async () => {
