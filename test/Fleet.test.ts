@@ -6,16 +6,33 @@
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
+import * as Url from "node:url"
+import Ts from "typescript"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import * as RedisServer from "./support/RedisServer.js"
 
 const root = Path.resolve(import.meta.dirname, "..")
 
 let redis: RedisServer.RedisServer
+/** The worker, transpiled once to plain JavaScript (tsx would cost every process its start-up). */
+let worker: string
 beforeAll(async () => {
   redis = await RedisServer.start()
+  const source = Fs.readFileSync(Path.join(root, "test/support/fleetWorker.ts"), "utf8")
+  const { outputText } = Ts.transpileModule(source, {
+    compilerOptions: { module: Ts.ModuleKind.ESNext, target: Ts.ScriptTarget.ES2022 }
+  })
+  // Under this package's node_modules, where ioredis and redis resolve; the library as built, by its path.
+  const directory = Path.join(root, "node_modules/.cache/effect-clinical-tests")
+  Fs.mkdirSync(directory, { recursive: true })
+  worker = Path.join(directory, "fleetWorker.mjs")
+  Fs.writeFileSync(
+    worker,
+    outputText.replace("../../dist/index.js", Url.pathToFileURL(Path.join(root, "dist/index.js")).href)
+  )
 })
 afterAll(async () => {
   await redis?.stop()
@@ -46,7 +63,7 @@ afterEach(async () => {
 /** Starts one instance and resolves once it is connected and waiting for `go`. */
 const startWorker = (index: number, env: Record<string, string>): Promise<Worker> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "test/support/fleetWorker.ts"], {
+    const child = spawn(process.execPath, [worker], {
       cwd: root,
       env: {
         ...process.env,
