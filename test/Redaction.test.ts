@@ -130,6 +130,8 @@ describe("scrub: each way a character of a secret may be written", () => {
 
   it("no secret, or an empty one, leaves the text as it is", () => {
     expect(scrub("Stryker was here", [])).toBe("Stryker was here")
+    // With no secret there is no pattern: nothing is replaced, not even the word "undefined".
+    expect(scrub("the field was undefined", [])).toBe("the field was undefined")
     expect(scrub("abc", [""])).toBe("abc")
   })
 })
