@@ -15,6 +15,9 @@ export default defineConfig({
     globalSetup: ["test/support/globalSetup.ts"],
     // Skipped or focused tests must never land unnoticed.
     allowOnly: false,
+    // Two test files at a time: most of the suite waits on sockets and child processes.
+    maxWorkers: 2,
+    minWorkers: 1,
     passWithNoTests: false,
     // The JSON report is what .ci/run counts passed and failed tests from.
     reporters: ["default", "json"],
