@@ -29,10 +29,8 @@ beforeAll(async () => {
   const directory = Path.join(root, "node_modules/.cache/effect-clinical-tests")
   Fs.mkdirSync(directory, { recursive: true })
   worker = Path.join(directory, "fleetWorker.mjs")
-  Fs.writeFileSync(
-    worker,
-    outputText.replace("../../dist/index.js", Url.pathToFileURL(Path.join(root, "dist/index.js")).href)
-  )
+  const library = JSON.stringify(Url.pathToFileURL(Path.join(root, "dist/index.js")).href)
+  Fs.writeFileSync(worker, outputText.replace(/from "effect-clinical"/, `from ${library}`))
 })
 afterAll(async () => {
   await redis?.stop()

@@ -1,6 +1,6 @@
 /**
- * One instance of a fleet, in a process of its own (test/Fleet.test.ts starts several): the library
- * as built (`dist/`), its own Redis connection, its own client. It prints `ready` once connected,
+ * One instance of a fleet, in a process of its own (test/Fleet.test.ts starts several, transpiled,
+ * with "effect-clinical" pointed at the library as built, `dist/`): its own Redis connection, its own client. It prints `ready` once connected,
  * waits for `go` on standard input, makes CALLS medication calls (0: until `stop`), CONCURRENCY at
  * a time, spread over the persons, and prints one JSON line: how many succeeded, and the failures
  * by tag.
@@ -10,10 +10,10 @@
  * STORE_SETTINGS (JSON objects merged into the client's and the store's options), PAUSE_AFTER_TOKEN.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService, TokenService, TokenStore } from "effect-clinical"
 import { Redis } from "ioredis"
 import * as Readline from "node:readline"
 import { createClient } from "redis"
-import { ClinicalClient, HttpTransport, MedicationService, TokenService, TokenStore } from "../../dist/index.js"
 
 const env = (name: string): string => {
   const value = process.env[name]
