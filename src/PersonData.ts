@@ -219,6 +219,13 @@ const collectionOf = (op: Operation, json: unknown): Either.Either<ReadonlyArray
   return arrays.length === 1 ? Either.right(arrays[0]!) : Either.left(`the body has no ${op.collection} collection`)
 }
 
+/** What a call needs of a checked operation, worked out once. */
+interface Prepared {
+  readonly url: string
+  readonly spanName: string
+  readonly attributes: Readonly<Record<string, unknown>>
+}
+
 /** Decodes the items of the collection, or says why not (by path and kind, never by value). */
 type ItemsDecoder<A> = (op: Operation, items: ReadonlyArray<unknown>) => Either.Either<ReadonlyArray<A>, string>
 
@@ -251,16 +258,25 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
   function*() {
     const config = yield* ClinicalConfig
     const post = AuthorizedPost.forClient(config, yield* HttpTransport, yield* TokenService)
-    // An operation's URL, built once rather than on every call.
-    const urls = new WeakMap<Operation, string>()
-    const urlOf = (op: Operation): string => {
-      let url = urls.get(op)
-      if (url === undefined) urls.set(op, url = `${config.baseUrl}${op.path}`)
-      return url
+    // What a call needs of its operation (checked, its URL, its span's name and attributes),
+    // worked out once per operation rather than on every call. A refused definition is not kept.
+    const prepared = new WeakMap<Operation, Prepared>()
+    const preparedOf = (op: Operation): Prepared | undefined => {
+      let ready = prepared.get(op)
+      if (ready === undefined && refusal(op) === undefined) {
+        ready = {
+          url: `${config.baseUrl}${op.path}`,
+          spanName: `PersonData.${op.name}`,
+          attributes: { "clinical.operation": op.name }
+        }
+        prepared.set(op, ready)
+      }
+      return ready
     }
 
     const request = <A>(
       op: Operation,
+      ready: Prepared,
       decodeItems: ItemsDecoder<A>,
       personUid: PersonUid,
       options: GetOptions | undefined,
@@ -269,7 +285,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       const checked = personRequest(op.name, personUid, options)
       if (Either.isLeft(checked)) return Effect.fail(checked.left)
       const person = checked.right
-      const url = urlOf(op)
+      const url = ready.url
       return Effect.flatMap(
         post({
           operation: op.name,
@@ -303,24 +319,23 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       personUid: PersonUid,
       options: GetOptions | undefined
     ): Effect.Effect<Result<A>, ClinicalError> => {
-      const refused = refusal(op)
-      if (refused !== undefined) {
-        return Effect.fail(new InvalidRequest({ operation: nameOf(op), field: refused[0], reason: refused[1] }))
+      const ready = preparedOf(op)
+      if (ready === undefined) {
+        const [field, reason] = refusal(op)!
+        return Effect.fail(new InvalidRequest({ operation: nameOf(op), field, reason }))
       }
-      const name = `PersonData.${op.name}`
-      const attributes = { "clinical.operation": op.name }
       // The call's span, made from the fiber and handed to the call rather than made current
       // (Effect.withSpan would copy the fiber's context on every call); the same span either way.
       return Effect.withFiberRuntime((fiber) => {
         if (!FiberSpan.canMake(fiber)) {
-          return Effect.withSpan(request(op, decodeItems, personUid, options, undefined), name, {
-            attributes,
+          return Effect.withSpan(request(op, ready, decodeItems, personUid, options, undefined), ready.spanName, {
+            attributes: ready.attributes,
             captureStackTrace: false
           })
         }
-        const span = FiberSpan.make(fiber, name, "internal", attributes)
+        const span = FiberSpan.make(fiber, ready.spanName, "internal", ready.attributes)
         return Effect.onExit(
-          request(op, decodeItems, personUid, options, span),
+          request(op, ready, decodeItems, personUid, options, span),
           (exit) => Effect.sync(() => FiberSpan.end(fiber, span, exit))
         )
       })
