@@ -28,7 +28,6 @@ import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as Crypto from "node:crypto"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type HttpError, InvalidRequest, TransportError } from "./ClinicalError.js"
@@ -103,10 +102,23 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     const config = yield* ClinicalConfig
     const transport = yield* HttpTransport
     const scope = yield* Effect.scope
-    const state = yield* SynchronizedRef.make<TokenCache.State<AccessToken, Refresh>>(TokenCache.empty)
-    // The state as last set, for reads that take no lock (SynchronizedRef.get reads the same, as an Effect).
+    // The state: changed one step at a time under the lock (as a SynchronizedRef would), read
+    // without it (the fast path, and the call's common path, which reads it synchronously).
     let latest: TokenCache.State<AccessToken, Refresh> = TokenCache.empty
-    const set = (next: TokenCache.State<AccessToken, Refresh>) => (latest = next)
+    const lock = yield* Effect.makeSemaphore(1)
+    const modify = <A>(
+      step: (
+        current: TokenCache.State<AccessToken, Refresh>
+      ) => Effect.Effect<readonly [A, TokenCache.State<AccessToken, Refresh>]>
+    ): Effect.Effect<A> =>
+      lock.withPermits(1)(
+        Effect.suspend(() =>
+          Effect.map(step(latest), ([result, next]) => {
+            latest = next
+            return result
+          })
+        )
+      )
     const windows: TokenCache.Windows = {
       softWindowMillis: Duration.toMillis(config.softRefreshWindow),
       hardWindowMillis: Duration.toMillis(config.hardRefreshWindow)
@@ -181,20 +193,18 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       reason: TokenCache.Reason,
       now: number
     ) =>
-      SynchronizedRef.modify(
-        state,
-        (current): [Exit.Exit<AccessToken, HttpError>, TokenCache.State<AccessToken, Refresh>] => {
-          if (Exit.isSuccess(exit)) {
-            const next = TokenCache.succeeded(current, toCached(exit.value))
-            return [Exit.succeed(next.cached.token), set(next)]
-          }
-          const error = Cause.failureOption(exit.cause)
-          const throttle = Option.isSome(error) ? TokenCache.throttleOf(error.value, now) : undefined
-          // Only the refresh the state records may end it (defensive: there is never another).
-          const ours = current._tag === "Refreshing" && current.refresh === refresh
-          return [Exit.failCause(exit.cause), set(ours ? TokenCache.failed(current, reason, throttle) : current)]
+      modify((current) => {
+        if (Exit.isSuccess(exit)) {
+          const next = TokenCache.succeeded(current, toCached(exit.value))
+          return Effect.succeed([Exit.succeed(next.cached.token), next] as const)
         }
-      )
+        const error = Cause.failureOption(exit.cause)
+        const throttle = Option.isSome(error) ? TokenCache.throttleOf(error.value, now) : undefined
+        // Only the refresh the state records may end it (defensive: there is never another).
+        const ours = current._tag === "Refreshing" && current.refresh === refresh
+        const next = ours ? TokenCache.failed(current, reason, throttle) : current
+        return Effect.succeed([Exit.failCause(exit.cause) as Exit.Exit<AccessToken, HttpError>, next] as const)
+      })
 
     // An absurd lifetime is cut to maxTokenLifetime; the operator hears of it once, not on every refresh.
     let clampReported = false
@@ -278,15 +288,10 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           [deferred, TokenCache.started(current, deferred, reason)] as const
         ))
 
-    // The slow path, serialised by the SynchronizedRef: acts on the pure decision. Uninterruptible,
-    // so that a caller interrupted here cannot fork a refresh the state never records (a second
-    // token request); the wait it returns runs outside, interruptibly.
-    const decide = (now: number) =>
-      Effect.uninterruptible(SynchronizedRef.modifyEffect(
-        state,
-        (current): Effect.Effect<readonly [Next, TokenCache.State<AccessToken, Refresh>]> =>
-          Effect.map(decided(current, now), ([next, after]) => [next, set(after)] as const)
-      ))
+    // The slow path, serialised by the lock: acts on the pure decision. Uninterruptible, so that a
+    // caller interrupted here cannot fork a refresh the state never records (a second token
+    // request); the wait it returns runs outside, interruptibly.
+    const decide = (now: number) => Effect.uninterruptible(modify((current) => decided(current, now)))
 
     const decided = (
       current: TokenCache.State<AccessToken, Refresh>,
@@ -352,7 +357,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         refused = TokenStore.fingerprint(token.token)
         return Effect.zipRight(
           sharing.invalidate(refused),
-          SynchronizedRef.update(state, (current) => set(TokenCache.invalidated(current, token.generation)))
+          modify((current) => Effect.succeed([undefined, TokenCache.invalidated(current, token.generation)] as const))
         )
       })
 
