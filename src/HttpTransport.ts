@@ -24,6 +24,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Agent, type Dispatcher } from "undici"
 import { InvalidConfig, TransportError } from "./ClinicalError.js"
+import { callback } from "./internal/callback.js"
 import { field } from "./internal/json.js"
 import { scrub } from "./internal/redaction.js"
 import { splitUrl } from "./internal/url.js"
@@ -203,39 +204,35 @@ const flattenHeaders = (
 }
 
 /**
- * A transport that hands requests to undici's `Dispatcher.dispatch` with a handler of its own:
- * the response body is collected straight from the socket's chunks, with no stream, no promise
- * and no `AbortController` per request (those are most of what `undici.request` costs beyond the
- * bytes). One timer per request; the timeout and an interruption both abort it on the socket.
+ * One request through undici's `Dispatcher.dispatch`, as its own handler: the response body is
+ * collected straight from the socket's chunks, with no stream, no promise and no
+ * `AbortController` (those are most of what `undici.request` costs beyond the bytes). One timer;
+ * the timeout and an interruption both abort the request on the socket. A class rather than a
+ * handler object literal: it lives as long as the request, and V8 would pretenure such a literal
+ * under load (see `internal/callback`).
  */
-export const fromUndiciAgent = (agent: Dispatcher): Service => {
-  const dispatch: NonNullable<Service["dispatch"]> = (request, done) => {
+class UndiciExchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined = undefined
+  private abortReason: Error | undefined = undefined
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined
+  private settled = false
+  private status = 0
+  private headers: Record<string, string> = NO_HEADERS
+  // The body's chunks: most bodies come in one, so an array only from the second.
+  private first: Buffer | undefined = undefined
+  private more: Array<Buffer> | undefined = undefined
+  private size = 0
+
+  constructor(
+    private readonly request: TransportRequest,
+    private readonly done: (outcome: Either.Either<TransportResponse, TransportError>) => void
+  ) {}
+
+  /** Sends the request; returns the function that calls it off (then `done` is not called). */
+  start(agent: Dispatcher): () => void {
+    const request = this.request
+    if (hasTimeout(request)) this.timer = setTimeout(() => this.stop(timedOutError(request)), request.timeoutMillis)
     const { origin, path } = splitUrl(request.url)
-    const limit = request.maxResponseBytes
-    let controller: Dispatcher.DispatchController | undefined
-    let abortReason: Error | undefined
-    let timer: ReturnType<typeof setTimeout> | undefined
-    let settled = false
-    let status = 0
-    let headers: Record<string, string> = {}
-    let chunks: Array<Buffer> = []
-    let size = 0
-    const settle = (outcome: Either.Either<TransportResponse, TransportError>) => {
-      if (settled) return
-      settled = true
-      if (timer !== undefined) clearTimeout(timer)
-      chunks = []
-      done(outcome)
-    }
-    const abort = (reason: Error) => {
-      if (controller !== undefined) controller.abort(reason)
-      else abortReason = reason
-    }
-    const stop = (failure: TransportError) => {
-      settle(Either.left(failure))
-      abort(new Error(failure.reason))
-    }
-    if (hasTimeout(request)) timer = setTimeout(() => stop(timedOutError(request)), request.timeoutMillis)
     try {
       agent.dispatch({
         origin,
@@ -243,55 +240,92 @@ export const fromUndiciAgent = (agent: Dispatcher): Service => {
         method: request.method,
         headers: wireHeaders(request),
         body: sendableBody(request) ?? null
-      }, {
-        onRequestStart: (started) => {
-          controller = started
-          if (abortReason !== undefined) started.abort(abortReason)
-        },
-        onResponseStart: (_, statusCode, responseHeaders) => {
-          status = statusCode
-          headers = flattenHeaders(responseHeaders)
-          // A redirect is answered as it is, its body unread: the request is aborted.
-          if (statusCode >= 300 && statusCode <= 399) {
-            settle(Either.right({ status, headers, body: "" }))
-            return abort(new Error("redirect"))
-          }
-          if (limit !== undefined && exceedsLimit(request, Number(headers["content-length"]))) {
-            stop(tooLarge(request, limit))
-          }
-        },
-        onResponseData: (_, chunk) => {
-          if (settled) return
-          size += chunk.length
-          if (limit !== undefined && size > limit) return stop(tooLarge(request, limit))
-          chunks.push(chunk)
-        },
-        onResponseEnd: () => {
-          const body = chunks.length === 1
-            ? chunks[0]!.toString("utf8")
-            : Buffer.concat(chunks, size).toString("utf8")
-          settle(Either.right({ status, headers, body }))
-        },
-        onResponseError: (_, cause) => settle(Either.left(networkError(request, describe(cause), cause)))
-      })
+      }, this)
     } catch (cause) {
-      settle(Either.left(networkError(request, describe(cause), cause)))
+      this.settle(Either.left(networkError(request, describe(cause), cause)))
     }
-    // Called off: no answer is given; the timer stops and the request is aborted on the socket.
     return () => {
-      settled = true
-      if (timer !== undefined) clearTimeout(timer)
-      abort(new Error("interrupted"))
+      this.settled = true
+      if (this.timer !== undefined) clearTimeout(this.timer)
+      this.abort(new Error("interrupted"))
     }
   }
+
+  private settle(outcome: Either.Either<TransportResponse, TransportError>): void {
+    if (this.settled) return
+    this.settled = true
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.first = this.more = undefined
+    this.done(outcome)
+  }
+
+  private abort(reason: Error): void {
+    if (this.controller !== undefined) this.controller.abort(reason)
+    else this.abortReason = reason
+  }
+
+  private stop(failure: TransportError): void {
+    this.settle(Either.left(failure))
+    this.abort(new Error(failure.reason))
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    if (this.abortReason !== undefined) controller.abort(this.abortReason)
+  }
+
+  onResponseStart(
+    _: Dispatcher.DispatchController,
+    statusCode: number,
+    responseHeaders: Readonly<Record<string, string | Array<string> | undefined>>
+  ): void {
+    this.status = statusCode
+    this.headers = flattenHeaders(responseHeaders)
+    // A redirect is answered as it is, its body unread: the request is aborted.
+    if (statusCode >= 300 && statusCode <= 399) {
+      this.settle(Either.right({ status: statusCode, headers: this.headers, body: "" }))
+      return this.abort(new Error("redirect"))
+    }
+    const limit = this.request.maxResponseBytes
+    if (limit !== undefined && exceedsLimit(this.request, Number(this.headers["content-length"]))) {
+      this.stop(tooLarge(this.request, limit))
+    }
+  }
+
+  onResponseData(_: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return
+    this.size += chunk.length
+    const limit = this.request.maxResponseBytes
+    if (limit !== undefined && this.size > limit) return this.stop(tooLarge(this.request, limit))
+    if (this.first === undefined) this.first = chunk
+    else if (this.more === undefined) this.more = [this.first, chunk]
+    else this.more.push(chunk)
+  }
+
+  onResponseEnd(): void {
+    const body = this.more !== undefined
+      ? Buffer.concat(this.more, this.size).toString("utf8")
+      : this.first !== undefined
+      ? this.first.toString("utf8")
+      : ""
+    this.settle(Either.right({ status: this.status, headers: this.headers, body }))
+  }
+
+  onResponseError(_: Dispatcher.DispatchController, cause: Error): void {
+    this.settle(Either.left(networkError(this.request, describe(cause), cause)))
+  }
+}
+
+/** The headers of a response that has not started. */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+/** A transport over an undici dispatcher: every request an {@link UndiciExchange}. */
+export const fromUndiciAgent = (agent: Dispatcher): Service => {
+  const dispatch: NonNullable<Service["dispatch"]> = (request, done) => new UndiciExchange(request, done).start(agent)
   return {
     dispatch,
-    send: (request) =>
-      Effect.async<TransportResponse, TransportError>((resume) => {
-        const cancel = dispatch(request, resume)
-        // Interruption: stop the timer and abort the request on the socket.
-        return Effect.sync(cancel)
-      })
+    // Interruption stops the timer and aborts the request on the socket.
+    send: (request) => callback<TransportResponse, TransportError>((resume) => dispatch(request, resume))
   }
 }
 

@@ -116,17 +116,19 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         (now) =>
           Effect.flatMap(check(credentials, config.dateOfBirthFormat, now), (checked) =>
             Effect.flatMap(
-              post({
-                operation: OPERATION,
-                url,
-                body: Redacted.make(JSON.stringify({
-                  ApplicationId: Redacted.value(config.applicationId),
-                  PassCode: checked.passCode,
-                  DateOfBirth: checked.dateOfBirth
-                })),
-                secrets: () => [checked.passCode, ...checked.dateForms].map((secret) => Redacted.make(secret)),
-                resendable: false
-              }),
+              post(
+                new AuthorizedPost.Call(
+                  OPERATION,
+                  url,
+                  Redacted.make(JSON.stringify({
+                    ApplicationId: Redacted.value(config.applicationId),
+                    PassCode: checked.passCode,
+                    DateOfBirth: checked.dateOfBirth
+                  })),
+                  () => [checked.passCode, ...checked.dateForms].map((secret) => Redacted.make(secret)),
+                  false
+                )
+              ),
               ({ json, status }) => personUidOf(json, status, url)
             ))
       ).pipe(

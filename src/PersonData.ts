@@ -287,14 +287,16 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       const person = checked.right
       const url = ready.url
       return Effect.flatMap(
-        post({
-          operation: op.name,
-          url,
-          body: person.body,
-          secrets: () => [person.personUid()],
-          resendable: !op.writes || config.retryWrites,
-          span
-        }),
+        post(
+          new AuthorizedPost.Call(
+            op.name,
+            url,
+            person.body,
+            () => [person.personUid()],
+            !op.writes || config.retryWrites,
+            span
+          )
+        ),
         ({ json, secrets, status }) => {
           const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
           return Either.isRight(decoded)

@@ -30,6 +30,7 @@ import { type ClinicalError, type HttpError, type Operation, TransportError } fr
 import type * as HttpTransport from "../HttpTransport.js"
 import type * as TokenService from "../TokenService.js"
 import { labelled } from "./attempt.js"
+import { callback } from "./callback.js"
 import * as CallPolicy from "./callPolicy.js"
 import * as FiberSpan from "./fiberSpan.js"
 import * as FreshToken from "./freshToken.js"
@@ -38,6 +39,16 @@ import * as HttpSpan from "./httpSpan.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
 import * as Telemetry from "./telemetry.js"
+
+/*
+ * The objects made on every call are class instances, not object literals. V8 "pretenures" an
+ * object literal whose objects it sees surviving a scavenge (it allocates them in the old
+ * generation from then on), and an object there keeps whatever young objects it points to alive
+ * until the next full collection, which pretenures their literals in turn: measured on the
+ * common path, the request, the attempt, the answer and the call were all pretenured, the parsed
+ * answer promoted with them, and garbage collection took half of the call's CPU. A class
+ * instance has no allocation site to pretenure (see docs/architecture.md).
+ */
 
 /** A successful answer: its status and its JSON body. */
 export interface JsonResponse {
@@ -48,24 +59,55 @@ export interface JsonResponse {
 }
 
 /** What a call is. */
-export interface Call {
-  readonly operation: Operation
-  readonly url: string
-  /** The request body; it holds a PersonUid, so it stays redacted. */
-  readonly body: Redacted.Redacted<string>
-  /** Secrets the request carries besides the token and ApplicationId, to scrub from server text (asked for only then). */
+export class Call {
+  /**
+   * @param operation the operation's name, for errors, spans and metrics
+   * @param url where the request goes
+   * @param body the request body; it holds a PersonUid, so it stays redacted
+   * @param secrets secrets the request carries besides the token and ApplicationId, to scrub from
+   *   server text (asked for only then)
+   * @param resendable whether the request may be sent again once it may have reached the server.
+   *   Reads may. An operation that consumes something (a single-use pass code) or writes may not:
+   *   it is sent again only where the server surely did not act (no connection was made; a
+   *   401/419 refused the token).
+   * @param span the call's span, when the caller made it without making it current (see
+   *   `fiberSpan`): the attempts' spans and the call's attributes go there, and the Effect path
+   *   runs under it
+   */
+  constructor(
+    readonly operation: Operation,
+    readonly url: string,
+    readonly body: Redacted.Redacted<string>,
+    readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>,
+    readonly resendable: boolean,
+    readonly span?: Tracer.Span | undefined
+  ) {}
+}
+
+/** A data request as the transport gets it (see {@link Call} on why a class). */
+class DataRequest implements HttpTransport.TransportRequest {
+  readonly method = "POST"
+  constructor(
+    readonly url: string,
+    readonly headers: Readonly<Record<string, HttpTransport.WireValue>>,
+    readonly body: Redacted.Redacted<string>,
+    readonly maxResponseBytes: number,
+    readonly timeoutMillis: number
+  ) {}
+}
+
+/** The answer a call ends in (see {@link Call} on why a class). */
+class Answer implements JsonResponse {
   readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>
-  /**
-   * Whether the request may be sent again once it may have reached the server. Reads may. An
-   * operation that consumes something (a single-use pass code) or writes may not: it is sent again
-   * only where the server surely did not act (no connection was made; a 401/419 refused the token).
-   */
-  readonly resendable: boolean
-  /**
-   * The call's span, when the caller made it without making it current (see `fiberSpan`): the
-   * attempts' spans and the call's attributes go there, and the Effect path runs under it.
-   */
-  readonly span?: Tracer.Span | undefined
+  constructor(
+    readonly status: number,
+    readonly json: unknown,
+    call: Call,
+    applicationId: Redacted.Redacted<string>,
+    used: TokenService.AccessToken | undefined
+  ) {
+    this.secrets = () => [...call.secrets(), applicationId, ...(used === undefined ? [] : [used.token])]
+  }
 }
 
 /** The headers of every data request: JSON, the bearer token and the ApplicationId, both redacted. */
@@ -173,14 +215,8 @@ export const make = (
     call: Call,
     token: TokenService.AccessToken,
     timeoutMillis: number
-  ): HttpTransport.TransportRequest => ({
-    method: "POST",
-    url: call.url,
-    headers: headersFor(token),
-    body: call.body,
-    maxResponseBytes: config.maxResponseBytes,
-    timeoutMillis
-  })
+  ): HttpTransport.TransportRequest =>
+    new DataRequest(call.url, headersFor(token), call.body, config.maxResponseBytes, timeoutMillis)
 
   /** A transport's failure as the call's: a timeout that was really the deadline says so. */
   const transportFailure = (call: Call, byDeadline: boolean, error: TransportError): HttpError =>
@@ -255,11 +291,7 @@ export const make = (
     status: number,
     json: unknown,
     used: TokenService.AccessToken | undefined
-  ): JsonResponse => ({
-    status,
-    json,
-    secrets: () => [...call.secrets(), config.applicationId, ...(used === undefined ? [] : [used.token])]
-  })
+  ): JsonResponse => new Answer(status, json, call, config.applicationId, used)
 
   const succeed = (
     call: Call,
@@ -388,9 +420,11 @@ export const make = (
     send: NonNullable<HttpTransport.Service["dispatch"]>,
     clock: Clock.Clock
   ): Effect.Effect<JsonResponse, ClinicalError> =>
-    Effect.async<JsonResponse, ClinicalError>((resume) => {
+    callback<JsonResponse, ClinicalError>((resume) => {
       let holding = false
-      let inFlight: { readonly attempt: HttpSpan.Attempt; readonly cancel: () => void } | undefined
+      // The request in flight: its attempt, and how to call it off (two variables, no object per call).
+      let attempt: HttpSpan.Attempt | undefined
+      let cancel: (() => void) | undefined
       // Anything but the answer goes on on the Effect path, from this attempt.
       const onEffectPath = (outcome: CallPolicy.Outcome) =>
         resume(underSpan(call, proceed(call, progress, outcome, used)))
@@ -402,41 +436,39 @@ export const make = (
           gate.leave()
           return resume(underSpan(call, fail(call, progress, deadlinePassed(call))))
         }
-        const attempt = HttpSpan.startIn(
+        const started = HttpSpan.startIn(
           fiber,
           call.span ?? fiber.currentSpan,
           request(call, used, budget.timeoutMillis),
           0,
           config.tracePropagation
         )
-        inFlight = {
-          attempt,
-          cancel: send(attempt.request, (outcome) => {
-            holding = false
-            inFlight = undefined
-            gate.leave()
-            attempt.end(outcome, fiber)
-            if (Either.isLeft(outcome)) {
-              return onEffectPath(failed(transportFailure(call, budget.byDeadline, outcome.left)))
-            }
-            const response = outcome.right
-            const json = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
-            if (Either.isLeft(json)) return onEffectPath({ _tag: "Answered", status: response.status, read: json })
-            recordIn(fiber, call, progress, response.status, undefined)
-            resume(Effect.succeed(answer(call, response.status, json.right, used)))
-          })
-        }
+        attempt = started
+        cancel = send(started.request, (outcome) => {
+          holding = false
+          cancel = undefined
+          gate.leave()
+          started.end(outcome, fiber)
+          if (Either.isLeft(outcome)) {
+            return onEffectPath(failed(transportFailure(call, budget.byDeadline, outcome.left)))
+          }
+          const response = outcome.right
+          const json = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
+          if (Either.isLeft(json)) return onEffectPath({ _tag: "Answered", status: response.status, read: json })
+          recordIn(fiber, call, progress, response.status, undefined)
+          resume(Effect.succeed(answer(call, response.status, json.right, used)))
+        })
       })
       // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
-      return Effect.sync(() => {
+      return () => {
         if (!withdraw() || !holding) return
         holding = false
         gate.leave()
-        if (inFlight !== undefined) {
-          inFlight.cancel()
-          inFlight.attempt.end("interrupted", fiber)
+        if (cancel !== undefined) {
+          cancel()
+          attempt!.end("interrupted", fiber)
         }
-      })
+      }
     })
 
   return (call) =>

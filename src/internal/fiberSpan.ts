@@ -8,7 +8,7 @@
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
@@ -53,7 +53,11 @@ export const make = (
   return span
 }
 
-/** Ends `span` with `exit`, at the fiber's time (unless the fiber's tracer timing is off). */
+/**
+ * Ends `span` with `exit`, at the fiber's time (unless the fiber's tracer timing is off). A success
+ * is recorded as `Exit.void`: a span needs to know that the call succeeded, not its value, and a
+ * span that held the value would keep the whole answer alive as long as the span lives.
+ */
 export const end = (fiber: AnyFiber, span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): void => {
-  if (span.status._tag !== "Ended") span.end(nowNanos(fiber), exit)
+  if (span.status._tag !== "Ended") span.end(nowNanos(fiber), exit._tag === "Success" ? Exit.void : exit)
 }

@@ -7,6 +7,7 @@
  * path waits for its turn inside the same callback that sends), and `run` for an Effect.
  */
 import * as Effect from "effect/Effect"
+import { callback } from "./callback.js"
 
 /** The bound; `run` holds a turn while `effect` runs. */
 export interface Gate {
@@ -23,10 +24,13 @@ export interface Gate {
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
 
-/** One caller waiting for a turn. */
-interface Waiter {
-  granted: boolean
-  readonly wake: () => void
+/**
+ * One caller waiting for a turn. A class, not an object literal: a waiter can wait long, and V8
+ * would pretenure such a literal under load (see `callback`).
+ */
+class Waiter {
+  granted = false
+  constructor(readonly wake: () => void) {}
 }
 
 /** A gate of `size` turns. */
@@ -50,7 +54,7 @@ export const make = (size: number): Gate => {
       granted()
       return () => true
     }
-    const waiter: Waiter = { granted: false, wake: granted }
+    const waiter = new Waiter(granted)
     queue.push(waiter)
     return () => {
       if (waiter.granted) return true
@@ -62,12 +66,12 @@ export const make = (size: number): Gate => {
 
   const release = Effect.sync(leave)
 
-  const wait = Effect.async<void>((resume) => {
+  const wait = callback<void>((resume) => {
     const withdraw = take(() => resume(Effect.void))
     // Interrupted while waiting: leave the queue; if the turn was already handed over, pass it on.
-    return Effect.sync(() => {
+    return () => {
       if (withdraw()) leave()
-    })
+    }
   })
 
   return {

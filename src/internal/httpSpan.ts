@@ -84,12 +84,56 @@ const durationOf = (method: string, server: Server, status: number | undefined, 
 /** The W3C `traceparent` header of a span. */
 const traceparent = (span: Tracer.Span): string => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
 
-/** An attempt under way: the request to send (with its `traceparent` when asked), and how to end it. */
-export interface Attempt {
+/**
+ * An attempt under way: the request to send (with its `traceparent` when asked), and how to end
+ * it. A class, not an object literal, as every object made per call (see `authorizedPost`).
+ */
+export class Attempt {
   readonly request: HttpTransport.TransportRequest
+  private readonly started = performance.now()
+  constructor(
+    private readonly span: Tracer.Span,
+    request: HttpTransport.TransportRequest,
+    private readonly server: Server,
+    propagate: boolean
+  ) {
+    this.request = propagate ? withTraceparent(request, traceparent(span)) : request
+  }
+
   /** Records how the attempt ended, at the fiber's time, with its metric labels. */
-  readonly end: (ending: Ending, fiber: FiberSpan.AnyFiber) => void
+  end(ending: Ending, fiber: FiberSpan.AnyFiber): void {
+    const status = typeof ending !== "string" && Either.isRight(ending) ? ending.right.status : undefined
+    const error = errorTypeOf(ending)
+    if (status !== undefined) this.span.attribute("http.response.status_code", status)
+    if (error !== undefined) this.span.attribute("error.type", error)
+    FiberSpan.end(fiber, this.span, error === undefined ? Exit.void : Exit.fail(error))
+    durationOf(this.request.method, this.server, status, error).unsafeUpdate(
+      (performance.now() - this.started) / 1000,
+      fiber.getFiberRef(FiberRef.currentMetricLabels)
+    )
+  }
 }
+
+/** `request` with a `traceparent` header added. */
+class WithTraceparent implements HttpTransport.TransportRequest {
+  readonly method: HttpTransport.TransportRequest["method"]
+  readonly url: string
+  readonly headers: Readonly<Record<string, HttpTransport.WireValue>>
+  readonly body: HttpTransport.WireValue | undefined
+  readonly maxResponseBytes: number | undefined
+  readonly timeoutMillis: number | undefined
+  constructor(request: HttpTransport.TransportRequest, traceparent: string) {
+    this.method = request.method
+    this.url = request.url
+    this.headers = { ...request.headers, traceparent }
+    this.body = request.body
+    this.maxResponseBytes = request.maxResponseBytes
+    this.timeoutMillis = request.timeoutMillis
+  }
+}
+
+const withTraceparent = (request: HttpTransport.TransportRequest, value: string): HttpTransport.TransportRequest =>
+  new WithTraceparent(request, value)
 
 const attributesOf = (request: HttpTransport.TransportRequest, server: Server, resendCount: number) => {
   const attributes: Record<string, unknown> = {
@@ -100,29 +144,6 @@ const attributesOf = (request: HttpTransport.TransportRequest, server: Server, r
   }
   if (resendCount > 0) attributes["http.request.resend_count"] = resendCount
   return attributes
-}
-
-const attemptOf = (
-  span: Tracer.Span,
-  request: HttpTransport.TransportRequest,
-  server: Server,
-  propagate: boolean
-): Attempt => {
-  const started = performance.now()
-  return {
-    request: propagate ? { ...request, headers: { ...request.headers, traceparent: traceparent(span) } } : request,
-    end: (ending, fiber) => {
-      const status = typeof ending !== "string" && Either.isRight(ending) ? ending.right.status : undefined
-      const error = errorTypeOf(ending)
-      if (status !== undefined) span.attribute("http.response.status_code", status)
-      if (error !== undefined) span.attribute("error.type", error)
-      FiberSpan.end(fiber, span, error === undefined ? Exit.void : Exit.fail(error))
-      durationOf(request.method, server, status, error).unsafeUpdate(
-        (performance.now() - started) / 1000,
-        fiber.getFiberRef(FiberRef.currentMetricLabels)
-      )
-    }
-  }
 }
 
 /**
@@ -140,7 +161,7 @@ export const startIn = (
 ): Attempt => {
   const server = serverOf(request.url)
   const span = FiberSpan.make(fiber, request.method, "client", attributesOf(request, server, resendCount), parent)
-  return attemptOf(span, request, server, propagate)
+  return new Attempt(span, request, server, propagate)
 }
 
 /** Starts an attempt of `request`, as an Effect, a child of the current span (see {@link startIn}). */
@@ -156,7 +177,7 @@ export const start = (
       attributes: attributesOf(request, server, resendCount),
       captureStackTrace: false
     }),
-    (span) => attemptOf(span, request, server, propagate)
+    (span) => new Attempt(span, request, server, propagate)
   )
 }
 

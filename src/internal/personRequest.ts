@@ -18,11 +18,16 @@ export interface DateRange {
   readonly endDate?: string | Date | undefined
 }
 
-/** A checked request body (it holds the PersonUid, so it stays redacted) and the PersonUid itself. */
-export interface PersonRequest {
-  readonly body: Redacted.Redacted<string>
+/**
+ * A checked request body (it holds the PersonUid, so it stays redacted) and the PersonUid itself.
+ * A class, not an object literal, as every object that lives as long as a call (see `callback`).
+ */
+export class PersonRequest {
   /** The PersonUid, redacted; made only when asked for (to scrub it from an error). */
   readonly personUid: () => Redacted.Redacted<string>
+  constructor(readonly body: Redacted.Redacted<string>, personUid: PersonUidInput, checked: string) {
+    this.personUid = Redacted.isRedacted(personUid) ? () => personUid : () => Redacted.make(checked)
+  }
 }
 
 const noDates: Either.Either<{ StartDate?: string; EndDate?: string }, readonly [string, string]> = Either.right({})
@@ -76,8 +81,5 @@ export const personRequest = (
   const range = dateRange(dates)
   if (Either.isLeft(range)) return refuse(range.left[0], range.left[1])
   const body = { personuid: uid.right, ...range.right }
-  return Either.right({
-    body: Redacted.make(JSON.stringify(body)),
-    personUid: Redacted.isRedacted(personUid) ? () => personUid : () => Redacted.make(uid.right)
-  })
+  return Either.right(new PersonRequest(Redacted.make(JSON.stringify(body)), personUid, uid.right))
 }
