@@ -6,10 +6,11 @@
  * have been taken. (The in-memory transport has no `dispatch`: the TestClock suites test the Effect
  * path.)
  */
-import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Metric, MetricLabel } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Telemetry from "../src/internal/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 
 let mock: MockClinicalServer.Started
@@ -164,4 +165,46 @@ describe("the call's common path does what the Effect path does", () => {
       expect(commonPath.spans).toEqual(effectPath.spans)
     })
   }
+})
+
+describe("metrics on both paths", () => {
+  it("the application's metric labels (Effect.tagMetrics) reach the attempts and duration histograms", async () => {
+    const { port } = new URL(mock.url)
+    for (const withDispatch of [false, true]) {
+      const tenant = withDispatch ? "common" : "effect"
+      const attempts = Metric.tagged(
+        Metric.tagged(Telemetry.attemptsPerCall, "operation", "medications"),
+        "tenant",
+        tenant
+      )
+      const duration = Metric.taggedWithLabels(Telemetry.httpClientRequestDuration, [
+        MetricLabel.make("http.request.method", "POST"),
+        MetricLabel.make("server.address", "127.0.0.1"),
+        MetricLabel.make("server.port", port),
+        MetricLabel.make("http.response.status_code", "200"),
+        MetricLabel.make("tenant", tenant)
+      ])
+      const { counts, layer } = transport(withDispatch)
+      const client = ManagedRuntime.make(
+        ClinicalClient.layer({ baseUrl: mock.url, applicationId: mock.applicationId }).pipe(Layer.provide(layer))
+      )
+      try {
+        const person = mock.persons[0]!.personUid
+        await client.runPromise(MedicationService.get(person))
+        const before = counts.dispatched
+        await client.runPromise(
+          Effect.tagMetrics(
+            Effect.zipRight(MedicationService.get(person), MedicationService.get(person)),
+            "tenant",
+            tenant
+          )
+        )
+        expect(counts.dispatched - before).toBe(withDispatch ? 2 : 0)
+        expect((await client.runPromise(Metric.value(attempts))).count).toBe(2)
+        expect((await client.runPromise(Metric.value(duration))).count).toBe(2)
+      } finally {
+        await client.dispose()
+      }
+    }
+  })
 })

@@ -22,6 +22,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
+import * as MetricKey from "effect/MetricKey"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
@@ -36,6 +38,7 @@ import * as FiberSpan from "./fiberSpan.js"
 import * as FreshToken from "./freshToken.js"
 import * as Gate from "./gate.js"
 import * as HttpSpan from "./httpSpan.js"
+import * as MetricUpdater from "./metricUpdater.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
 import * as Telemetry from "./telemetry.js"
@@ -142,7 +145,9 @@ const operationMetrics = (operation: Operation) => {
     return metric
   }
   return {
-    attempts: Metric.tagged(Telemetry.attemptsPerCall, "operation", operation),
+    attempts: MetricUpdater.updater(
+      MetricKey.taggedWithLabels(Telemetry.attemptsPerCallKey, [MetricLabel.make("operation", operation)])
+    ),
     retry: (cause: string) => memo(byCause, retries, "cause", cause),
     failure: (tag: string) => memo(byTag, failures, "error", tag)
   }
@@ -265,7 +270,7 @@ export const make = (
   ): void => {
     const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
     const m = metricsOf(call.operation)
-    m.attempts.unsafeUpdate(progress.attempts, tags)
+    m.attempts(progress.attempts, tags)
     if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
     const span = call.span ?? fiber.currentSpan
     if (span !== undefined && span._tag === "Span") {

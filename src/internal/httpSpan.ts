@@ -14,12 +14,13 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
-import * as Metric from "effect/Metric"
+import * as MetricKey from "effect/MetricKey"
 import * as MetricLabel from "effect/MetricLabel"
 import type * as Tracer from "effect/Tracer"
 import type { TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import * as FiberSpan from "./fiberSpan.js"
+import * as MetricUpdater from "./metricUpdater.js"
 import * as Telemetry from "./telemetry.js"
 
 /** Where a URL points, as the conventions name it; computed once per URL. */
@@ -27,7 +28,7 @@ interface Server {
   readonly address: string
   readonly port: number
   /** The duration histogram tagged for this server, by method, then by status (or error type). */
-  readonly durations: Map<string, Map<number | string, Metric.Metric.Histogram<number>>>
+  readonly durations: Map<string, Map<number | string, MetricUpdater.Updater>>
 }
 
 const servers = new Map<string, Server>()
@@ -74,7 +75,7 @@ const durationOf = (method: string, server: Server, status: number | undefined, 
     ]
     if (status !== undefined) labels.push(MetricLabel.make("http.response.status_code", String(status)))
     if (error !== undefined) labels.push(MetricLabel.make("error.type", error))
-    metric = Metric.taggedWithLabels(Telemetry.httpClientRequestDuration, labels)
+    metric = MetricUpdater.updater(MetricKey.taggedWithLabels(Telemetry.httpClientRequestDurationKey, labels))
     // Bounded: statuses and error types are a small set, whatever a server answers.
     if (byOutcome.size < 128) byOutcome.set(key, metric)
   }
@@ -107,7 +108,7 @@ export class Attempt {
     if (status !== undefined) this.span.attribute("http.response.status_code", status)
     if (error !== undefined) this.span.attribute("error.type", error)
     FiberSpan.end(fiber, this.span, error === undefined ? Exit.void : Exit.fail(error))
-    durationOf(this.request.method, this.server, status, error).unsafeUpdate(
+    durationOf(this.request.method, this.server, status, error)(
       (performance.now() - this.started) / 1000,
       fiber.getFiberRef(FiberRef.currentMetricLabels)
     )

@@ -4,6 +4,7 @@
  */
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as MetricKey from "effect/MetricKey"
 
 /** Token requests sent to the token endpoint. */
 export const tokenRequests = Metric.counter("clinical_token_requests_total", {
@@ -45,12 +46,15 @@ export const throttledFastFails = Metric.counter("clinical_token_throttled_total
   incremental: true
 })
 
-/** Attempts per call (1 when the first attempt settled it), by `operation`. */
-export const attemptsPerCall = Metric.histogram(
+/** The key of {@link attemptsPerCall}, for the hot path's updater (see `metricUpdater`). */
+export const attemptsPerCallKey = MetricKey.histogram(
   "clinical_call_attempts",
   MetricBoundaries.linear({ start: 1, width: 1, count: 8 }),
   "Attempts per call, by operation"
 )
+
+/** Attempts per call (1 when the first attempt settled it), by `operation`. */
+export const attemptsPerCall = Metric.fromMetricKey(attemptsPerCallKey)
 
 /** Failed operations of the shared token store, by `reason` (Timeout, Unavailable, Unreadable). */
 export const tokenStoreFailures = Metric.counter("clinical_token_store_failures_total", {
@@ -69,8 +73,11 @@ export const tokensFromStore = Metric.counter("clinical_token_store_adopted_tota
  * by `http.request.method`, `server.address`, `server.port`, `http.response.status_code` and
  * `error.type`; with the buckets those conventions advise.
  */
-export const httpClientRequestDuration = Metric.histogram(
+export const httpClientRequestDurationKey = MetricKey.histogram(
   "http.client.request.duration",
   MetricBoundaries.fromIterable([0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]),
   "Duration of HTTP client requests, in seconds"
 )
+
+/** The {@link httpClientRequestDurationKey} histogram, as a `Metric` to read or tag. */
+export const httpClientRequestDuration = Metric.fromMetricKey(httpClientRequestDurationKey)
