@@ -21,6 +21,20 @@ describe("Json", () => {
     expect(Json.deeperThan(nested(100_000), 64)).toBe(true)
   })
 
+  it("deeperThan finds a deep path anywhere (objects or arrays, last of many siblings), at any depth", () => {
+    const objects = (levels: number): unknown =>
+      JSON.parse(`${"{\"a\":".repeat(levels - 1)}{}${"}".repeat(levels - 1)}`)
+    expect(Json.deeperThan(objects(64), 64)).toBe(false)
+    expect(Json.deeperThan(objects(65), 64)).toBe(true)
+    expect(Json.deeperThan(objects(100_000), 64)).toBe(true)
+    const wide = (last: unknown) => ({ items: [...Array.from({ length: 50 }, () => ({ x: [1, { y: 2 }] })), last] })
+    expect(Json.deeperThan(wide(nested(62)), 64)).toBe(false)
+    expect(Json.deeperThan(wide(nested(63)), 64)).toBe(true)
+    expect(Json.deeperThan(wide(nested(100_000)), 64)).toBe(true)
+    expect(Json.deeperThan({}, 0)).toBe(true)
+    expect(Json.deeperThan({ a: 1 }, 1)).toBe(false)
+  })
+
   it("render keeps strings, and bounds any other value in depth and length", () => {
     expect(Json.render("as it is")).toBe("as it is")
     expect(Json.render({ a: [1, "b", null, true] })).toBe("{\"a\":[1,\"b\",null,true]}")
