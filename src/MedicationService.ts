@@ -62,7 +62,12 @@ export interface Service {
 /** The tag of the medication operation. */
 export class MedicationService extends Context.Tag("effect-clinical/MedicationService")<MedicationService, Service>() {}
 
-const asMedications = <A>({ items, raw }: PersonData.Result<A>): MedicationResult<A> => ({ medications: items, raw })
+/** A {@link MedicationResult}: a class, not an object literal, as every object made per call (see `PersonData`). */
+class Medications<A> implements MedicationResult<A> {
+  constructor(readonly medications: ReadonlyArray<A>, readonly raw: unknown) {}
+}
+
+const asMedications = <A>({ items, raw }: PersonData.Result<A>): MedicationResult<A> => new Medications(items, raw)
 
 /** Builds the medication operation over the services it needs. */
 export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | TokenService> = Effect.map(

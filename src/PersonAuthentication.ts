@@ -115,21 +115,19 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         Clock.currentTimeMillis,
         (now) =>
           Effect.flatMap(check(credentials, config.dateOfBirthFormat, now), (checked) =>
-            Effect.flatMap(
-              post(
-                new AuthorizedPost.Call(
-                  OPERATION,
-                  url,
-                  Redacted.make(JSON.stringify({
-                    ApplicationId: Redacted.value(config.applicationId),
-                    PassCode: checked.passCode,
-                    DateOfBirth: checked.dateOfBirth
-                  })),
-                  () => [checked.passCode, ...checked.dateForms].map((secret) => Redacted.make(secret)),
-                  false
-                )
-              ),
-              ({ json, status }) => personUidOf(json, status, url)
+            post(
+              new AuthorizedPost.Call(
+                OPERATION,
+                url,
+                Redacted.make(JSON.stringify({
+                  ApplicationId: Redacted.value(config.applicationId),
+                  PassCode: checked.passCode,
+                  DateOfBirth: checked.dateOfBirth
+                })),
+                () => [checked.passCode, ...checked.dateForms].map((secret) => Redacted.make(secret)),
+                false,
+                ({ json, status }) => personUidOf(json, status, url)
+              )
             ))
       ).pipe(
         Effect.withSpan("PersonAuthentication.authenticate", {

@@ -13,6 +13,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -115,6 +116,14 @@ export interface Result<A> {
   readonly items: ReadonlyArray<A>
   /** The whole response body as parsed JSON, with every field the server sent (the envelope included). */
   readonly raw: unknown
+}
+
+/**
+ * A {@link Result}, made on every call: a class rather than an object literal (which V8 may
+ * pretenure under load, and which would then keep the parsed answer alive; see `internal/callback`).
+ */
+class ItemsResult<A> implements Result<A> {
+  constructor(readonly items: ReadonlyArray<A>, readonly raw: unknown) {}
 }
 
 /** What became of one person of a batch: `Success` (its result), `Failure` (its typed error), or `Skipped` (not sent). */
@@ -274,44 +283,50 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       return ready
     }
 
+    /**
+     * The call, under `span` when given (made from `fiber`; the call ends it, or this does when
+     * the request is refused before anything is sent).
+     */
     const request = <A>(
       op: Operation,
       ready: Prepared,
       decodeItems: ItemsDecoder<A>,
       personUid: PersonUid,
       options: GetOptions | undefined,
+      fiber: FiberSpan.AnyFiber,
       span: Tracer.Span | undefined
     ): Effect.Effect<Result<A>, ClinicalError> => {
       const checked = personRequest(op.name, personUid, options)
-      if (Either.isLeft(checked)) return Effect.fail(checked.left)
+      if (Either.isLeft(checked)) {
+        if (span !== undefined) FiberSpan.end(fiber, span, Exit.fail(checked.left))
+        return Effect.fail(checked.left)
+      }
       const person = checked.right
       const url = ready.url
-      return Effect.flatMap(
-        post(
-          new AuthorizedPost.Call(
-            op.name,
-            url,
-            person.body,
-            () => [person.personUid()],
-            !op.writes || config.retryWrites,
-            span
-          )
-        ),
-        ({ json, secrets, status }) => {
-          const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
-          return Either.isRight(decoded)
-            ? Effect.succeed({ items: decoded.right, raw: json })
-            : Effect.fail(
-              new ResponseDecodeError({
-                operation: op.name,
-                method: "POST",
-                url,
-                status,
-                // A decode failure's path may hold keys the server sent: scrub every secret out.
-                reason: scrub(decoded.left, secrets())
-              })
-            )
-        }
+      return post(
+        new AuthorizedPost.Call(
+          op.name,
+          url,
+          person.body,
+          () => [person.personUid()],
+          !op.writes || config.retryWrites,
+          ({ json, secrets, status }): Either.Either<Result<A>, ClinicalError> => {
+            const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
+            return Either.isRight(decoded)
+              ? Either.right(new ItemsResult(decoded.right, json))
+              : Either.left(
+                new ResponseDecodeError({
+                  operation: op.name,
+                  method: "POST",
+                  url,
+                  status,
+                  // A decode failure's path may hold keys the server sent: scrub every secret out.
+                  reason: scrub(decoded.left, secrets())
+                })
+              )
+          },
+          span
+        )
       )
     }
 
@@ -328,19 +343,22 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       }
       // The call's span, made from the fiber and handed to the call rather than made current
       // (Effect.withSpan would copy the fiber's context on every call); the same span either way.
-      return Effect.withFiberRuntime((fiber) => {
-        if (!FiberSpan.canMake(fiber)) {
-          return Effect.withSpan(request(op, ready, decodeItems, personUid, options, undefined), ready.spanName, {
+      return Effect.withFiberRuntime((fiber) =>
+        FiberSpan.canMake(fiber)
+          ? request(
+            op,
+            ready,
+            decodeItems,
+            personUid,
+            options,
+            fiber,
+            FiberSpan.make(fiber, ready.spanName, "internal", ready.attributes)
+          )
+          : Effect.withSpan(request(op, ready, decodeItems, personUid, options, fiber, undefined), ready.spanName, {
             attributes: ready.attributes,
             captureStackTrace: false
           })
-        }
-        const span = FiberSpan.make(fiber, ready.spanName, "internal", ready.attributes)
-        return Effect.onExit(
-          request(op, ready, decodeItems, personUid, options, span),
-          (exit) => Effect.sync(() => FiberSpan.end(fiber, span, exit))
-        )
-      })
+      )
     }
 
     const get: Service["get"] = (op, personUid, options) => traced(op, keepWhole, personUid, options)

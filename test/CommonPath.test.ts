@@ -82,6 +82,10 @@ const scenarios: ReadonlyArray<Scenario> = [
   { name: "a 419 once", faults: [Fault.status(419)] },
   { name: "a dropped connection, then the answer", faults: [Fault.drop] },
   { name: "a body that is not JSON", faults: [Fault.notJson] },
+  {
+    name: "an answer whose collection does not decode",
+    faults: [Fault.status(200, { body: { Medications: 5, Success: true, ErrorMessage: null, ErrorType: null } })]
+  },
   { name: "Success: false (an unknown person)", person: "an-unknown-person" },
   { name: "a revocation: the token refused, refreshed, the call resent", before: () => mock.revokeAllTokens() },
   {

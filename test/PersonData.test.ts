@@ -83,6 +83,28 @@ describe("PersonData: the documented operations", () => {
       })
     ))
 
+  it.effect("an answer that does not decode is the call's failure: counted, and on the call's span", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        const { spans, tracer } = yield* CapturingTracer.make
+        const failures = Metric.tagged(
+          Metric.tagged(Telemetry.failures, "operation", "medications"),
+          "error",
+          "ResponseDecodeError"
+        )
+        const before = (yield* Metric.value(failures)).count
+        yield* fake.scriptData(Fake.respond(200, envelope("Medications", "not a list")))
+        const error = yield* Effect.flip(
+          PersonData.get(PersonData.medications, Fake.PERSON_UID).pipe(Effect.withTracer(tracer))
+        )
+        expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "medications" })
+        expect((yield* Metric.value(failures)).count - before).toBe(1)
+        const call = spans.find((span) => span.name === "PersonData.medications")!
+        expect(call.attributes.get("clinical.error")).toBe("ResponseDecodeError")
+        expect(call.status._tag === "Ended" && call.status.exit._tag).toBe("Failure")
+      })
+    ))
+
   it.effect("the ethnicity items decode with the exported Ethnicity Schema", () =>
     Fake.withClient((fake) =>
       Effect.gen(function*() {

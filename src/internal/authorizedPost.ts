@@ -20,6 +20,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
 import * as MetricKey from "effect/MetricKey"
@@ -61,8 +62,11 @@ export interface JsonResponse {
   readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>
 }
 
+/** What a call makes of an answer that reads: the value its caller gets, or the error the answer stands for. */
+export type Finish<A> = (answer: JsonResponse) => Either.Either<A, ClinicalError>
+
 /** What a call is. */
-export class Call {
+export class Call<A> {
   /**
    * @param operation the operation's name, for errors, spans and metrics
    * @param url where the request goes
@@ -73,9 +77,11 @@ export class Call {
    *   Reads may. An operation that consumes something (a single-use pass code) or writes may not:
    *   it is sent again only where the server surely did not act (no connection was made; a
    *   401/419 refused the token).
+   * @param finish what the call makes of its answer (decoding it, say), as part of the call: its
+   *   failure is the call's, recorded as any other
    * @param span the call's span, when the caller made it without making it current (see
-   *   `fiberSpan`): the attempts' spans and the call's attributes go there, and the Effect path
-   *   runs under it
+   *   `fiberSpan`): the attempts' spans and the call's attributes go there, the Effect path runs
+   *   under it, and the call ends it (the caller ends it only when the call never starts)
    */
   constructor(
     readonly operation: Operation,
@@ -83,9 +89,13 @@ export class Call {
     readonly body: Redacted.Redacted<string>,
     readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>,
     readonly resendable: boolean,
+    readonly finish: Finish<A>,
     readonly span?: Tracer.Span | undefined
   ) {}
 }
+
+/** A call, whatever it makes of its answer. */
+type AnyCall = Call<unknown>
 
 /** A data request as the transport gets it (see {@link Call} on why a class). */
 class DataRequest implements HttpTransport.TransportRequest {
@@ -105,7 +115,7 @@ class Answer implements JsonResponse {
   constructor(
     readonly status: number,
     readonly json: unknown,
-    call: Call,
+    call: AnyCall,
     applicationId: Redacted.Redacted<string>,
     used: TokenService.AccessToken | undefined
   ) {
@@ -125,8 +135,8 @@ export const dataHeaders = (
   ApplicationId: config.applicationId
 })
 
-/** Makes one call and returns its JSON body, or the typed error it ended in. */
-export type AuthorizedPost = (call: Call) => Effect.Effect<JsonResponse, ClinicalError>
+/** Makes one call and returns what it makes of the answer, or the typed error it ended in. */
+export type AuthorizedPost = <A>(call: Call<A>) => Effect.Effect<A, ClinicalError>
 
 /** Tagged metrics of one operation, built once rather than on every call. */
 const operationMetrics = (operation: Operation) => {
@@ -196,7 +206,7 @@ export const make = (
     return metrics
   }
 
-  const deadlinePassed = (call: Call): HttpError =>
+  const deadlinePassed = (call: AnyCall): HttpError =>
     new TransportError({
       operation: call.operation,
       reason: "Deadline",
@@ -217,18 +227,18 @@ export const make = (
   }
 
   const request = (
-    call: Call,
+    call: AnyCall,
     token: TokenService.AccessToken,
     timeoutMillis: number
   ): HttpTransport.TransportRequest =>
     new DataRequest(call.url, headersFor(token), call.body, config.maxResponseBytes, timeoutMillis)
 
   /** A transport's failure as the call's: a timeout that was really the deadline says so. */
-  const transportFailure = (call: Call, byDeadline: boolean, error: TransportError): HttpError =>
+  const transportFailure = (call: AnyCall, byDeadline: boolean, error: TransportError): HttpError =>
     byDeadline && error.reason === "Timeout" ? deadlinePassed(call) : labelled(error, call.operation, call.secrets())
 
   // One request with the attempt timeout, cut short by the deadline if that comes first.
-  const exchange = (call: Call, progress: CallPolicy.Progress, token: TokenService.AccessToken) =>
+  const exchange = (call: AnyCall, progress: CallPolicy.Progress, token: TokenService.AccessToken) =>
     Effect.clockWith((clock) => {
       const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
       if (budget._tag === "Passed") return Effect.fail(deadlinePassed(call))
@@ -250,7 +260,7 @@ export const make = (
   const withTurn = <A>(effect: Effect.Effect<A, HttpError>) => gate.run(effect)
 
   // The token: at once when cached; a wait for a refresh is bounded by the deadline.
-  const token = (call: Call, progress: CallPolicy.Progress) =>
+  const token = (call: AnyCall, progress: CallPolicy.Progress) =>
     Effect.clockWith((clock) =>
       Effect.mapError(
         tokens.getWithin(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis())),
@@ -263,7 +273,7 @@ export const make = (
   // Metrics are updated with the fiber's metric tags, as `Metric.update` would.
   const recordIn = (
     fiber: FiberSpan.AnyFiber,
-    call: Call,
+    call: AnyCall,
     progress: CallPolicy.Progress,
     status: number | undefined,
     error: ClinicalError | undefined
@@ -281,7 +291,7 @@ export const make = (
   }
 
   const record = (
-    call: Call,
+    call: AnyCall,
     progress: CallPolicy.Progress,
     status: number | undefined,
     error: ClinicalError | undefined
@@ -292,27 +302,53 @@ export const make = (
     })
 
   const answer = (
-    call: Call,
+    call: AnyCall,
     status: number,
     json: unknown,
     used: TokenService.AccessToken | undefined
   ): JsonResponse => new Answer(status, json, call, config.applicationId, used)
 
-  const succeed = (
-    call: Call,
+  /** The end of a call whose answer reads: what the call makes of it, recorded (a failure as any other). */
+  const finished = <A>(
+    fiber: FiberSpan.AnyFiber,
+    call: Call<A>,
     progress: CallPolicy.Progress,
     status: number,
     json: unknown,
     used: TokenService.AccessToken | undefined
-  ): Effect.Effect<JsonResponse> =>
-    Effect.as(record(call, progress, status, undefined), answer(call, status, json, used))
+  ): Either.Either<A, ClinicalError> => {
+    const out = call.finish(answer(call, status, json, used))
+    recordIn(fiber, call, progress, status, Either.isLeft(out) ? out.left : undefined)
+    return out
+  }
 
-  const fail = (call: Call, progress: CallPolicy.Progress, error: ClinicalError) =>
+  const succeed = <A>(
+    call: Call<A>,
+    progress: CallPolicy.Progress,
+    status: number,
+    json: unknown,
+    used: TokenService.AccessToken | undefined
+  ): Effect.Effect<A, ClinicalError> =>
+    Effect.withFiberRuntime((fiber) => finished(fiber, call, progress, status, json, used))
+
+  const fail = (call: AnyCall, progress: CallPolicy.Progress, error: ClinicalError) =>
     Effect.zipRight(record(call, progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
 
-  /** The Effect path of a call, under the call's span when the caller handed one (its children, its logs). */
-  const underSpan = <A, E>(call: Call, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-    call.span === undefined ? effect : Effect.withParentSpan(effect, call.span)
+  /**
+   * The Effect path of a call from `effect` on: under the call's span when the caller handed one
+   * (its children, its logs), which it ends when the call does.
+   */
+  const onEffectPath = <A>(
+    fiber: FiberSpan.AnyFiber,
+    call: Call<A>,
+    effect: Effect.Effect<A, ClinicalError>
+  ): Effect.Effect<A, ClinicalError> => {
+    const span = call.span
+    return span === undefined ? effect : Effect.onExit(
+      Effect.withParentSpan(effect, span),
+      (exit) => Effect.sync(() => FiberSpan.end(fiber, span, exit))
+    )
+  }
 
   /** How a failed exchange ended: sent, unless the request surely never reached the server. */
   const failed = (error: HttpError): CallPolicy.Outcome => ({
@@ -322,12 +358,12 @@ export const make = (
   })
 
   // Acts on the pure step for how the attempt ended.
-  const proceed = (
-    call: Call,
+  const proceed = <A>(
+    call: Call<A>,
     progress: CallPolicy.Progress,
     outcome: CallPolicy.Outcome,
     used: TokenService.AccessToken | undefined
-  ): Effect.Effect<JsonResponse, ClinicalError> =>
+  ): Effect.Effect<A, ClinicalError> =>
     Effect.flatMap(Random.next, (random) =>
       Effect.clockWith((clock) => {
         const policy = call.resendable ? resendable : singleUse
@@ -365,7 +401,7 @@ export const make = (
 
   /** A response read into its JSON, or the error it stands for. */
   const readAnswer = (
-    call: Call,
+    call: AnyCall,
     used: TokenService.AccessToken,
     response: HttpTransport.TransportResponse,
     now: number
@@ -379,12 +415,12 @@ export const make = (
       maxRetryAfterMillis
     }, response)
 
-  const answered = (
-    call: Call,
+  const answered = <A>(
+    call: Call<A>,
     progress: CallPolicy.Progress,
     used: TokenService.AccessToken,
     response: HttpTransport.TransportResponse
-  ): Effect.Effect<JsonResponse, ClinicalError> =>
+  ): Effect.Effect<A, ClinicalError> =>
     Effect.clockWith((clock) => {
       const read = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
       // The common case needs no step: a body that reads is the answer.
@@ -393,7 +429,7 @@ export const make = (
         : proceed(call, progress, { _tag: "Answered", status: response.status, read }, used)
     })
 
-  const attempt = (call: Call, before: CallPolicy.Progress): Effect.Effect<JsonResponse, ClinicalError> => {
+  const attempt = <A>(call: Call<A>, before: CallPolicy.Progress): Effect.Effect<A, ClinicalError> => {
     const progress = CallPolicy.attempted(before)
     return Effect.matchEffect(token(call, progress), {
       // Nothing of this call was sent yet: a token failure may always be retried.
@@ -417,29 +453,29 @@ export const make = (
    * point reached (`proceed` with this attempt's progress and outcome), so that every rule lives
    * once. Only a transport that offers `dispatch` has this path.
    */
-  const common = (
+  const common = <A>(
     fiber: FiberSpan.AnyFiber,
-    call: Call,
+    call: Call<A>,
     progress: CallPolicy.Progress,
     used: TokenService.AccessToken,
     send: NonNullable<HttpTransport.Service["dispatch"]>,
     clock: Clock.Clock
-  ): Effect.Effect<JsonResponse, ClinicalError> =>
-    callback<JsonResponse, ClinicalError>((resume) => {
+  ): Effect.Effect<A, ClinicalError> =>
+    callback<A, ClinicalError>((resume) => {
       let holding = false
       // The request in flight: its attempt, and how to call it off (two variables, no object per call).
       let attempt: HttpSpan.Attempt | undefined
       let cancel: (() => void) | undefined
       // Anything but the answer goes on on the Effect path, from this attempt.
-      const onEffectPath = (outcome: CallPolicy.Outcome) =>
-        resume(underSpan(call, proceed(call, progress, outcome, used)))
+      const continueFrom = (outcome: CallPolicy.Outcome) =>
+        resume(onEffectPath(fiber, call, proceed(call, progress, outcome, used)))
       const withdraw = gate.take(() => {
         holding = true
         const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
         if (budget._tag === "Passed") {
           holding = false
           gate.leave()
-          return resume(underSpan(call, fail(call, progress, deadlinePassed(call))))
+          return resume(onEffectPath(fiber, call, fail(call, progress, deadlinePassed(call))))
         }
         const started = HttpSpan.startIn(
           fiber,
@@ -455,29 +491,36 @@ export const make = (
           gate.leave()
           started.end(outcome, fiber)
           if (Either.isLeft(outcome)) {
-            return onEffectPath(failed(transportFailure(call, budget.byDeadline, outcome.left)))
+            return continueFrom(failed(transportFailure(call, budget.byDeadline, outcome.left)))
           }
           const response = outcome.right
           const json = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
-          if (Either.isLeft(json)) return onEffectPath({ _tag: "Answered", status: response.status, read: json })
-          recordIn(fiber, call, progress, response.status, undefined)
-          resume(Effect.succeed(answer(call, response.status, json.right, used)))
+          if (Either.isLeft(json)) return continueFrom({ _tag: "Answered", status: response.status, read: json })
+          // The call ends here: what it makes of the answer, recorded, its span ended.
+          const out = finished(fiber, call, progress, response.status, json.right, used)
+          if (call.span !== undefined) {
+            FiberSpan.end(fiber, call.span, Either.isRight(out) ? Exit.void : Exit.fail(out.left))
+          }
+          resume(out)
         })
       })
       // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
       return () => {
-        if (!withdraw() || !holding) return
-        holding = false
-        gate.leave()
-        if (cancel !== undefined) {
-          cancel()
-          attempt!.end("interrupted", fiber)
+        if (withdraw() && holding) {
+          holding = false
+          gate.leave()
+          if (cancel !== undefined) {
+            cancel()
+            attempt!.end("interrupted", fiber)
+          }
         }
+        // (Once the call went on on the Effect path, that path ended the span: this does nothing.)
+        if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.interrupt(fiber.id()))
       }
     })
 
-  return (call) =>
-    Effect.withFiberRuntime((fiber) => {
+  return <A>(call: Call<A>) =>
+    Effect.withFiberRuntime<A, ClinicalError>((fiber) => {
       const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
       const now = clock.unsafeCurrentTimeMillis()
       const begun = CallPolicy.begin(now, deadlineMillis)
@@ -485,7 +528,7 @@ export const make = (
         ? undefined
         : fresh?.(now)
       return used === undefined
-        ? underSpan(call, attempt(call, begun))
+        ? onEffectPath(fiber, call, attempt(call, begun))
         : common(fiber, call, CallPolicy.attempted(begun), used, dispatch!, clock)
     })
 }
