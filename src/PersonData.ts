@@ -326,7 +326,9 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
               )
           },
           span
-        )
+        ),
+        // The fiber that runs the call, when the call has a span of its own (see `traced`).
+        span === undefined ? undefined : fiber
       )
     }
 

@@ -33,6 +33,16 @@ describe("personRequest", () => {
     expect(body(null)).toBe(`{"personuid":"uid"}`)
     expect(body({})).toBe(`{"personuid":"uid"}`)
     expect(body(undefined)).toBe(`{"personuid":"uid"}`)
+    // Quotes and backslashes are visible ASCII: escaped as JSON escapes them, with or without dates.
+    const odd = `a"b\\c+/=`
+    expect(body({ startDate: "2024-05-01" }).startsWith(`{"personuid":${JSON.stringify("uid")}`)).toBe(true)
+    const request = personRequest("medications", odd, undefined)
+    expect(Either.isRight(request) && Redacted.value(request.right.body)).toBe(JSON.stringify({ personuid: odd }))
+    const dated = personRequest("medications", odd, { endDate: "2024-05-01" })
+    expect(Either.isRight(dated) && JSON.parse(Redacted.value(dated.right.body))).toEqual({
+      personuid: odd,
+      EndDate: "2024-05-01"
+    })
   })
 
   it("refuses, by field and reason", () => {

@@ -135,8 +135,12 @@ export const dataHeaders = (
   ApplicationId: config.applicationId
 })
 
-/** Makes one call and returns what it makes of the answer, or the typed error it ended in. */
-export type AuthorizedPost = <A>(call: Call<A>) => Effect.Effect<A, ClinicalError>
+/**
+ * Makes one call and returns what it makes of the answer, or the typed error it ended in. A caller
+ * that already holds the fiber that will run the call (and hands the call its span) may pass it,
+ * saving the step that would look it up.
+ */
+export type AuthorizedPost = <A>(call: Call<A>, fiber?: FiberSpan.AnyFiber) => Effect.Effect<A, ClinicalError>
 
 /** Tagged metrics of one operation, built once rather than on every call. */
 const operationMetrics = (operation: Operation) => {
@@ -519,16 +523,20 @@ export const make = (
       }
     })
 
-  return <A>(call: Call<A>) =>
-    Effect.withFiberRuntime<A, ClinicalError>((fiber) => {
-      const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-      const now = clock.unsafeCurrentTimeMillis()
-      const begun = CallPolicy.begin(now, deadlineMillis)
-      const used = dispatch === undefined || !FiberSpan.canMake(fiber, call.span ?? fiber.currentSpan)
-        ? undefined
-        : fresh?.(now)
-      return used === undefined
-        ? onEffectPath(fiber, call, attempt(call, begun))
-        : common(fiber, call, CallPolicy.attempted(begun), used, dispatch!, clock)
-    })
+  const start = <A>(fiber: FiberSpan.AnyFiber, call: Call<A>): Effect.Effect<A, ClinicalError> => {
+    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    const now = clock.unsafeCurrentTimeMillis()
+    const begun = CallPolicy.begin(now, deadlineMillis)
+    const used = dispatch === undefined || !FiberSpan.canMake(fiber, call.span ?? fiber.currentSpan)
+      ? undefined
+      : fresh?.(now)
+    return used === undefined
+      ? onEffectPath(fiber, call, attempt(call, begun))
+      : common(fiber, call, CallPolicy.attempted(begun), used, dispatch!, clock)
+  }
+
+  return <A>(call: Call<A>, fiber?: FiberSpan.AnyFiber) =>
+    fiber === undefined
+      ? Effect.withFiberRuntime<A, ClinicalError>((current) => start(current, call))
+      : start(fiber, call)
 }

@@ -80,6 +80,9 @@ export const personRequest = (
   }
   const range = dateRange(dates)
   if (Either.isLeft(range)) return refuse(range.left[0], range.left[1])
-  const body = { personuid: uid.right, ...range.right }
-  return Either.right(new PersonRequest(Redacted.make(JSON.stringify(body)), personUid, uid.right))
+  // Most requests have no range: their body written directly (the same text JSON.stringify writes).
+  const body = range === noDates
+    ? `{"personuid":${JSON.stringify(uid.right)}}`
+    : JSON.stringify({ personuid: uid.right, ...range.right })
+  return Either.right(new PersonRequest(Redacted.make(body), personUid, uid.right))
 }
