@@ -9,8 +9,8 @@
  * allocates it in the old generation from then on. From there it keeps the call's young objects
  * alive until the next full collection, which pretenures their literals in turn. Measured on the
  * call's common path, that cascade promoted every call's objects (the parsed answer included) and
- * doubled the CPU per call. Here the cleanup is a function given to `Effect.onExit`, which keeps
- * no object literal alive, and the canceler is held by a closure (V8 pretenures literals, not
+ * doubled the CPU per call. Here the cleanup is a function given to `Effect.catchAllCause`, which
+ * keeps no object literal alive, and the canceler is held by a closure (V8 pretenures literals, not
  * closures or class instances). See docs/architecture.md.
  */
 import * as Cause from "effect/Cause"
@@ -24,16 +24,17 @@ import * as Effect from "effect/Effect"
 export const callback = <A, E = never>(
   register: (resume: (effect: Effect.Effect<A, E>) => void) => (() => void) | void
 ): Effect.Effect<A, E> =>
-  Effect.suspend(() => {
+  // What Effect.onExit does, less its work on success: the wait interruptible, the cleanup not.
+  Effect.uninterruptibleMask((restore) => {
     let cancel: (() => void) | void = undefined
-    return Effect.onExit(
+    return Effect.catchAllCause(
       // One parameter: Effect.async makes an AbortController for a register function of two.
-      Effect.async<A, E>((resume) => {
+      restore(Effect.async<A, E>((resume) => {
         cancel = register(resume)
-      }),
-      (exit) =>
-        exit._tag === "Failure" && cancel !== undefined && Cause.isInterruptedOnly(exit.cause)
-          ? Effect.sync(cancel)
-          : Effect.void
+      })),
+      (cause) =>
+        cancel !== undefined && Cause.isInterruptedOnly(cause)
+          ? Effect.zipRight(Effect.sync(cancel), Effect.failCause(cause))
+          : Effect.failCause(cause)
     )
   })
