@@ -1,8 +1,8 @@
 /**
- * `npm run bench:pretenuring [-- --calls N] [-- --concurrency C]`: which object and array literals
+ * `npm run bench:pretenuring [-- --calls N] [-- --concurrency C [--kind K]]`: which object and array literals
  * V8 allocates in the old generation (pretenures) while the client makes calls. In memory by
  * default (scripts/bench/overhead.ts, the common path); with `--concurrency`, over loopback against
- * the benchmark's server (library-undici). A pretenured literal that points at a call's objects
+ * the benchmark's server (library-undici, or another client of scripts/bench/client.ts). A pretenured literal that points at a call's objects
  * keeps them alive until a full collection: see docs/architecture.md. Expected: only Effect's own
  * default tracer's `events` array and status objects.
  */
@@ -15,6 +15,7 @@ const option = (name: string, fallback: string) => {
 }
 const calls = option("--calls", "60000")
 const concurrency = option("--concurrency", "")
+const kind = option("--kind", "library-undici")
 
 const probe = (args: ReadonlyArray<string>) =>
   new Promise<number>((resolve) => {
@@ -40,7 +41,7 @@ if (concurrency === "") {
 } else {
   const server = await startServer()
   try {
-    process.exitCode = await probe(["scripts/bench/client.ts", "library-undici", server.url, calls, concurrency])
+    process.exitCode = await probe(["scripts/bench/client.ts", kind, server.url, calls, concurrency])
   } finally {
     server.stop()
   }

@@ -12,6 +12,7 @@ import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -411,30 +412,10 @@ const originOf = (url: string): string => {
   }
 }
 
-/**
- * Bounds `exchange` (which aborts its own request through `scope` when it fails) by the request's
- * timeout, with no fiber of its own: when the timer fires, the scope closes, which fires the abort
- * signal the platform handed the client, the client fails the request, and that failure is
- * reported as `Timeout`. Every @effect/platform client honours its signal; a client that ignores
- * it cannot be timed out (a fiber racing the exchange would cost a quarter of a fetch call more).
- */
-const withTimer = (
-  request: TransportRequest,
-  scope: Scope.CloseableScope,
-  exchange: Effect.Effect<TransportResponse, TransportError>
-): Effect.Effect<TransportResponse, TransportError> =>
-  Effect.suspend(() => {
-    if (!hasTimeout(request)) return exchange
-    let timedOut = false
-    const timer = setTimeout(() => {
-      timedOut = true
-      Effect.runFork(Scope.close(scope, Exit.void))
-    }, request.timeoutMillis)
-    return exchange.pipe(
-      Effect.mapError((error) => (timedOut ? timedOutError(request) : error)),
-      Effect.ensuring(Effect.sync(() => clearTimeout(timer)))
-    )
-  })
+/** A platform response as the client reads it (a class, as every object made per request: see `internal/callback`). */
+class PlatformResponse implements TransportResponse {
+  constructor(readonly status: number, readonly headers: Readonly<Record<string, string>>, readonly body: string) {}
+}
 
 /**
  * A transport over any `@effect/platform` HttpClient.
@@ -497,33 +478,71 @@ export const fromHttpClient = (
                 }; use a client that does not follow redirects`
               ))
             }
-            const answer = (text: string): TransportResponse => ({
-              status: response.status,
-              headers: { ...response.headers },
-              body: text
-            })
+            const answer = (text: string): TransportResponse =>
+              new PlatformResponse(response.status, { ...response.headers }, text)
             // A redirect is answered as it is, its body unread (and its request aborted).
             if (response.status >= 300 && response.status <= 399) return Effect.as(abort, answer(""))
             return Effect.map(readPlatformBody(request, response, network), answer)
           }
-        ).pipe(
-          // A body read whole leaves the connection to the pool; anything else is aborted.
-          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : abort))
         )
         // The request's scope, fetch told not to follow redirects (on top of the application's
         // options), and no span of the platform's own: the client records one span per attempt
         // itself, the same on every transport, and the platform's would record every header.
         const configured = exchange.pipe(
           Effect.mapInputContext((context: Context.Context<never>) =>
-            Context.add(Context.add(context, Scope.Scope, scope), FetchHttpClient.RequestInit, initFor(context))
+            Context.merge(
+              context,
+              Context.make(Scope.Scope, scope).pipe(
+                Context.add(FetchHttpClient.RequestInit, initFor(context))
+              )
+            )
           ),
           Effect.locally(HttpClient.currentTracerDisabledWhen, constTrue)
         )
-        return withTimer(request, scope, configured)
+        return bounded(request, scope, abort, configured)
       })
     }
   }
 }
+
+/**
+ * Ends a platform exchange: a body read whole leaves the connection to the pool; anything else (a
+ * failure, a refused body, an interruption) closes the request's scope, which fires the abort
+ * signal the platform handed the client. The request's timeout closes the scope too, with no fiber
+ * of its own (a fiber racing the exchange would cost a quarter of a fetch call more): the client
+ * then fails the request, and that failure is reported as `Timeout`. Every @effect/platform client
+ * honours its signal; one that ignores it cannot be timed out. One step for all of it, and nothing
+ * to do on success but stop the timer.
+ */
+const bounded = (
+  request: TransportRequest,
+  scope: Scope.CloseableScope,
+  abort: Effect.Effect<void>,
+  exchange: Effect.Effect<TransportResponse, TransportError>
+): Effect.Effect<TransportResponse, TransportError> =>
+  Effect.uninterruptibleMask((restore) => {
+    let timedOut = false
+    const timer = hasTimeout(request)
+      ? setTimeout(() => {
+        timedOut = true
+        Effect.runFork(Scope.close(scope, Exit.void))
+      }, request.timeoutMillis)
+      : undefined
+    return Effect.matchCauseEffect(restore(exchange), {
+      onFailure: (cause) => {
+        if (timer !== undefined) clearTimeout(timer)
+        // A failure that the timer caused (the client failing its aborted request) is the timeout.
+        return Effect.zipRight(
+          abort,
+          Effect.failCause(timedOut ? Cause.map(cause, () => timedOutError(request)) : cause)
+        )
+      },
+      onSuccess: (response) => {
+        if (timer !== undefined) clearTimeout(timer)
+        return Effect.succeed(response)
+      }
+    })
+  })
 
 /**
  * A transport over the `@effect/platform` HttpClient the application provides (fetch, node, ...).
