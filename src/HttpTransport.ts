@@ -28,6 +28,7 @@ import { InvalidConfig, TransportError } from "./ClinicalError.js"
 import { callback } from "./internal/callback.js"
 import { field } from "./internal/json.js"
 import { scrub } from "./internal/redaction.js"
+import { secretBodyOf } from "./internal/secretText.js"
 import { splitUrl } from "./internal/url.js"
 
 /** A header value or body, kept `Redacted` when it holds a secret. */
@@ -84,8 +85,12 @@ export const wireHeaders = (request: TransportRequest): Record<string, string> =
 }
 
 /** The request's body as it goes on the wire: secrets revealed. Only for code that writes bytes. */
-export const wireBody = (request: TransportRequest): string | undefined =>
-  request.body === undefined ? undefined : reveal(request.body)
+export const wireBody = (request: TransportRequest): string | undefined => {
+  // A data request's body, taken as it is rather than through the `Redacted` it would make.
+  const secret = secretBodyOf(request)
+  if (secret !== undefined) return secret.reveal()
+  return request.body === undefined ? undefined : reveal(request.body)
+}
 
 /** The body a transport sends: none for GET and HEAD, which cannot carry one (fetch refuses them). */
 const sendableBody = (request: TransportRequest): string | undefined =>

@@ -20,6 +20,7 @@ import { type ClinicalError, InvalidRequest, ResponseDecodeError } from "./Clini
 import { HttpTransport } from "./HttpTransport.js"
 import * as AuthorizedPost from "./internal/authorizedPost.js"
 import { field, isRecord } from "./internal/json.js"
+import { SecretText } from "./internal/secretText.js"
 import * as validate from "./internal/validate.js"
 import { TokenService } from "./TokenService.js"
 
@@ -119,7 +120,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
               new AuthorizedPost.Call(
                 OPERATION,
                 url,
-                Redacted.make(JSON.stringify({
+                new SecretText(JSON.stringify({
                   ApplicationId: Redacted.value(config.applicationId),
                   PassCode: checked.passCode,
                   DateOfBirth: checked.dateOfBirth

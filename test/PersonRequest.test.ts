@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Either, Redacted } from "effect"
+import * as Util from "node:util"
 import { personRequest } from "../src/internal/personRequest.js"
 
 const refusal = (result: ReturnType<typeof personRequest>) =>
@@ -13,7 +14,7 @@ describe("personRequest", () => {
   it("writes personuid and the dates, and hands the PersonUid back redacted", () => {
     const request = personRequest("medications", "uid-1", { startDate: "2024-01-01", endDate: "2024-01-01" })
     if (Either.isLeft(request)) throw request.left
-    expect(Redacted.value(request.right.body)).toBe(
+    expect(request.right.body.reveal()).toBe(
       `{"personuid":"uid-1","StartDate":"2024-01-01","EndDate":"2024-01-01"}`
     )
     expect(Redacted.isRedacted(request.right.personUid())).toBe(true)
@@ -23,10 +24,25 @@ describe("personRequest", () => {
     expect(Either.isRight(fromRedacted) && fromRedacted.right.personUid()).toBe(given)
   })
 
+  it("the body is secret: shown as <redacted> in every form, an Effect Redacted of it made once, when asked", () => {
+    const request = personRequest("medications", "uid-1", undefined)
+    if (Either.isLeft(request)) throw request.left
+    const body = request.right.body
+    for (
+      const shown of [String(body), `${body}`, JSON.stringify({ body }), Util.inspect({ body }, { showHidden: true })]
+    ) {
+      expect(shown).not.toContain("uid-1")
+      expect(shown).toContain("<redacted>")
+    }
+    const redacted = body.redacted()
+    expect(Redacted.value(redacted)).toBe(`{"personuid":"uid-1"}`)
+    expect(body.redacted()).toBe(redacted)
+  })
+
   it("one date alone is fine, either one, and is the only one written", () => {
     const body = (dates: Parameters<typeof personRequest>[2]) => {
       const request = personRequest("medications", "uid", dates)
-      return Either.isRight(request) ? Redacted.value(request.right.body) : request.left.reason
+      return Either.isRight(request) ? request.right.body.reveal() : request.left.reason
     }
     expect(body({ startDate: "2024-05-01" })).toBe(`{"personuid":"uid","StartDate":"2024-05-01"}`)
     expect(body({ endDate: new Date(Date.UTC(2024, 4, 1, 23, 59)) })).toBe(`{"personuid":"uid","EndDate":"2024-05-01"}`)
@@ -37,9 +53,9 @@ describe("personRequest", () => {
     const odd = `a"b\\c+/=`
     expect(body({ startDate: "2024-05-01" }).startsWith(`{"personuid":${JSON.stringify("uid")}`)).toBe(true)
     const request = personRequest("medications", odd, undefined)
-    expect(Either.isRight(request) && Redacted.value(request.right.body)).toBe(JSON.stringify({ personuid: odd }))
+    expect(Either.isRight(request) && request.right.body.reveal()).toBe(JSON.stringify({ personuid: odd }))
     const dated = personRequest("medications", odd, { endDate: "2024-05-01" })
-    expect(Either.isRight(dated) && JSON.parse(Redacted.value(dated.right.body))).toEqual({
+    expect(Either.isRight(dated) && JSON.parse(dated.right.body.reveal())).toEqual({
       personuid: odd,
       EndDate: "2024-05-01"
     })

@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Inspectable, Layer, Logger, LogLevel, Redacted, Schema, TestClock } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
+import * as Util from "node:util"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
 
@@ -146,6 +147,24 @@ const flows: ReadonlyArray<readonly [string, Flow]> = [
       yield* TestClock.adjust("1 minute")
       return yield* fiber
     })],
+  ["a transport logging every request it is given, whole, in every form", (fake) =>
+    Effect.zipRight(
+      fake.scriptData((request) =>
+        Effect.gen(function*() {
+          yield* Effect.log("request", request, JSON.stringify(request), String(request.body), `${request.body}`)
+          yield* Effect.log(Util.inspect(request, { depth: 8, showHidden: true, getters: true }))
+          yield* Effect.log(Inspectable.format(request), Inspectable.format(request.body))
+          // The body is an Effect Redacted, as for every transport that reads it so.
+          const body = request.body
+          if (body === undefined || typeof body === "string" || !Redacted.isRedacted(body)) {
+            return yield* Effect.die("the body is not Redacted")
+          }
+          expect(JSON.parse(Redacted.value(body))).toEqual({ personuid: Fake.PERSON_UID })
+          return HttpTransport.jsonResponse(200, { Medications: [], Success: true })
+        })
+      ),
+      get
+    )],
   ["a PersonUid refused for a CR/LF", () => MedicationService.get(`${Fake.PERSON_UID}\r\n`)],
   ["a PersonUid refused for its length", () => MedicationService.get(Fake.PERSON_UID.repeat(100))],
   ["a PersonUid refused for a space", () => MedicationService.get(`${Fake.PERSON_UID} ${Fake.APPLICATION_ID}`)]

@@ -42,6 +42,7 @@ import * as HttpSpan from "./httpSpan.js"
 import * as MetricUpdater from "./metricUpdater.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
+import type { SecretText, WithSecretBody } from "./secretText.js"
 import * as Telemetry from "./telemetry.js"
 
 /*
@@ -70,7 +71,7 @@ export class Call<A> {
   /**
    * @param operation the operation's name, for errors, spans and metrics
    * @param url where the request goes
-   * @param body the request body; it holds a PersonUid, so it stays redacted
+   * @param body the request body; it holds a PersonUid (or a pass code), so it stays secret
    * @param secrets secrets the request carries besides the token and ApplicationId, to scrub from
    *   server text (asked for only then)
    * @param resendable whether the request may be sent again once it may have reached the server.
@@ -86,7 +87,7 @@ export class Call<A> {
   constructor(
     readonly operation: Operation,
     readonly url: string,
-    readonly body: Redacted.Redacted<string>,
+    readonly body: SecretText,
     readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>,
     readonly resendable: boolean,
     readonly finish: Finish<A>,
@@ -97,16 +98,24 @@ export class Call<A> {
 /** A call, whatever it makes of its answer. */
 type AnyCall = Call<unknown>
 
-/** A data request as the transport gets it (see {@link Call} on why a class). */
-class DataRequest implements HttpTransport.TransportRequest {
+/**
+ * A data request as the transport gets it (see {@link Call} on why a class). Its `body` is an
+ * Effect `Redacted`, made only if a transport reads it: the library's own take the text from
+ * `secretBody` (see `internal/secretText`).
+ */
+class DataRequest implements HttpTransport.TransportRequest, WithSecretBody {
   readonly method = "POST"
   constructor(
     readonly url: string,
     readonly headers: Readonly<Record<string, HttpTransport.WireValue>>,
-    readonly body: Redacted.Redacted<string>,
+    readonly secretBody: SecretText,
     readonly maxResponseBytes: number,
     readonly timeoutMillis: number
   ) {}
+
+  get body(): Redacted.Redacted<string> {
+    return this.secretBody.redacted()
+  }
 }
 
 /** The answer a call ends in (see {@link Call} on why a class). */

@@ -21,6 +21,7 @@ import type { TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import * as FiberSpan from "./fiberSpan.js"
 import * as MetricUpdater from "./metricUpdater.js"
+import { secretBodyOf, type SecretText } from "./secretText.js"
 import * as Telemetry from "./telemetry.js"
 
 /** Where a URL points, as the conventions name it; computed once per URL. */
@@ -115,21 +116,27 @@ export class Attempt {
   }
 }
 
-/** `request` with a `traceparent` header added. */
+/** `request` with a `traceparent` header added; its body, secret or not, is the request's own. */
 class WithTraceparent implements HttpTransport.TransportRequest {
   readonly method: HttpTransport.TransportRequest["method"]
   readonly url: string
   readonly headers: Readonly<Record<string, HttpTransport.WireValue>>
-  readonly body: HttpTransport.WireValue | undefined
   readonly maxResponseBytes: number | undefined
   readonly timeoutMillis: number | undefined
-  constructor(request: HttpTransport.TransportRequest, traceparent: string) {
-    this.method = request.method
-    this.url = request.url
-    this.headers = { ...request.headers, traceparent }
-    this.body = request.body
-    this.maxResponseBytes = request.maxResponseBytes
-    this.timeoutMillis = request.timeoutMillis
+  constructor(private readonly original: HttpTransport.TransportRequest, traceparent: string) {
+    this.method = original.method
+    this.url = original.url
+    this.headers = { ...original.headers, traceparent }
+    this.maxResponseBytes = original.maxResponseBytes
+    this.timeoutMillis = original.timeoutMillis
+  }
+
+  get body(): HttpTransport.WireValue | undefined {
+    return this.original.body
+  }
+
+  get secretBody(): SecretText | undefined {
+    return secretBodyOf(this.original)
   }
 }
 

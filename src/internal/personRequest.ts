@@ -5,6 +5,7 @@
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import { InvalidRequest, type Operation } from "../ClinicalError.js"
+import { SecretText } from "./secretText.js"
 import { calendarDate, MAX_PERSON_UID_LENGTH, reveal, visibleAscii } from "./validate.js"
 
 /** A PersonUid, as users pass it: plain, or already `Redacted`. */
@@ -19,13 +20,13 @@ export interface DateRange {
 }
 
 /**
- * A checked request body (it holds the PersonUid, so it stays redacted) and the PersonUid itself.
+ * A checked request body (it holds the PersonUid, so it stays secret) and the PersonUid itself.
  * A class, not an object literal, as every object that lives as long as a call (see `callback`).
  */
 export class PersonRequest {
   /** The PersonUid, redacted; made only when asked for (to scrub it from an error). */
   readonly personUid: () => Redacted.Redacted<string>
-  constructor(readonly body: Redacted.Redacted<string>, personUid: PersonUidInput, checked: string) {
+  constructor(readonly body: SecretText, personUid: PersonUidInput, checked: string) {
     this.personUid = Redacted.isRedacted(personUid) ? () => personUid : () => Redacted.make(checked)
   }
 }
@@ -84,5 +85,5 @@ export const personRequest = (
   const body = range === noDates
     ? `{"personuid":${JSON.stringify(uid.right)}}`
     : JSON.stringify({ personuid: uid.right, ...range.right })
-  return Either.right(new PersonRequest(Redacted.make(body), personUid, uid.right))
+  return Either.right(new PersonRequest(new SecretText(body), personUid, uid.right))
 }
