@@ -8,6 +8,8 @@ import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
+import * as Fs from "node:fs"
+import { Session } from "node:inspector/promises"
 import { PerformanceObserver } from "node:perf_hooks"
 import { Agent, request } from "undici"
 
@@ -256,6 +258,13 @@ export const measure = async (
   let gcMillis = 0
   const timed = async <A>(run: () => Promise<A>) => {
     const heapBefore = heapUsed()
+    // BENCH_CPU_PROFILE=file: a CPU profile of the timed calls only (no start-up, no warm-up).
+    const profile = process.env["BENCH_CPU_PROFILE"] === undefined ? undefined : new Session()
+    if (profile !== undefined) {
+      profile.connect()
+      await profile.post("Profiler.enable")
+      await profile.post("Profiler.start")
+    }
     // Collections during the calls only: the forced ones around them are left out.
     const gc = new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) gcMillis += entry.duration
@@ -269,6 +278,11 @@ export const measure = async (
     cpu = used.user + used.system
     gc.takeRecords().forEach((entry) => (gcMillis += entry.duration))
     gc.disconnect()
+    if (profile !== undefined) {
+      const { profile: taken } = await profile.post("Profiler.stop")
+      Fs.writeFileSync(process.env["BENCH_CPU_PROFILE"]!, JSON.stringify(taken))
+      profile.disconnect()
+    }
     heapDelta = heapUsed() - heapBefore
     return result
   }
