@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Redacted } from "effect"
-import { MAX_SEARCHED, MAX_SECRET, MAX_TEXT, scrub } from "../src/internal/redaction.js"
+import { MAX_SEARCHED, MAX_SECRET, MAX_TEXT, redactEvery, scrub } from "../src/internal/redaction.js"
 
 const GUID = "3F2504E0-4F89-11D3-9A0C-0305E82C3301"
 const TOKEN = "c2VjcmV0LXRva2Vu+/YWJj=="
@@ -95,11 +95,37 @@ describe("scrub", () => {
     expect(scrubbed.length).toBeLessThanOrEqual(MAX_TEXT + 3)
   })
 
+  it("costs time linear in the text: a secret that nearly matches everywhere (a server's own token) takes no longer", () => {
+    // A server may hand out a token of 4,096 characters that almost repeats one letter, then echo
+    // 64 KiB of that letter: a backtracking search tries the whole token at every position (23 s
+    // measured), on the event loop. The bound is generous: the search takes milliseconds.
+    for (const secret of ["a".repeat(MAX_SECRET - 1) + "b", "%61".repeat(100) + "b", "{" + "a".repeat(4000)]) {
+      const text = "a".repeat(MAX_SEARCHED)
+      const started = performance.now()
+      expect(scrub(text, [secret, GUID, TOKEN])).toBe(`${"a".repeat(MAX_TEXT)}...`)
+      expect(performance.now() - started).toBeLessThan(2_000)
+    }
+    const started = performance.now()
+    const echoes = "%61".repeat(MAX_SEARCHED / 3)
+    expect(scrub(echoes, ["a".repeat(MAX_SECRET - 1) + "b"])).toBe(`${echoes.slice(0, MAX_TEXT)}...`)
+    expect(performance.now() - started).toBeLessThan(2_000)
+  }, 120_000)
+
   it("never throws: a secret too long to search for withholds the whole text", () => {
     expect(scrub("a text", ["s".repeat(MAX_SECRET + 1)])).toBe("<withheld: the text could not be checked for secrets>")
     const longest = "t".repeat(MAX_SECRET)
     expect(scrub(`${"u".repeat(4 * 1024 * 1024)}${longest}`, [longest])).toBe(`${"u".repeat(MAX_TEXT)}...`)
     expect(scrub(`a ${longest} b`, [longest])).toBe("a <redacted> b")
+  })
+})
+
+describe("redactEvery", () => {
+  it("replaces every form of the secret however long the text, and cuts nothing", () => {
+    const long = "x".repeat(100_000)
+    expect(redactEvery(`${long}${TOKEN.toLowerCase()}${long}${encodeURIComponent(TOKEN)}`, TOKEN))
+      .toBe(`${long}<redacted>${long}<redacted>`)
+    expect(redactEvery("no secret here", TOKEN)).toBe("no secret here")
+    expect(redactEvery("aaa", "aa")).toBe("<redacted>")
   })
 })
 

@@ -5,7 +5,7 @@
  * items without it are returned as they are, uncopied.
  */
 import { isRecord } from "../internal/json.js"
-import { escapeRegExp, REPLACEMENT } from "../internal/redaction.js"
+import { redactEvery } from "../internal/redaction.js"
 
 /** Deeper than the response reader allows (64 levels): anything that was parsed is covered. */
 const MAX_DEPTH = 100
@@ -13,8 +13,7 @@ const MAX_DEPTH = 100
 export const scrubItems = <A>(items: ReadonlyArray<A>, personUid: string): ReadonlyArray<A> => {
   const wanted = personUid.toLowerCase()
   if (wanted.length === 0) return items
-  const pattern = new RegExp(escapeRegExp(personUid), "gi")
-  const text = (value: string) => (value.toLowerCase().includes(wanted) ? value.replace(pattern, REPLACEMENT) : value)
+  const text = (value: string) => (value.toLowerCase().includes(wanted) ? redactEvery(value, personUid) : value)
   const holds = (value: unknown, depth: number): boolean => {
     if (typeof value === "string") return value.toLowerCase().includes(wanted)
     if (depth > MAX_DEPTH || typeof value !== "object" || value === null) return false

@@ -38,6 +38,8 @@ export interface Server {
    * every 10 ms): the client aborted it. Idle keep-alive connections do not count.
    */
   readonly drained: Effect.Effect<void>
+  /** Connections open now, idle keep-alive ones included. */
+  readonly connections: () => number
 }
 
 /** Is this a token request? (The service writes the path in two cases.) */
@@ -79,6 +81,7 @@ export const serve = (handler: Handler) =>
     Effect.async<{ readonly server: Http.Server; readonly state: Server }>((resume) => {
       const received: Array<Received> = []
       const open = new Set<Http.ServerResponse>()
+      let connections = 0
       const server = Http.createServer((req, res) => {
         // Open until its answer is finished or its connection is gone.
         if (!req.socket.destroyed) open.add(res)
@@ -97,6 +100,10 @@ export const serve = (handler: Handler) =>
           handler(entry, res)
         })
       })
+      server.on("connection", (socket) => {
+        connections++
+        socket.on("close", () => connections--)
+      })
       server.listen(0, "127.0.0.1", () => {
         const { port } = server.address() as AddressInfo
         const url = `http://127.0.0.1:${port}`
@@ -104,7 +111,10 @@ export const serve = (handler: Handler) =>
         const drained = Effect.gen(function*() {
           while (open.size > 0) yield* Effect.sleep("10 millis")
         })
-        resume(Effect.succeed({ server, state: { url, origin: url, received, abandoned, drained } }))
+        resume(Effect.succeed({
+          server,
+          state: { url, origin: url, received, abandoned, drained, connections: () => connections }
+        }))
       })
     }),
     ({ server }) =>
