@@ -102,10 +102,16 @@ export const wireHeader = (request: TransportRequest, name: string): string | un
   return value === undefined ? undefined : reveal(value)
 }
 
-const secretsOf = function*(request: TransportRequest): Generator<Redacted.Redacted<string>> {
+/** A bearer credential without its scheme: a server or a socket may echo the token alone. */
+const BEARER = /^bearer\s+/i
+
+const secretsOf = function*(request: TransportRequest): Generator<Redacted.Redacted<string> | string> {
   for (const name in request.headers) {
     const value = request.headers[name]!
-    if (typeof value !== "string") yield value
+    if (typeof value === "string") continue
+    yield value
+    const revealed = Redacted.value(value)
+    if (BEARER.test(revealed)) yield revealed.replace(BEARER, "")
   }
   if (request.body !== undefined && typeof request.body !== "string") yield request.body
 }

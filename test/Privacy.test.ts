@@ -135,6 +135,19 @@ const flows: ReadonlyArray<readonly [string, Flow]> = [
         get
       )
   ],
+  ["a transport failure whose detail holds the bare token, without its Bearer (from review)", (fake) =>
+    Effect.zipRight(
+      // Every attempt fails, so the call ends in this error (and its detail).
+      fake.scriptData(...Array.from({ length: 4 }, (): Fake.Responder => (request) =>
+        Effect.fail(
+          HttpTransport.transportError(
+            request,
+            "Network",
+            `socket said token=${HttpTransport.wireHeader(request, "authorization")!.slice("Bearer ".length)}`
+          )
+        ))),
+      get
+    )],
   ["a token transport failure whose detail holds the ApplicationId", (fake) =>
     Effect.zipRight(
       fake.scriptToken((request) => Effect.fail(HttpTransport.transportError(request, "Network", echo(request)))),
