@@ -212,8 +212,25 @@ const checkLogging = (options: LoggingOptions): LoggingOptions => {
   return options
 }
 
+/** Is this an AbortSignal (from this realm or another)? */
+const isAbortSignal = (value: unknown): value is AbortSignal =>
+  typeof value === "object" && value !== null && typeof (value as AbortSignal).aborted === "boolean" &&
+  typeof (value as AbortSignal).addEventListener === "function"
+
+/** Why a call's options cannot be used (JavaScript callers can pass anything), or `undefined`. */
+const callOptionsRefusal = (options: unknown): InvalidRequest | undefined => {
+  const refuse = (field: string, reason: string) => new InvalidRequest({ operation: "client", field, reason })
+  if (options === undefined || options === null) return undefined
+  if (typeof options !== "object") return refuse("options", "must be an object such as { signal }")
+  const signal = (options as CallOptions).signal
+  return signal === undefined || isAbortSignal(signal) ? undefined : refuse("signal", "must be an AbortSignal")
+}
+
 /** A client over resolved settings (already checked, so the layer cannot fail on them). */
 const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Client => {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidConfig({ setting: "options", reason: "must be an object of client options" })
+  }
   const agentOptions = checkAgentOptions(options.agentOptions)
   const logging = checkLogging(options)
   const store = options.tokenStore === undefined
@@ -231,6 +248,8 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
     if (closed) {
       return Promise.reject(new InvalidRequest({ operation: "client", field: "client", reason: "is closed" }))
     }
+    const refused = callOptionsRefusal(options)
+    if (refused !== undefined) return Promise.reject(refused)
     const signal = options?.signal
     if (signal?.aborted === true) return Promise.reject(signal.reason)
     return runtime.runPromiseExit(effect, signal === undefined ? undefined : { signal }).then((exit) =>
@@ -294,6 +313,9 @@ export const createClinicalClientFromEnv = (
   env: Readonly<Record<string, string | undefined>> = process.env,
   options: ClientOptions = {}
 ): Client => {
+  if (typeof env !== "object" || env === null) {
+    throw new InvalidConfig({ setting: "env", reason: "must be an object of environment variables" })
+  }
   const entries = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [[name, value] as const]))
   const config = checked(
     Effect.runSyncExit(

@@ -4,7 +4,7 @@
  * call) that names it, and sends nothing. Never a `TypeError`, never a defect.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, Option, type Schema } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Redacted, type Schema } from "effect"
 import { ClinicalClient, HttpDate, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as Fake from "./support/FakeService.js"
@@ -73,6 +73,8 @@ describe("bad arguments are typed errors", () => {
         > = [
           [MedicationService.get(anything(undefined)), "personUid"],
           [MedicationService.get(anything(12345)), "personUid"],
+          // Looks like a Redacted, holds nothing: Redacted.value would throw.
+          [MedicationService.get(Object.create(Object.getPrototypeOf(Redacted.make("x")))), "personUid"],
           [MedicationService.get(Fake.PERSON_UID, anything("2024-01-01")), "options"],
           [MedicationService.get(Fake.PERSON_UID, anything({ startDate: 20240101 })), "startDate"],
           [MedicationService.getAs(anything(undefined), Fake.PERSON_UID), "schema"],

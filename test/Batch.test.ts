@@ -118,7 +118,10 @@ describe("PersonData.getMany", () => {
         const [options, field] of [
           [{ concurrency: 0 }, "concurrency"],
           [{ concurrency: 1.5 }, "concurrency"],
-          [{ stopAfterTransportFailures: 0 }, "stopAfterTransportFailures"]
+          [{ stopAfterTransportFailures: 0 }, "stopAfterTransportFailures"],
+          // As for one call: options that are not an object are refused, not taken for none.
+          [5 as unknown as PersonData.ManyOptions, "options"],
+          ["all" as unknown as PersonData.ManyOptions, "options"]
         ] as const
       ) {
         const error = yield* Effect.flip(collect(PersonData.getMany(PersonData.medications, known, options)))

@@ -246,6 +246,45 @@ describe("AbortSignal", () => {
   })
 })
 
+describe("bad arguments from JavaScript callers (from review)", () => {
+  it("a signal that is not an AbortSignal, or options that are not an object, reject with InvalidRequest, sending nothing", async () => {
+    const mock = await startMock()
+    const clinical = clientFor(mock.url, mock.applicationId)
+    const person = mock.persons[0]!.personUid
+    const calls: ReadonlyArray<readonly [() => Promise<unknown>, string]> = [
+      [() => clinical.medications(person, { signal: {} } as never), "signal"],
+      [() => clinical.medications(person, { signal: 5 } as never), "signal"],
+      [() => clinical.token({ signal: "x" } as never), "signal"],
+      [() => clinical.token(5 as never), "options"],
+      [() => clinical.get(PersonData.medications, person, { signal: null } as never), "signal"],
+      [() => clinical.authenticate({ passCode: "x", dateOfBirth: "01/01/1945" }, "now" as never), "options"]
+    ]
+    for (const [call, field] of calls) {
+      const error = await rejection(call())
+      expect(error).toBeInstanceOf(InvalidRequest)
+      expect(error).toMatchObject({ _tag: "InvalidRequest", field })
+    }
+    const counters = await mock.counters()
+    expect(counters.tokenRequests + counters.dataRequests).toBe(0)
+  })
+
+  it("createClinicalClientFromEnv(null) and options that are not an object throw InvalidConfig", () => {
+    for (
+      const [make, setting] of [
+        [() => createClinicalClientFromEnv(null as never), "env"],
+        [() => createClinicalClientFromEnv("CLINICAL_BASE_URL=x" as never), "env"],
+        [() =>
+          createClinicalClientFromEnv({
+            CLINICAL_BASE_URL: "https://x.org",
+            CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId
+          }, null as never), "options"]
+      ] as const
+    ) {
+      expect(make).toThrow(expect.objectContaining({ _tag: "InvalidConfig", setting }))
+    }
+  })
+})
+
 describe("tokenStore", () => {
   it("a refused token store option throws InvalidConfig at once, naming it", () => {
     const options = { baseUrl: "https://x.org", applicationId: MockClinicalServer.demoApplicationId }

@@ -60,6 +60,9 @@ const iterate = <P>(input: Iterable<P>): IterableIterator<P> => {
 /** The batch option that is refused (its name and why), or `undefined`: for `many`, and for a caller checking first. */
 export const refusedOption = (options: Options | undefined): readonly [string, string] | undefined => {
   // `null` (from JavaScript) means the default, as `undefined` does.
+  if (options !== undefined && options !== null && typeof options !== "object") {
+    return ["options", "must be an object such as { concurrency, startDate, endDate }"]
+  }
   const concurrency = options?.concurrency ?? undefined
   if (concurrency !== undefined && !positiveInteger(concurrency, 100_000)) {
     return ["concurrency", "must be a whole number from 1 to 100000"]

@@ -25,9 +25,18 @@ export const MAX_PERSON_UID_LENGTH = 2048
  */
 export const MAX_TOKEN_LENGTH = 4096
 
-/** Reads a value that may be `Redacted` without ever logging it. */
-export const reveal = (value: string | Redacted.Redacted<string>): unknown =>
-  Redacted.isRedacted(value) ? Redacted.value(value) : value
+/**
+ * Reads a value that may be `Redacted` without ever logging it. Something that only looks like a
+ * `Redacted` (Effect holds no value for it) reads as `undefined`, which every check refuses.
+ */
+export const reveal = (value: string | Redacted.Redacted<string>): unknown => {
+  if (!Redacted.isRedacted(value)) return value
+  try {
+    return Redacted.value(value)
+  } catch {
+    return undefined
+  }
+}
 
 /** A GUID in its 36-character hyphenated form; braces around it (as .NET's `B` format writes it) are dropped. */
 export const guid = (value: unknown): Either.Either<string, string> => {
