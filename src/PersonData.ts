@@ -294,7 +294,8 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       personUid: PersonUid,
       options: GetOptions | undefined,
       fiber: FiberSpan.AnyFiber,
-      span: Tracer.Span | undefined
+      span: Tracer.Span | undefined,
+      traced: boolean
     ): Effect.Effect<Result<A>, ClinicalError> => {
       const checked = personRequest(op.name, personUid, options)
       if (Either.isLeft(checked)) {
@@ -325,10 +326,11 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
                 })
               )
           },
-          span
+          span,
+          traced
         ),
-        // The fiber that runs the call, when the call has a span of its own (see `traced`).
-        span === undefined ? undefined : fiber
+        // The fiber that runs the call, unless the call runs later under `Effect.withSpan` (see `traced`).
+        span === undefined && traced ? undefined : fiber
       )
     }
 
@@ -345,8 +347,11 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       }
       // The call's span, made from the fiber and handed to the call rather than made current
       // (Effect.withSpan would copy the fiber's context on every call); the same span either way.
+      // None at all when no one could see it (no tracer installed: see `FiberSpan.observed`).
       return Effect.withFiberRuntime((fiber) =>
-        FiberSpan.canMake(fiber)
+        !FiberSpan.observed(fiber, config.tracePropagation)
+          ? request(op, ready, decodeItems, personUid, options, fiber, undefined, false)
+          : FiberSpan.canMake(fiber)
           ? request(
             op,
             ready,
@@ -354,12 +359,14 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
             personUid,
             options,
             fiber,
-            FiberSpan.make(fiber, ready.spanName, "internal", ready.attributes)
+            FiberSpan.make(fiber, ready.spanName, "internal", ready.attributes),
+            true
           )
-          : Effect.withSpan(request(op, ready, decodeItems, personUid, options, fiber, undefined), ready.spanName, {
-            attributes: ready.attributes,
-            captureStackTrace: false
-          })
+          : Effect.withSpan(
+            request(op, ready, decodeItems, personUid, options, fiber, undefined, true),
+            ready.spanName,
+            { attributes: ready.attributes, captureStackTrace: false }
+          )
       )
     }
 

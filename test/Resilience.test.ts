@@ -549,6 +549,46 @@ describe("spans", () => {
       })
     ))
 
+  it.effect("with no tracer installed a call makes no span (nothing could see one), and still records its metrics", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        // What a transport sees as the current span: the call's, when spans are made.
+        const seen: Array<string> = []
+        const answer = HttpTransport.jsonResponse(200, { Medications: [], Success: true })
+        const looking: Fake.Responder = () =>
+          Effect.map(Effect.option(Effect.currentSpan), (span) => {
+            seen.push(span._tag === "Some" ? `${span.value.name} under ${span.value.parent._tag}` : "none")
+            return answer
+          })
+        const duration = Metric.taggedWithLabels(Telemetry.httpClientRequestDuration, [
+          MetricLabel.make("http.request.method", "POST"),
+          MetricLabel.make("server.address", "openapitest.intelichart.com"),
+          MetricLabel.make("server.port", "443"),
+          MetricLabel.make("http.response.status_code", "200")
+        ])
+        const before = (yield* Metric.value(duration)).count
+        yield* fake.scriptData(looking, looking)
+        // Effect's default tracer: spans made there go nowhere, so the call makes none.
+        yield* Fake.runWithClock(get)
+        const { spans, tracer } = yield* CapturingTracer.make
+        yield* Fake.runWithClock(get).pipe(Effect.withTracer(tracer))
+        expect(seen).toEqual(["none", "PersonData.medications under None"])
+        expect(spans.filter((span) => span.kind === "client").map((span) => span.name)).toEqual(["POST"])
+        expect((yield* Metric.value(duration)).count - before).toBe(2)
+      })
+    ))
+
+  it.effect("with no tracer installed, tracePropagation still sends a traceparent of its own ids", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      yield* MedicationService.get(Fake.PERSON_UID).pipe(
+        Effect.provide(Fake.clientLayer(fake, { tracePropagation: true }))
+      )
+      const sent = (yield* fake.requests).map((request) => request.headers["traceparent"])
+      expect(sent).toHaveLength(2)
+      for (const header of sent) expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+    }))
+
   it.effect("no traceparent is sent unless tracePropagation asks for it; then it is the attempt span's", () =>
     Effect.gen(function*() {
       const { spans, tracer } = yield* CapturingTracer.make

@@ -6,7 +6,7 @@
  */
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Tracer } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import * as Fs from "node:fs"
 import { Session } from "node:inspector/promises"
@@ -20,6 +20,7 @@ export const KINDS = [
   "platform-fetch",
   "fetch",
   "library-undici",
+  "library-undici-traced",
   "library-fetch",
   "adapter-fetch"
 ] as const
@@ -157,8 +158,19 @@ const rawFetch = async (baseUrl: string): Promise<Caller> => {
 }
 
 /**
+ * A tracer installed, which makes Effect's own spans (and keeps them nowhere): what a client costs
+ * with a tracer, less the tracer's own export. With none installed (Effect's default tracer), the
+ * library makes no span, since none could be seen.
+ */
+const installedTracer = (() => {
+  const effects = Effect.runSync(Effect.tracer)
+  return Tracer.make({ span: effects.span, context: effects.context })
+})()
+
+/**
  * Runs an Effect-based client: its layer built once, its context provided once around the whole
- * run (as an application does), calls through Effect.forEach with the concurrency.
+ * run (as an application does), calls through Effect.forEach with the concurrency; under `tracer`
+ * when given, installed once around the run.
  */
 const effectPool = <R>(
   layer: Layer.Layer<R, unknown>,
@@ -167,7 +179,8 @@ const effectPool = <R>(
   concurrency: number,
   warmup: number,
   latencies: Array<number>,
-  measure: <A>(run: () => Promise<A>) => Promise<A>
+  measure: <A>(run: () => Promise<A>) => Promise<A>,
+  tracer?: Tracer.Tracer
 ) =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const context = yield* Layer.build(layer)
@@ -185,15 +198,14 @@ const effectPool = <R>(
         body: () => Effect.suspend(() => (next++, timed)),
         step: () => {}
       })
-      return Effect.runPromise(
-        Effect.provide(
-          Effect.forEach(Array.from({ length: Math.min(concurrency, n) }), () => worker, {
-            concurrency,
-            discard: true
-          }),
-          context
-        )
+      const workers = Effect.provide(
+        Effect.forEach(Array.from({ length: Math.min(concurrency, n) }), () => worker, {
+          concurrency,
+          discard: true
+        }),
+        context
       )
+      return Effect.runPromise(tracer === undefined ? workers : Effect.withTracer(workers, tracer))
     }
     yield* Effect.promise(() => run(warmup))
     latencies.length = 0
@@ -331,7 +343,7 @@ export const measure = async (
       : HttpTransport.layerUndici()
     await effectPool(transport, setup, calls, concurrency, warmup, latencies, timed)
   } else {
-    const layer = libraryLayer(baseUrl, kind === "library-undici" ? "undici" : "fetch")
+    const layer = libraryLayer(baseUrl, kind === "library-fetch" ? "fetch" : "undici")
     await effectPool(
       layer,
       Effect.succeed(MedicationService.get(PERSON_UID)),
@@ -339,7 +351,8 @@ export const measure = async (
       concurrency,
       warmup,
       latencies,
-      timed
+      timed,
+      kind === "library-undici-traced" ? installedTracer : undefined
     )
   }
   const sorted = latencies.sort((a, b) => a - b)

@@ -83,6 +83,8 @@ export class Call<A> {
    * @param span the call's span, when the caller made it without making it current (see
    *   `fiberSpan`): the attempts' spans and the call's attributes go there, the Effect path runs
    *   under it, and the call ends it (the caller ends it only when the call never starts)
+   * @param traced false when no one could see the call's spans (no tracer installed: see
+   *   `FiberSpan.observed`): then the call has no span, and its attempts make none
    */
   constructor(
     readonly operation: Operation,
@@ -91,7 +93,8 @@ export class Call<A> {
     readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>,
     readonly resendable: boolean,
     readonly finish: Finish<A>,
-    readonly span?: Tracer.Span | undefined
+    readonly span?: Tracer.Span | undefined,
+    readonly traced: boolean = true
   ) {}
 }
 
@@ -260,7 +263,8 @@ export const make = (
           request(call, token, budget.timeoutMillis),
           progress.attempts - 1,
           config.tracePropagation,
-          transport.send
+          transport.send,
+          call.traced
         ),
         (error) => transportFailure(call, budget.byDeadline, error)
       )
@@ -295,7 +299,7 @@ export const make = (
     const m = metricsOf(call.operation)
     m.attempts(progress.attempts, tags)
     if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
-    const span = call.span ?? fiber.currentSpan
+    const span = spanOf(fiber, call)
     if (span !== undefined && span._tag === "Span") {
       span.attribute("clinical.attempts", progress.attempts)
       if (status !== undefined) span.attribute("http.response.status_code", status)
@@ -320,6 +324,10 @@ export const make = (
     json: unknown,
     used: TokenService.AccessToken | undefined
   ): JsonResponse => new Answer(status, json, call, config.applicationId, used)
+
+  /** Where the call's attempts and attributes go: its own span, else the current one (`Effect.withSpan`'s). */
+  const spanOf = (fiber: FiberSpan.AnyFiber, call: AnyCall): Tracer.AnySpan | undefined =>
+    call.traced ? call.span ?? fiber.currentSpan : undefined
 
   /** The end of a call whose answer reads: what the call makes of it, recorded (a failure as any other). */
   const finished = <A>(
@@ -492,10 +500,11 @@ export const make = (
         }
         const started = HttpSpan.startIn(
           fiber,
-          call.span ?? fiber.currentSpan,
+          spanOf(fiber, call),
           request(call, used, budget.timeoutMillis),
           0,
-          config.tracePropagation
+          config.tracePropagation,
+          call.traced
         )
         attempt = started
         cancel = send(started.request, (outcome) => {
@@ -536,7 +545,7 @@ export const make = (
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     const now = clock.unsafeCurrentTimeMillis()
     const begun = CallPolicy.begin(now, deadlineMillis)
-    const used = dispatch === undefined || !FiberSpan.canMake(fiber, call.span ?? fiber.currentSpan)
+    const used = dispatch === undefined || (call.traced && !FiberSpan.canMake(fiber, spanOf(fiber, call)))
       ? undefined
       : fresh?.(now)
     return used === undefined

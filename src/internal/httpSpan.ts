@@ -88,27 +88,32 @@ const traceparent = (span: Tracer.Span): string => `00-${span.traceId}-${span.sp
 
 /**
  * An attempt under way: the request to send (with its `traceparent` when asked), and how to end
- * it. A class, not an object literal, as every object made per call (see `authorizedPost`).
+ * it. A class, not an object literal, as every object made per call (see `authorizedPost`). Its
+ * span is `undefined` when no one could see it (see `FiberSpan.observed`); the duration is
+ * recorded either way.
  */
 export class Attempt {
   readonly request: HttpTransport.TransportRequest
   private readonly started = performance.now()
   constructor(
-    private readonly span: Tracer.Span,
+    private readonly span: Tracer.Span | undefined,
     request: HttpTransport.TransportRequest,
     private readonly server: Server,
     propagate: boolean
   ) {
-    this.request = propagate ? withTraceparent(request, traceparent(span)) : request
+    this.request = propagate && span !== undefined ? withTraceparent(request, traceparent(span)) : request
   }
 
   /** Records how the attempt ended, at the fiber's time, with its metric labels. */
   end(ending: Ending, fiber: FiberSpan.AnyFiber): void {
     const status = typeof ending !== "string" && Either.isRight(ending) ? ending.right.status : undefined
     const error = errorTypeOf(ending)
-    if (status !== undefined) this.span.attribute("http.response.status_code", status)
-    if (error !== undefined) this.span.attribute("error.type", error)
-    FiberSpan.end(fiber, this.span, error === undefined ? Exit.void : Exit.fail(error))
+    const span = this.span
+    if (span !== undefined) {
+      if (status !== undefined) span.attribute("http.response.status_code", status)
+      if (error !== undefined) span.attribute("error.type", error)
+      FiberSpan.end(fiber, span, error === undefined ? Exit.void : Exit.fail(error))
+    }
     durationOf(this.request.method, this.server, status, error)(
       (performance.now() - this.started) / 1000,
       fiber.getFiberRef(FiberRef.currentMetricLabels)
@@ -156,19 +161,22 @@ const attributesOf = (request: HttpTransport.TransportRequest, server: Server, r
 
 /**
  * Starts an attempt of `request` from within `fiber`, with no Effect: its span, a child of `parent`
- * (only where `FiberSpan.canMake` holds). `resendCount` is how many times this call's request was
- * sent before (0 for the first attempt). With `propagate`, the request carries the attempt's
- * `traceparent`.
+ * (only where `FiberSpan.canMake` holds), unless the call is not `traced`. `resendCount` is how
+ * many times this call's request was sent before (0 for the first attempt). With `propagate`, the
+ * request carries the attempt's `traceparent`.
  */
 export const startIn = (
   fiber: FiberSpan.AnyFiber,
   parent: Tracer.AnySpan | undefined,
   request: HttpTransport.TransportRequest,
   resendCount: number,
-  propagate: boolean
+  propagate: boolean,
+  traced: boolean
 ): Attempt => {
   const server = serverOf(request.url)
-  const span = FiberSpan.make(fiber, request.method, "client", attributesOf(request, server, resendCount), parent)
+  const span = traced
+    ? FiberSpan.make(fiber, request.method, "client", attributesOf(request, server, resendCount), parent)
+    : undefined
   return new Attempt(span, request, server, propagate)
 }
 
@@ -176,9 +184,11 @@ export const startIn = (
 export const start = (
   request: HttpTransport.TransportRequest,
   resendCount: number,
-  propagate: boolean
+  propagate: boolean,
+  traced: boolean
 ): Effect.Effect<Attempt> => {
   const server = serverOf(request.url)
+  if (!traced) return Effect.succeed(new Attempt(undefined, request, server, propagate))
   return Effect.map(
     Effect.makeSpan(request.method, {
       kind: "client",
@@ -203,10 +213,11 @@ export const attempt = (
   request: HttpTransport.TransportRequest,
   resendCount: number,
   propagate: boolean,
-  send: (request: HttpTransport.TransportRequest) => Effect.Effect<HttpTransport.TransportResponse, TransportError>
+  send: (request: HttpTransport.TransportRequest) => Effect.Effect<HttpTransport.TransportResponse, TransportError>,
+  traced = true
 ): Effect.Effect<HttpTransport.TransportResponse, TransportError> =>
   Effect.flatMap(
-    start(request, resendCount, propagate),
+    start(request, resendCount, propagate, traced),
     (attempt) =>
       Effect.onExit(send(attempt.request), (exit) =>
         Effect.withFiberRuntime<void>((fiber) => {
