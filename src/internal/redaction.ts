@@ -81,7 +81,13 @@ const percentEncoded = (text: string, at: number): readonly [number, number] | u
   const lead = text.charCodeAt(at) === 0x25 ? hexAt(text, at + 1, 2) : -1
   if (lead < 0) return undefined
   if (lead < 0x80) return [lead, 3]
-  const bytes = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0
+  const bytes = lead >= 0xc2 && lead <= 0xdf
+    ? 2
+    : lead >= 0xe0 && lead <= 0xef
+    ? 3
+    : lead >= 0xf0 && lead <= 0xf4
+    ? 4
+    : 0
   if (bytes === 0) return undefined
   let point = lead & (0xff >> (bytes + 1))
   for (let i = 1; i < bytes; i++) {
