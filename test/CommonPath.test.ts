@@ -101,8 +101,12 @@ const scenarios: ReadonlyArray<Scenario> = [
   { name: "interrupted while the server takes its time", faults: [Fault.delay("1 second")], interruptAfter: 100 }
 ]
 
-/** One run of a scenario on a fresh client: what came of the call, what the server saw, the spans. */
-const run = async (scenario: Scenario, withDispatch: boolean) => {
+/**
+ * One run of a scenario on a fresh client: what came of the call, what the server saw, the spans
+ * (with `traced`, under a tracer that records them; else under Effect's default tracer, with which
+ * the client makes none, and no span is recorded).
+ */
+const run = async (scenario: Scenario, withDispatch: boolean, traced: boolean) => {
   const { counts, layer } = transport(withDispatch)
   const client = ManagedRuntime.make(
     ClinicalClient.layer({
@@ -125,7 +129,8 @@ const run = async (scenario: Scenario, withDispatch: boolean) => {
     if (scenario.faults !== undefined) await mock.injectFaults("medications", scenario.faults)
     const dispatchedBefore = counts.dispatched
     const { shapes, tracer } = recordingTracer()
-    const call = MedicationService.get(scenario.person ?? person).pipe(Effect.withTracer(tracer))
+    const observed = MedicationService.get(scenario.person ?? person)
+    const call = traced ? Effect.withTracer(observed, tracer) : observed
     const exit = await client.runPromise(
       scenario.interruptAfter === undefined
         ? Effect.exit(call)
@@ -157,19 +162,26 @@ const run = async (scenario: Scenario, withDispatch: boolean) => {
   }
 }
 
-describe("the call's common path does what the Effect path does", () => {
-  for (const scenario of scenarios) {
-    it(scenario.name, async () => {
-      const effectPath = await run(scenario, false)
-      const commonPath = await run(scenario, true)
-      expect(effectPath.dispatched).toBe(0)
-      expect(commonPath.dispatched).toBeGreaterThan(0)
-      expect(commonPath.outcome).toEqual(effectPath.outcome)
-      expect(commonPath.server).toEqual(effectPath.server)
-      expect(commonPath.spans).toEqual(effectPath.spans)
-    })
-  }
-})
+for (const traced of [true, false]) {
+  describe(`the call's common path does what the Effect path does, ${traced ? "traced" : "with no tracer installed"}`, () => {
+    for (const scenario of scenarios) {
+      it(scenario.name, async () => {
+        const effectPath = await run(scenario, false, traced)
+        const commonPath = await run(scenario, true, traced)
+        expect(effectPath.dispatched).toBe(0)
+        expect(commonPath.dispatched).toBeGreaterThan(0)
+        expect(commonPath.outcome).toEqual(effectPath.outcome)
+        expect(commonPath.server).toEqual(effectPath.server)
+        // (With no tracer installed there is nothing to compare: Resilience.test.ts checks that
+        // no span is made then.)
+        if (traced) {
+          expect(commonPath.spans).toEqual(effectPath.spans)
+          expect(commonPath.spans.length).toBeGreaterThan(1)
+        }
+      })
+    }
+  })
+}
 
 describe("metrics on both paths", () => {
   it("the application's metric labels (Effect.tagMetrics) reach the attempts and duration histograms", async () => {
