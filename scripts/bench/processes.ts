@@ -18,9 +18,11 @@ export const startServer = () =>
   })
 
 /** Runs `script` with `args` (and `--expose-gc`) and resolves with the JSON of its last line. */
-export const runMeasurement = <A>(script: string, args: ReadonlyArray<string>) =>
+export const runMeasurement = <A>(script: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   new Promise<A>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", script, ...args], { env: childEnv })
+    const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", script, ...args], {
+      env: { ...childEnv, ...env }
+    })
     let out = ""
     let err = ""
     child.stdout.on("data", (chunk: Buffer) => (out += chunk))
