@@ -101,6 +101,16 @@ const scenarios: ReadonlyArray<Scenario> = [
   { name: "interrupted while the server takes its time", faults: [Fault.delay("1 second")], interruptAfter: 100 }
 ]
 
+/** Resolves once the mock has answered (or dropped) every request it has begun to answer. */
+const settled = async () => {
+  for (;;) {
+    const { byStatus, dropped, requestsByOperation } = await mock.counters()
+    const sum = (counts: Readonly<Record<string, number>>) => Object.values(counts).reduce((a, b) => a + b, 0)
+    if (sum(requestsByOperation) === sum(byStatus) + dropped) return
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 /**
  * One run of a scenario on a fresh client: what came of the call, what the server saw, the spans
  * (with `traced`, under a tracer that records them; else under Effect's default tracer, with which
@@ -142,8 +152,10 @@ const run = async (scenario: Scenario, withDispatch: boolean, traced: boolean) =
     await mock.clearFaults()
     // Whatever happened, the turn was given back: a call after it goes through (within the test's time).
     await client.runPromise(MedicationService.get(person))
+    // A delayed answer is counted when the server sends it, whether or not anyone still waits:
+    // wait for it here, or it would count in the run that follows (the mock serves them all).
+    await settled()
     const { byStatus, dropped, requestsByOperation } = await mock.counters()
-    // A delayed answer is counted when the server sends it, whether or not anyone still waits.
     const delayed = scenario.faults?.some((fault) => fault._tag === "Delay") === true
     return {
       outcome: Exit.match(exit, {
