@@ -215,6 +215,30 @@ describe("scrub: each way a character of a secret may be written", () => {
     expect(scrub("abbb", ["abb"])).toBe("<redacted>b")
   })
 
+  it("a secret that itself holds what looks like an escape is found as it is written (from review)", () => {
+    // A PersonUid may be any visible ASCII: URL-encoded base64, say.
+    for (const secret of ["p%41ss", "q1w2%2Be3r4%2Fz%3D%3D", "ab\\", "a\\\\b", "x\\u0041y"]) {
+      expect(scrub(`token "${secret}" rejected`, [secret])).toBe(`token "<redacted>" rejected`)
+    }
+    // ... and found encoded once more, as a URL or JSON would write it.
+    expect(scrub("x q1w2%252Be3r4 y", ["q1w2%2Be3r4"])).toBe("x <redacted> y")
+  })
+
+  it("a secret just after a % is found, even when the % and its first characters look like an escape (from review)", () => {
+    const guid = "6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b"
+    expect(scrub(`WHERE uid LIKE '%${guid}%'`, [guid])).toBe("WHERE uid LIKE '%<redacted>%'")
+    expect(scrub(`WHERE uid LIKE '%${guid.toUpperCase()}%'`, [guid])).toBe("WHERE uid LIKE '%<redacted>%'")
+    expect(scrub("x %41bcdef-secret y", ["41bcdef-secret"])).toBe("x %<redacted> y")
+  })
+
+  it("letters whose cases do not map one to one are matched as a case-insensitive search matches them (from review)", () => {
+    expect(scrub("token οδος", ["ΟΔΟΣ"])).toBe("token <redacted>")
+    expect(scrub("dose 5ΜG", ["5µg"])).toBe("dose <redacted>")
+    expect(scrub("x ΒETA", ["ϐeta"])).toBe("x <redacted>")
+    // A non-ASCII letter whose upper case is ASCII is not taken for that ASCII letter.
+    expect(scrub("x ıd-secret", ["Id-secret"])).toBe("x ıd-secret")
+  })
+
   it("a backslash escapes only a slash, a quote or a backslash: before another character it is kept", () => {
     expect(scrub("x \\a\\b-secret-12 y", ["ab-secret-12"])).toBe("x \\a\\b-secret-12 y")
   })

@@ -8,12 +8,15 @@
  * - percent-encoded (`%2F`, `%2b`), as it appears in a URL or a form body, `+` for a space;
  * - a GUID with or without its hyphens (`N` format) or braces (`B` format).
  *
- * How: the text is read once into units (a character, or one escape or percent-encoded sequence
- * standing for a character), each folded (lower case, a space as `+`), and each secret, folded the
- * same way, is looked for among the units with Knuth-Morris-Pratt. Time is linear in the text and
- * the secrets, whatever either holds: the server chooses both the text and the token, and a
- * backtracking search (a regular expression of every form) took 23 s on the event loop for a token
- * of 4,096 characters that almost repeats one letter, echoed in 64 KiB of that letter. Folding
+ * How: the text is read into units twice, once as it is written (each character a unit) and once
+ * decoded (a character, or one escape or percent-encoded sequence standing for a character), each
+ * unit folded (the case a case-insensitive search compares, a space as `+`), and each secret, folded
+ * the same way, is looked for in both with Knuth-Morris-Pratt. Both, because a secret may itself
+ * hold what looks like an escape (`%2B` in a URL-encoded PersonUid), and a `%` just before a secret
+ * may take its first characters for one. Time is linear in the text and the secrets, whatever
+ * either holds: the server chooses both the text and the token, and a backtracking search (a
+ * regular expression of every form) took 23 s on the event loop for a token of 4,096 characters
+ * that almost repeats one letter, echoed in 64 KiB of that letter. Folding
  * matches a little more than the exact forms (`É` escaped for `é`, a space for a `+`): text is only
  * ever redacted too much, never too little.
  */
@@ -43,16 +46,17 @@ const PLUS = 0x2b
 const HYPHEN = 0x2d
 const PERCENT = 0x25
 
-/** One UTF-16 unit as it is compared: lower case, a space as `+` (its form-encoded form). */
+/**
+ * One UTF-16 unit as it is compared: ASCII in lower case, a space as `+` (its form-encoded form),
+ * anything else in upper case as a case-insensitive regular expression compares it (so `ς`, `σ`
+ * and `Σ` are one letter, and `µ` is `Μ`), unless that upper case is ASCII (`ı` is not `I`).
+ */
 const fold = (unit: number): number => {
   if (unit === SPACE) return PLUS
   if (unit >= 0x41 && unit <= 0x5a) return unit + 0x20
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, the general path below folds ASCII the same way (it is the fast path)
   if (unit < 0x80) return unit
-  // Stryker disable next-line MethodExpression: equivalent, upper case folds as consistently as lower case (text and secrets alike)
-  const lower = String.fromCharCode(unit).toLowerCase()
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a letter whose lower case is two units only matches more (redacts more)
-  return lower.length === 1 ? lower.charCodeAt(0) : unit
+  const upper = String.fromCharCode(unit).toUpperCase()
+  return upper.length === 1 && upper.charCodeAt(0) >= 0x80 ? upper.charCodeAt(0) : unit
 }
 
 /** The value of a hexadecimal digit, or -1. */
@@ -176,6 +180,13 @@ const unitsOf = (text: string): Units => {
   return units
 }
 
+/** Text read as units as it is written: each character one unit, nothing decoded. */
+const asWritten = (text: string): Units => {
+  const units = new Units(text.length)
+  for (let at = 0; at < text.length; at++) units.push(text.charCodeAt(at), at, at + 1)
+  return units
+}
+
 /** A secret as it is looked for: its folded units, and the Knuth-Morris-Pratt table over them. */
 interface Needle {
   readonly codes: Uint16Array
@@ -239,10 +250,12 @@ const valueOf = (secret: Redacted.Redacted<string> | string): unknown =>
 const redactAll = (text: string, needles: ReadonlyArray<Needle>): string => {
   // Stryker disable next-line ConditionalExpression: equivalent, with no needle nothing is found (this is the fast path)
   if (needles.length === 0) return text
-  const units = unitsOf(text)
-  const hyphenless = needles.some((needle) => needle.guid) ? units.withoutHyphens() : units
+  const guids = needles.some((needle) => needle.guid)
   const spans: Array<number> = []
-  for (const needle of needles) occurrences(needle.guid ? hyphenless : units, needle, spans)
+  for (const units of [unitsOf(text), asWritten(text)]) {
+    const hyphenless = guids ? units.withoutHyphens() : units
+    for (const needle of needles) occurrences(needle.guid ? hyphenless : units, needle, spans)
+  }
   return replaceSpans(text, spans)
 }
 
