@@ -61,6 +61,67 @@ describe("HttpTransport over real sockets", () => {
           expect(data!.headers.authorization).toMatch(/^Bearer [A-Za-z0-9+/=]{112}$/)
         }))
 
+      it.scopedLive("a transport of the application's that copies each request (a header added) sends it whole (from review)", () =>
+        Effect.gen(function*() {
+          const mock = yield* MockClinicalServer.make()
+          const baseUrl = yield* MockClinicalServer.serve(mock)
+          const seen: Array<string | undefined> = []
+          // What an application writes to add a header of its own: a copy of the request, spread.
+          const copying = Layer.effect(
+            HttpTransport.HttpTransport,
+            Effect.map(HttpTransport.HttpTransport, (inner): HttpTransport.Service => ({
+              send: (request) => {
+                const copy = { ...request, headers: { ...request.headers, "x-copied": "yes" } }
+                seen.push(HttpTransport.wireBody({ method: copy.method, url: copy.url, headers: {}, body: copy.body }))
+                return inner.send(copy)
+              }
+            }))
+          ).pipe(Layer.provide(transport))
+          for (const tracePropagation of [false, true]) {
+            const client = ClinicalClient.layer({ baseUrl, applicationId: Redacted.make(APP), tracePropagation }).pipe(
+              Layer.provide(copying)
+            )
+            const result = yield* MedicationService.get(PERSON.personUid).pipe(Effect.provide(client))
+            expect(result.medications).toEqual(PERSON.medications)
+          }
+          const dataBody = JSON.stringify({ personuid: PERSON.personUid })
+          const log = yield* mock.requestLog
+          expect(log.map((entry) => [entry.path, entry.body, entry.headers["x-copied"], entry.status])).toEqual([
+            ["/api/Server/Token", JSON.stringify({ ApplicationId: APP }), "yes", 200],
+            ["/api/clinical/medication/get", dataBody, "yes", 200],
+            ["/api/Server/Token", JSON.stringify({ ApplicationId: APP }), "yes", 200],
+            ["/api/clinical/medication/get", dataBody, "yes", 200]
+          ])
+          expect(log[3]!.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
+          // The copy's own `body` is the body too, for an application's code that reads it.
+          expect(seen).toEqual([JSON.stringify({ ApplicationId: APP }), dataBody, JSON.stringify({ ApplicationId: APP }), dataBody])
+        }))
+
+      it.scopedLive("a copy of a request whose body the application replaced sends the replacement", () =>
+        Effect.gen(function*() {
+          const mock = yield* MockClinicalServer.make()
+          const baseUrl = yield* MockClinicalServer.serve(mock)
+          const other = MockClinicalServer.fixturePersons[1]!
+          const replacing = Layer.effect(
+            HttpTransport.HttpTransport,
+            Effect.map(HttpTransport.HttpTransport, (inner): HttpTransport.Service => ({
+              send: (request) =>
+                inner.send(
+                  request.url.endsWith("/get")
+                    ? { ...request, body: Redacted.make(JSON.stringify({ personuid: other.personUid })) }
+                    : request
+                )
+            }))
+          ).pipe(Layer.provide(transport))
+          for (const tracePropagation of [false, true]) {
+            const client = ClinicalClient.layer({ baseUrl, applicationId: Redacted.make(APP), tracePropagation }).pipe(
+              Layer.provide(replacing)
+            )
+            const result = yield* MedicationService.get(PERSON.personUid).pipe(Effect.provide(client))
+            expect(result.medications).toEqual(other.medications)
+          }
+        }))
+
       it.scopedLive("returns status, lower-cased headers and body; sends no body with GET", () =>
         Effect.gen(function*() {
           const mock = yield* MockClinicalServer.make()

@@ -42,7 +42,7 @@ import * as HttpSpan from "./httpSpan.js"
 import * as MetricUpdater from "./metricUpdater.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
-import type { SecretText, WithSecretBody } from "./secretText.js"
+import { SecretBodyRequest, type SecretText } from "./secretText.js"
 import * as Telemetry from "./telemetry.js"
 
 /*
@@ -103,21 +103,20 @@ type AnyCall = Call<unknown>
 
 /**
  * A data request as the transport gets it (see {@link Call} on why a class). Its `body` is an
- * Effect `Redacted`, made only if a transport reads it: the library's own take the text from
- * `secretBody` (see `internal/secretText`).
+ * Effect `Redacted`, made only if a transport reads it: the library's own take the text itself
+ * (see `internal/secretText`).
  */
-class DataRequest implements HttpTransport.TransportRequest, WithSecretBody {
+class DataRequest extends SecretBodyRequest implements HttpTransport.TransportRequest {
   readonly method = "POST"
+  declare readonly body: Redacted.Redacted<string>
   constructor(
     readonly url: string,
     readonly headers: Readonly<Record<string, HttpTransport.WireValue>>,
-    readonly secretBody: SecretText,
+    secretBody: SecretText,
     readonly maxResponseBytes: number,
     readonly timeoutMillis: number
-  ) {}
-
-  get body(): Redacted.Redacted<string> {
-    return this.secretBody.redacted()
+  ) {
+    super(secretBody)
   }
 }
 

@@ -21,7 +21,7 @@ import type { TransportError } from "../ClinicalError.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import * as FiberSpan from "./fiberSpan.js"
 import * as MetricUpdater from "./metricUpdater.js"
-import { secretBodyOf, type SecretText } from "./secretText.js"
+import { secretBodyOf, SecretBodyRequest } from "./secretText.js"
 import * as Telemetry from "./telemetry.js"
 
 /** Where a URL points, as the conventions name it; computed once per URL. */
@@ -122,26 +122,20 @@ export class Attempt {
 }
 
 /** `request` with a `traceparent` header added; its body, secret or not, is the request's own. */
-class WithTraceparent implements HttpTransport.TransportRequest {
+class WithTraceparent extends SecretBodyRequest implements HttpTransport.TransportRequest {
   readonly method: HttpTransport.TransportRequest["method"]
   readonly url: string
   readonly headers: Readonly<Record<string, HttpTransport.WireValue>>
   readonly maxResponseBytes: number | undefined
   readonly timeoutMillis: number | undefined
-  constructor(private readonly original: HttpTransport.TransportRequest, traceparent: string) {
+  constructor(original: HttpTransport.TransportRequest, traceparent: string) {
+    const secret = secretBodyOf(original)
+    super(secret, secret === undefined ? original.body : undefined)
     this.method = original.method
     this.url = original.url
     this.headers = { ...original.headers, traceparent }
     this.maxResponseBytes = original.maxResponseBytes
     this.timeoutMillis = original.timeoutMillis
-  }
-
-  get body(): HttpTransport.WireValue | undefined {
-    return this.original.body
-  }
-
-  get secretBody(): SecretText | undefined {
-    return secretBodyOf(this.original)
   }
 }
 

@@ -10,6 +10,7 @@
  * field here, and a `Redacted` of it is made only if some other code reads the request's `body`.
  */
 import * as Redacted from "effect/Redacted"
+import type * as HttpTransport from "../HttpTransport.js"
 
 const SHOWN = "<redacted>"
 
@@ -46,15 +47,38 @@ export class SecretText {
 }
 
 /**
- * A request whose body is a {@link SecretText}: its `body` is that text's `Redacted`, made only if
- * read; the library's transports take the text from `secretBody` (see `HttpTransport.wireBody`).
+ * A request whose body may be a {@link SecretText}. Its `body` is then that text's `Redacted`, made
+ * only if read, and the library's transports take the text itself through {@link secretBodyOf}.
+ *
+ * - `body` is an own enumerable property, not a getter of the class: `{ ...request }` (how an
+ *   application's transport copies a request to add a header) copies own properties only, and the
+ *   copy would have no body. Defining it costs about 0.13 us per request, against 0.9 us for
+ *   making the `Redacted` eagerly.
+ * - The text is in a private field, which a copy does not carry: a copy is sent with its own
+ *   `body`, so one whose `body` the application replaced sends the replacement.
  */
-export interface WithSecretBody {
-  readonly secretBody: SecretText
+export class SecretBodyRequest {
+  readonly #secretBody: SecretText | undefined
+  declare readonly body: HttpTransport.WireValue | undefined
+
+  static readonly #BODY: PropertyDescriptor = {
+    get(this: SecretBodyRequest) {
+      return this.#secretBody!.redacted()
+    },
+    enumerable: true
+  }
+
+  constructor(secretBody: SecretText | undefined, body?: HttpTransport.WireValue) {
+    this.#secretBody = secretBody
+    if (secretBody === undefined) this.body = body
+    else Object.defineProperty(this, "body", SecretBodyRequest.#BODY)
+  }
+
+  /** The request's body as a {@link SecretText}, when it is one of these that carries one. */
+  static secretBodyOf(request: object): SecretText | undefined {
+    return #secretBody in request ? request.#secretBody : undefined
+  }
 }
 
 /** The request's body as a {@link SecretText}, when it carries one. */
-export const secretBodyOf = (request: object): SecretText | undefined => {
-  const body = (request as Partial<WithSecretBody>).secretBody
-  return body instanceof SecretText ? body : undefined
-}
+export const secretBodyOf = SecretBodyRequest.secretBodyOf
