@@ -94,7 +94,12 @@ describe("HttpTransport over real sockets", () => {
           ])
           expect(log[3]!.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
           // The copy's own `body` is the body too, for an application's code that reads it.
-          expect(seen).toEqual([JSON.stringify({ ApplicationId: APP }), dataBody, JSON.stringify({ ApplicationId: APP }), dataBody])
+          expect(seen).toEqual([
+            JSON.stringify({ ApplicationId: APP }),
+            dataBody,
+            JSON.stringify({ ApplicationId: APP }),
+            dataBody
+          ])
         }))
 
       it.scopedLive("a copy of a request whose body the application replaced sends the replacement", () =>
