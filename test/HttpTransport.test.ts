@@ -5,8 +5,15 @@
 import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Redacted } from "effect"
-import { ClinicalClient, type ClinicalError, HttpTransport, MedicationService } from "effect-clinical"
+import {
+  ClinicalClient,
+  type ClinicalError,
+  HttpTransport,
+  MedicationService,
+  PersonAuthentication
+} from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
+import * as util from "node:util"
 import * as Raw from "./support/RawServer.js"
 
 const transports: ReadonlyArray<
@@ -61,46 +68,85 @@ describe("HttpTransport over real sockets", () => {
           expect(data!.headers.authorization).toMatch(/^Bearer [A-Za-z0-9+/=]{112}$/)
         }))
 
-      it.scopedLive("a transport of the application's that copies each request (a header added) sends it whole (from review)", () =>
-        Effect.gen(function*() {
-          const mock = yield* MockClinicalServer.make()
-          const baseUrl = yield* MockClinicalServer.serve(mock)
-          const seen: Array<string | undefined> = []
-          // What an application writes to add a header of its own: a copy of the request, spread.
-          const copying = Layer.effect(
-            HttpTransport.HttpTransport,
-            Effect.map(HttpTransport.HttpTransport, (inner): HttpTransport.Service => ({
-              send: (request) => {
-                const copy = { ...request, headers: { ...request.headers, "x-copied": "yes" } }
-                seen.push(HttpTransport.wireBody({ method: copy.method, url: copy.url, headers: {}, body: copy.body }))
-                return inner.send(copy)
-              }
-            }))
-          ).pipe(Layer.provide(transport))
-          for (const tracePropagation of [false, true]) {
-            const client = ClinicalClient.layer({ baseUrl, applicationId: Redacted.make(APP), tracePropagation }).pipe(
-              Layer.provide(copying)
+      // What an application writes to add a header of its own: a copy of the request, spread, or
+      // a wrapper that passes everything else through.
+      const copies: ReadonlyArray<
+        readonly [string, (request: HttpTransport.TransportRequest) => HttpTransport.TransportRequest]
+      > = [
+        ["spread", (request) => ({ ...request, headers: { ...request.headers, "x-copied": "yes" } })],
+        ["Proxy", (request) =>
+          new Proxy(request, {
+            get: (target, name, receiver) =>
+              name === "headers"
+                ? { ...target.headers, "x-copied": "yes" }
+                : Reflect.get(target, name, receiver)
+          })],
+        [
+          "Object.create",
+          (request) =>
+            Object.create(request, { headers: { value: { ...request.headers, "x-copied": "yes" }, enumerable: true } })
+        ]
+      ]
+      for (const [style, copy] of copies) {
+        it.scopedLive(`a transport of the application's that copies each request (${style}, a header added) sends it whole (from review)`, () =>
+          Effect.gen(function*() {
+            const mock = yield* MockClinicalServer.make()
+            const baseUrl = yield* MockClinicalServer.serve(mock)
+            const seen: Array<string | undefined> = []
+            const printed: Array<string> = []
+            const copying = Layer.effect(
+              HttpTransport.HttpTransport,
+              Effect.map(HttpTransport.HttpTransport, (inner): HttpTransport.Service => ({
+                send: (request) => {
+                  const copied = copy(request)
+                  for (const shown of [request, copied]) {
+                    printed.push(
+                      util.inspect(shown, { showHidden: true, getters: true, depth: 9 }),
+                      JSON.stringify(shown),
+                      String(shown)
+                    )
+                  }
+                  seen.push(HttpTransport.wireBody({ method: "POST", url: copied.url, headers: {}, body: copied.body }))
+                  return inner.send(copied)
+                }
+              }))
+            ).pipe(Layer.provide(transport))
+            for (const tracePropagation of [false, true]) {
+              const client = ClinicalClient.layer({ baseUrl, applicationId: Redacted.make(APP), tracePropagation })
+                .pipe(
+                  Layer.provide(copying)
+                )
+              const result = yield* MedicationService.get(PERSON.personUid).pipe(Effect.provide(client))
+              expect(result.medications).toEqual(PERSON.medications)
+              const personUid = yield* PersonAuthentication.authenticate({
+                passCode: PERSON.passCode,
+                dateOfBirth: PERSON.dateOfBirth
+              }).pipe(Effect.provide(client))
+              expect(Redacted.value(personUid)).toBe(PERSON.personUid)
+            }
+            const tokenBody = JSON.stringify({ ApplicationId: APP })
+            const dataBody = JSON.stringify({ personuid: PERSON.personUid })
+            const log = yield* mock.requestLog
+            const authBody = log[3]!.body
+            expect(authBody).toContain(PERSON.passCode)
+            expect(log.map((entry) => [entry.path, entry.body, entry.headers["x-copied"], entry.status])).toEqual(
+              [false, true].flatMap(() => [
+                ["/api/Server/Token", tokenBody, "yes", 200],
+                ["/api/clinical/medication/get", dataBody, "yes", 200],
+                // The authenticate host's own token (see PersonAuthentication).
+                ["/api/Server/Token", tokenBody, "yes", 200],
+                ["/api/Server/Authenticate", authBody, "yes", 200]
+              ])
             )
-            const result = yield* MedicationService.get(PERSON.personUid).pipe(Effect.provide(client))
-            expect(result.medications).toEqual(PERSON.medications)
-          }
-          const dataBody = JSON.stringify({ personuid: PERSON.personUid })
-          const log = yield* mock.requestLog
-          expect(log.map((entry) => [entry.path, entry.body, entry.headers["x-copied"], entry.status])).toEqual([
-            ["/api/Server/Token", JSON.stringify({ ApplicationId: APP }), "yes", 200],
-            ["/api/clinical/medication/get", dataBody, "yes", 200],
-            ["/api/Server/Token", JSON.stringify({ ApplicationId: APP }), "yes", 200],
-            ["/api/clinical/medication/get", dataBody, "yes", 200]
-          ])
-          expect(log[3]!.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
-          // The copy's own `body` is the body too, for an application's code that reads it.
-          expect(seen).toEqual([
-            JSON.stringify({ ApplicationId: APP }),
-            dataBody,
-            JSON.stringify({ ApplicationId: APP }),
-            dataBody
-          ])
-        }))
+            expect(log[5]!.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
+            // The copy's own `body` is the body too, for an application's code that reads it.
+            expect(seen).toEqual([tokenBody, dataBody, tokenBody, authBody, tokenBody, dataBody, tokenBody, authBody])
+            // Printed, neither the request nor its copy shows a secret.
+            for (const secret of [APP, PERSON.personUid, PERSON.passCode, PERSON.dateOfBirth]) {
+              expect(printed.filter((text) => text.includes(secret))).toEqual([])
+            }
+          }))
+      }
 
       it.scopedLive("a copy of a request whose body the application replaced sends the replacement", () =>
         Effect.gen(function*() {
