@@ -235,8 +235,65 @@ describe("scrub: each way a character of a secret may be written", () => {
     expect(scrub("token οδος", ["ΟΔΟΣ"])).toBe("token <redacted>")
     expect(scrub("dose 5ΜG", ["5µg"])).toBe("dose <redacted>")
     expect(scrub("x ΒETA", ["ϐeta"])).toBe("x <redacted>")
-    // A non-ASCII letter whose upper case is ASCII is not taken for that ASCII letter.
-    expect(scrub("x ıd-secret", ["Id-secret"])).toBe("x ıd-secret")
+    // Letters that fold alike are taken for one another: redacting too much is the safe side.
+    expect(scrub("x ıd-secret", ["Id-secret"])).toBe("x <redacted>")
+  })
+
+  it("letter cases as culture-specific or compatibility forms write them (from review)", () => {
+    // A Turkish-culture ToUpper / ToLower of a pass code.
+    expect(scrub("code Pİ-7 refused", ["pi-7"])).toBe("code <redacted> refused")
+    expect(scrub("code pın-7 refused", ["PIN-7"])).toBe("code <redacted> refused")
+    // The sharp s and its capital; the Kelvin, Ohm and Ångström signs for their letters.
+    expect(scrub("x STRAẞE-1 y", ["straße-1"])).toBe("x <redacted> y")
+    expect(scrub("x \u212a9-code y", ["k9-code"])).toBe("x <redacted> y")
+    expect(scrub("x Ω-code y", ["ω-code"])).toBe("x <redacted> y")
+    expect(scrub("x Å-code y", ["å-code"])).toBe("x <redacted> y")
+  })
+
+  it("a secret is found whichever of JSON escaping and percent-encoding the server applied (from review)", () => {
+    const uid = "4Fab+cd/ef=="
+    // After a %, with the secret JSON-escaped (System.Text.Json escapes +, PHP escapes /).
+    expect(scrub(`uid LIKE '%4Fab\\u002Bcd/ef==%'`, [uid])).toBe("uid LIKE '%<redacted>%'")
+    expect(scrub(`uid LIKE '%4Fab+cd\\/ef==%'`, [uid])).toBe("uid LIKE '%<redacted>%'")
+    // A secret holding what looks like a percent escape, JSON-escaped elsewhere.
+    expect(scrub("x x%41y\\/z-secret y", ["x%41y/z-secret"])).toBe("x <redacted> y")
+    expect(scrub("x ab%2Bcd\\u002Bef y", ["ab%2Bcd+ef"])).toBe("x <redacted> y")
+    // ... and one holding a JSON escape, percent-encoded elsewhere.
+    expect(scrub("x q\\u0041y%2Fz y", ["q\\u0041y/z"])).toBe("x <redacted> y")
+  })
+
+  it("a secret that holds an escape is found decoded too: the server may have decoded it before echoing it (from review)", () => {
+    expect(scrub("no person ab+cd/e", ["ab%2Bcd%2Fe"])).toBe("no person <redacted>")
+    expect(scrub("no person ab cd", ["ab%20cd"])).toBe("no person <redacted>")
+    expect(scrub("no person a/b", ["a\\/b"])).toBe("no person <redacted>")
+  })
+
+  it("a GUID given in braces or as 32 digits is found in every GUID form (from review)", () => {
+    const guid = "6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b"
+    const digits = guid.replace(/-/g, "")
+    for (const secret of [`{${guid}}`, digits, digits.toUpperCase()]) {
+      for (const echoed of [guid, guid.toUpperCase(), digits, `{${guid}}`, `(${guid})`]) {
+        expect(scrub(`person ${echoed} unknown`, [secret])).toMatch(/^person [({]?<redacted>[)}]? unknown$/)
+      }
+    }
+  })
+
+  it("occurrences that touch are replaced once: a text made of a secret shrinks (from review)", () => {
+    expect(scrub("aaaa", ["a"])).toBe("<redacted>")
+    expect(scrub("x abab y ab", ["ab"])).toBe("x <redacted> y <redacted>")
+    expect(redactEvery("a".repeat(1_000_000), "a")).toBe("<redacted>")
+    expect(redactEvery(`${"%61".repeat(100_000)}-`, "a")).toBe("<redacted>-")
+  })
+
+  it("malformed percent sequences, however many, are characters like any other", () => {
+    const malformed = "%F0%C0%80%ED%A0%80%F4%90%80%80%E0%80%AF%80%C2%F5%80"
+    expect(redactEvery(`${malformed.repeat(1000)}secret${malformed}`, "secret")).toBe(
+      `${malformed.repeat(1000)}<redacted>${malformed}`
+    )
+    // Well-formed neighbours of each: the first and last of their ranges.
+    expect(scrub("x %F0%90%80%80%F4%8F%BF%BF%E0%A0%80%ED%9F%BF y", ["\u{10000}\u{10FFFF}\u0800\uD7FF"])).toBe(
+      "x <redacted> y"
+    )
   })
 
   it("a backslash escapes only a slash, a quote or a backslash: before another character it is kept", () => {

@@ -8,17 +8,20 @@
  * - percent-encoded (`%2F`, `%2b`), as it appears in a URL or a form body, `+` for a space;
  * - a GUID with or without its hyphens (`N` format) or braces (`B` format).
  *
- * How: the text is read into units twice, once as it is written (each character a unit) and once
- * decoded (a character, or one escape or percent-encoded sequence standing for a character), each
- * unit folded (the case a case-insensitive search compares, a space as `+`), and each secret, folded
- * the same way, is looked for in both with Knuth-Morris-Pratt. Both, because a secret may itself
- * hold what looks like an escape (`%2B` in a URL-encoded PersonUid), and a `%` just before a secret
- * may take its first characters for one. Time is linear in the text and the secrets, whatever
+ * How: the text is read into units four ways (as written, JSON escapes decoded, percent-encoding
+ * decoded, both), a unit being a character or one escape standing for one, each unit folded (simple
+ * case folding, a space as `+`); each secret is read and folded the same ways, and each of its
+ * readings is looked for in each of the text's with Knuth-Morris-Pratt. Every reading, because a
+ * secret may itself hold what looks like an escape (`%2B` in a URL-encoded PersonUid) and be echoed
+ * as written or decoded, a `%` just before a secret may take its first characters for one, and a
+ * server may escape one way and not the other. Time is linear in the text and the secrets, whatever
  * either holds: the server chooses both the text and the token, and a backtracking search (a
  * regular expression of every form) took 23 s on the event loop for a token of 4,096 characters
- * that almost repeats one letter, echoed in 64 KiB of that letter. Folding
- * matches a little more than the exact forms (`É` escaped for `é`, a space for a `+`): text is only
- * ever redacted too much, never too little.
+ * that almost repeats one letter, echoed in 64 KiB of that letter; no exception is thrown per
+ * character (`decodeURIComponent` on each malformed sequence made such a text 10 times slower), and
+ * occurrences are merged in one pass, not sorted. Folding matches a little more than the exact
+ * forms (`É` escaped for `é`, a space for a `+`, `ı` for `i`): text is only ever redacted too much,
+ * never too little.
  */
 import * as Redacted from "effect/Redacted"
 import { isGuid } from "./validate.js"
@@ -46,17 +49,24 @@ const PLUS = 0x2b
 const HYPHEN = 0x2d
 const PERCENT = 0x25
 
+const DOTTED_CAPITAL_I = 0x130
+
 /**
- * One UTF-16 unit as it is compared: ASCII in lower case, a space as `+` (its form-encoded form),
- * anything else in upper case as a case-insensitive regular expression compares it (so `ς`, `σ`
- * and `Σ` are one letter, and `µ` is `Μ`), unless that upper case is ASCII (`ı` is not `I`).
+ * One UTF-16 unit as it is compared: a space as `+` (its form-encoded form), any other the lower
+ * case of its upper case (simple case folding: `ς`, `σ` and `Σ` are one letter, `µ` is `μ`, the
+ * Kelvin sign is `k`), and `İ` as `i` (what a Turkish-culture `ToUpper` makes of it; `ı` folds to
+ * `i` already). Where two letters of different texts fold alike, both are taken for one: text is
+ * redacted too much rather than too little.
  */
 const fold = (unit: number): number => {
   if (unit === SPACE) return PLUS
   if (unit >= 0x41 && unit <= 0x5a) return unit + 0x20
   if (unit < 0x80) return unit
+  if (unit === DOTTED_CAPITAL_I) return 0x69
   const upper = String.fromCharCode(unit).toUpperCase()
-  return upper.length === 1 && upper.charCodeAt(0) >= 0x80 ? upper.charCodeAt(0) : unit
+  const single = upper.length === 1 ? upper : String.fromCharCode(unit)
+  const lower = single.toLowerCase()
+  return lower.length === 1 ? lower.charCodeAt(0) : single.charCodeAt(0)
 }
 
 /** The value of a hexadecimal digit, or -1. */
@@ -83,28 +93,40 @@ const hexAt = (text: string, at: number, digits: number): number => {
   return value
 }
 
-/** How many bytes a UTF-8 sequence has, from its lead byte (at least 0xC0). */
-const utf8Length = (lead: number): number => (lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4)
+/**
+ * The smallest and largest second byte a UTF-8 sequence may have after `lead` (Unicode's table of
+ * well-formed sequences): what rules out overlong forms, surrogates and code points past U+10FFFF.
+ */
+const secondByteRange = (lead: number): readonly [number, number] =>
+  lead === 0xe0 ? [0xa0, 0xbf] : lead === 0xed ? [0x80, 0x9f] : lead === 0xf0 ? [0x90, 0xbf] : lead === 0xf4
+    ? [0x80, 0x8f]
+    : [0x80, 0xbf]
+
+/** How many bytes a UTF-8 sequence has from its lead byte, or 0 when no sequence starts with it. */
+const utf8Length = (lead: number): number =>
+  lead < 0x80 ? 1 : lead < 0xc2 ? 0 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : lead < 0xf5 ? 4 : 0
 
 /**
- * The character of the UTF-8 sequence percent-encoded at `at` (`%C3%A9`), with its length in the
- * text, or undefined when there is none there (then the `%` is a character like any other). The
- * lead byte says how long the sequence is; `decodeURIComponent` refuses the rest when it is not
- * UTF-8 (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF).
+ * The code point of the well-formed UTF-8 sequence percent-encoded at `at` (`%C3%A9`), with its
+ * length in the text, or undefined when there is none there (then the `%` is a character like any
+ * other). Checked by arithmetic, not by `decodeURIComponent`, whose exception on every malformed
+ * sequence made a text of them take 15 times as long.
  */
-const percentEncoded = (text: string, at: number): readonly [string, number] | undefined => {
+const percentEncoded = (text: string, at: number): readonly [number, number] | undefined => {
   const lead = text.charCodeAt(at) === PERCENT ? hexAt(text, at + 1, 2) : -1
   if (lead < 0) return undefined
-  // Stryker disable next-line EqualityOperator: equivalent, 0xC0 leads no UTF-8 sequence: refused either way
-  const length = 3 * (lead < 0xc0 ? 1 : utf8Length(lead))
-  // Stryker disable BlockStatement: equivalent, an empty catch returns undefined all the same
-  try {
-    return [decodeURIComponent(text.slice(at, at + length)), length]
-  } catch {
-    return undefined
+  const bytes = utf8Length(lead)
+  if (bytes === 0) return undefined
+  // The lead's own bits: 7 of a single byte, then 5, 4 or 3.
+  let codePoint = bytes === 1 ? lead : lead & (0xff >> (bytes + 1))
+  for (let i = 1; i < bytes; i++) {
+    const byte = text.charCodeAt(at + 3 * i) === PERCENT ? hexAt(text, at + 3 * i + 1, 2) : -1
+    const [low, high] = i === 1 ? secondByteRange(lead) : [0x80, 0xbf]
+    if (byte < low || byte > high) return undefined
+    codePoint = (codePoint << 6) | (byte & 0x3f)
   }
+  return [codePoint, 3 * bytes]
 }
-// Stryker restore BlockStatement
 
 /**
  * Text read as units: each a character of the text, or a JSON escape (`\/`, `\"`, `\\`,
@@ -145,13 +167,19 @@ const BACKSLASH = 0x5c
 const SLASH = 0x2f
 const QUOTE = 0x22
 
-const unitsOf = (text: string): Units => {
+/**
+ * `text` read as units, decoding JSON escapes or not and percent-encoding or not: each of the four
+ * readings is searched, because a secret may itself hold what looks like an escape (`%2B` in a
+ * URL-encoded PersonUid), a `%` just before a secret may take its first characters for one, and a
+ * server may escape the one way and not the other.
+ */
+const unitsOf = (text: string, json: boolean, percent: boolean): Units => {
   const units = new Units(text.length)
   let at = 0
   // Stryker disable next-line EqualityOperator: equivalent, one unit more past the end matches no secret's units
   while (at < text.length) {
     const unit = text.charCodeAt(at)
-    if (unit === BACKSLASH) {
+    if (json && unit === BACKSLASH) {
       const next = text.charCodeAt(at + 1)
       if (next === SLASH || next === QUOTE || next === BACKSLASH) {
         units.push(next, at, at + 2)
@@ -164,12 +192,16 @@ const unitsOf = (text: string): Units => {
         at += 6
         continue
       }
-    } else {
+    } else if (percent) {
       const decoded = percentEncoded(text, at)
       if (decoded !== undefined) {
-        const [character, length] = decoded
+        const [codePoint, length] = decoded
         // One unit, or two for a character outside the BMP: each stands for the whole sequence.
-        for (let i = 0; i < character.length; i++) units.push(character.charCodeAt(i), at, at + length)
+        if (codePoint < 0x10000) units.push(codePoint, at, at + length)
+        else {
+          units.push(0xd800 + ((codePoint - 0x10000) >> 10), at, at + length)
+          units.push(0xdc00 + ((codePoint - 0x10000) & 0x3ff), at, at + length)
+        }
         at += length
         continue
       }
@@ -180,12 +212,13 @@ const unitsOf = (text: string): Units => {
   return units
 }
 
-/** Text read as units as it is written: each character one unit, nothing decoded. */
-const asWritten = (text: string): Units => {
-  const units = new Units(text.length)
-  for (let at = 0; at < text.length; at++) units.push(text.charCodeAt(at), at, at + 1)
-  return units
-}
+/** The four readings of a text: as written, JSON escapes decoded, percent-encoding decoded, both. */
+const READINGS: ReadonlyArray<readonly [json: boolean, percent: boolean]> = [
+  [false, false],
+  [true, false],
+  [false, true],
+  [true, true]
+]
 
 /** A secret as it is looked for: its folded units, and the Knuth-Morris-Pratt table over them. */
 interface Needle {
@@ -195,12 +228,7 @@ interface Needle {
   readonly guid: boolean
 }
 
-const needleOf = (secret: string): Needle => {
-  const guid = isGuid(secret)
-  const text = guid ? secret.replace(/[{}-]/g, "") : secret
-  const codes = new Uint16Array(text.length)
-  // Stryker disable next-line EqualityOperator: equivalent, a typed array ignores a write past its end
-  for (let i = 0; i < text.length; i++) codes[i] = fold(text.charCodeAt(i))
+const needleOf = (codes: Uint16Array, guid: boolean): Needle => {
   // fallback[i]: the length of the longest proper prefix of codes[0..i] that is also its suffix.
   const fallback = new Int32Array(codes.length)
   // Stryker disable next-line EqualityOperator: equivalent, a typed array ignores a write past its end
@@ -212,35 +240,68 @@ const needleOf = (secret: string): Needle => {
   return { codes, fallback, guid }
 }
 
-/** Adds the spans of text (start, end) where `needle` occurs among `units`, overlaps included. */
-const occurrences = (units: Units, needle: Needle, out: Array<number>): void => {
+const HEX_32 = /^[0-9a-f]{32}$/i
+
+/** The 32 digits of a secret that is a GUID (hyphens or not, braces or not), or undefined. */
+const guidDigits = (secret: string): string | undefined => {
+  const bare = secret.startsWith("{") && secret.endsWith("}") ? secret.slice(1, -1) : secret
+  return isGuid(bare) ? bare.replace(/-/g, "") : HEX_32.test(bare) ? bare : undefined
+}
+
+/**
+ * What a secret is looked for as: a GUID by its digits (among units without hyphens), any other
+ * secret in each of its readings (a PersonUid holding `%2B` may be echoed decoded, as `+`).
+ */
+const needlesOf = (secret: string): Array<Needle> => {
+  const digits = guidDigits(secret)
+  if (digits !== undefined) return [needleOf(unitsOf(digits, false, false).codes, true)]
+  const needles: Array<Needle> = []
+  const seen = new Set<string>()
+  for (const [json, percent] of READINGS) {
+    const units = unitsOf(secret, json, percent)
+    const codes = units.codes.subarray(0, units.length)
+    const key = String.fromCharCode(...codes)
+    if (seen.has(key)) continue
+    seen.add(key)
+    needles.push(needleOf(codes, false))
+  }
+  return needles
+}
+
+/** Records where `needle` occurs among `units`, overlaps included: `reach[start]` is the furthest end of one starting there. */
+const occurrences = (units: Units, needle: Needle, reach: Uint32Array): void => {
   const { codes, fallback } = needle
   // Stryker disable next-line EqualityOperator: equivalent, past the units lies nothing a secret of visible text matches
   for (let i = 0, k = 0; i < units.length; i++) {
     while (k > 0 && units.codes[i] !== codes[k]) k = fallback[k - 1]!
     if (units.codes[i] === codes[k]) k++
     if (k === codes.length) {
-      out.push(units.starts[i - k + 1]!, units.ends[i]!)
+      const start = units.starts[i - k + 1]!
+      reach[start] = Math.max(reach[start]!, units.ends[i]!)
       k = fallback[k - 1]!
     }
   }
 }
 
-/** `text` with every span in `spans` (pairs of start and end, any order, overlapping) replaced once. */
-const replaceSpans = (text: string, spans: ReadonlyArray<number>): string => {
-  // Stryker disable next-line ConditionalExpression: equivalent, the loop below returns the text as it is too (this is the fast path)
-  if (spans.length === 0) return text
-  const order = Array.from({ length: spans.length / 2 }, (_, i) => i).sort((a, b) => spans[2 * a]! - spans[2 * b]!)
+/**
+ * `text` with every occurrence recorded in `reach` replaced: occurrences that overlap or touch are
+ * replaced together, once, so that a text made of a secret shrinks rather than grows tenfold.
+ * One pass, in the order of the text.
+ */
+const replaceSpans = (text: string, reach: Uint32Array): string => {
   let out = ""
   let kept = 0
-  for (const i of order) {
-    const start = spans[2 * i]!
-    const end = spans[2 * i + 1]!
-    // A span that begins within the one before it is already replaced: it only extends it.
-    if (start >= kept) out += text.slice(kept, start) + REPLACEMENT
+  let replaced = false
+  for (let start = 0; start < reach.length; start++) {
+    const end = reach[start]!
+    if (end === 0) continue
+    if (!replaced || start > kept) {
+      out += text.slice(kept, start) + REPLACEMENT
+      replaced = true
+    }
     kept = Math.max(kept, end)
   }
-  return out + text.slice(kept)
+  return replaced ? out + text.slice(kept) : text
 }
 
 const valueOf = (secret: Redacted.Redacted<string> | string): unknown =>
@@ -251,12 +312,17 @@ const redactAll = (text: string, needles: ReadonlyArray<Needle>): string => {
   // Stryker disable next-line ConditionalExpression: equivalent, with no needle nothing is found (this is the fast path)
   if (needles.length === 0) return text
   const guids = needles.some((needle) => needle.guid)
-  const spans: Array<number> = []
-  for (const units of [unitsOf(text), asWritten(text)]) {
+  const reach = new Uint32Array(text.length)
+  // A reading that decodes what the text does not hold is the text as written: not searched again.
+  const escapes = text.includes("\\")
+  const encoded = text.includes("%")
+  for (const [json, percent] of READINGS) {
+    if ((json && !escapes) || (percent && !encoded)) continue
+    const units = unitsOf(text, json, percent)
     const hyphenless = guids ? units.withoutHyphens() : units
-    for (const needle of needles) occurrences(needle.guid ? hyphenless : units, needle, spans)
+    for (const needle of needles) occurrences(needle.guid ? hyphenless : units, needle, reach)
   }
-  return replaceSpans(text, spans)
+  return replaceSpans(text, reach)
 }
 
 /** The secrets that are not empty, as text. */
@@ -287,7 +353,7 @@ export const scrubber = (secrets: Iterable<Redacted.Redacted<string> | string>):
   const longest = values.reduce((most, value) => Math.max(most, value.length), 0)
   // The tail cut below is as long as the longest secret's longest form: a bound is kept on both.
   if (longest > MAX_SECRET) return () => WITHHELD
-  const needles = values.map(needleOf)
+  const needles = values.flatMap(needlesOf)
   return (text) => {
     // Stryker disable next-line EqualityOperator: at exactly the limit, what the tail cut drops is past the 500 characters kept
     const cut = text.length > MAX_SEARCHED
@@ -302,4 +368,5 @@ export const scrubber = (secrets: Iterable<Redacted.Redacted<string> | string>):
  * Every occurrence of `secret` in `text`, in every form above, replaced with `<redacted>`, however
  * long the text: for values that are not cut (a person's items before they are printed).
  */
-export const redactEvery = (text: string, secret: string): string => redactAll(text, valuesOf([secret]).map(needleOf))
+export const redactEvery = (text: string, secret: string): string =>
+  redactAll(text, valuesOf([secret]).flatMap(needlesOf))
