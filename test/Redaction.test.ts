@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Redacted } from "effect"
-import { MAX_SEARCHED, MAX_SECRET, MAX_TEXT, redactEvery, scrub } from "../src/internal/redaction.js"
+import { MAX_SEARCHED, MAX_SECRET, MAX_TEXT, redactEvery, scrub, scrubber } from "../src/internal/redaction.js"
 
 const GUID = "3F2504E0-4F89-11D3-9A0C-0305E82C3301"
 const TOKEN = "c2VjcmV0LXRva2Vu+/YWJj=="
@@ -294,6 +294,54 @@ describe("scrub: each way a character of a secret may be written", () => {
     expect(scrub("x %F0%90%80%80%F4%8F%BF%BF%E0%A0%80%ED%9F%BF y", ["\u{10000}\u{10FFFF}\u0800\uD7FF"])).toBe(
       "x <redacted> y"
     )
+  })
+
+  it("nothing but a well-formed escape stands for a character: no other text is taken for any character at all", () => {
+    // Each is malformed at one boundary of what is read as an escape; echoed alone, it must not be
+    // taken for any character it does not hold as written: every other BMP unit is a secret here.
+    const malformed = [
+      ...["%0g", "%g0", "%0G", "%G0", "%0z", "%0:", "%0/", "%0@", "%0`", "%0", "%"],
+      ...["\\x0041", "\\u00g1", "\\u00G1", "\\u00:1", "\\u004", "\\u", "\\q"],
+      ...["%80", "%BF", "%C0%80", "%C1%BF", "%C2", "%C2%C3", "%C2x", "%DF%C0"],
+      ...["%E0%9F%BF", "%E0%80%80", "%ED%A0%80", "%ED%BF%BF", "%E2%82", "%E2%82%C3", "%E2%82x", "%E2%C3"],
+      ...["%F0%8F%BF%BF", "%F0%80%80%80", "%F4%90%80%80", "%F5%80%80%80", "%FF%80%80%80", "%F0%90%80"],
+      ...["%F0%90%80%C3", "%F0%90%80x", "%F0%90%C3"],
+      // Escapes without their % or backslash (the text holds each, so that each reading is made).
+      ...["%x7e", "%C2x80", "%E2%82x80", "%F0%90%80x80", "xu00ff\\\\"]
+    ]
+    const written = `[]${malformed.join("")}`
+    const holds = (unit: string) =>
+      [unit, unit.toLowerCase(), unit.toUpperCase(), unit.toUpperCase().toLowerCase()].some((form) =>
+        written.toLowerCase().includes(form.toLowerCase())
+      )
+    // Every unit a misreading of these could give: below U+0800 (what an overlong form or a bad hex
+    // digit gives), around U+2080 (the three-byte sequences above), and the surrogates (four bytes).
+    const range = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => String.fromCharCode(from + i))
+    const others = [...range(0, 0x800), ...range(0x2000, 0x2100), ...range(0xd800, 0xe000)].filter(
+      (unit) => !holds(unit) && unit !== " " && unit !== "+"
+    )
+    const scrubOthers = scrubber(others)
+    expect(malformed.filter((text) => scrubOthers(`[${text}]`) !== `[${text}]`)).toEqual([])
+    // The well-formed neighbours are read, so the check above can see a decoding.
+    expect(scrubOthers("[%C2%80]")).toBe("[<redacted>]")
+    expect(scrubOthers("[\\u00e9]")).toBe("[<redacted>]")
+  })
+
+  it("a secret is found where both decodings are needed at once", () => {
+    expect(scrub("x a\\/b%2Bc y", ["a/b+c"])).toBe("x <redacted> y")
+  })
+
+  it("a character outside the BMP, percent-encoded, is replaced whole, even where only its first half is part of a secret", () => {
+    expect(scrub("a%F0%9F%98%80b", ["a\uD83D"])).toBe("<redacted>b")
+  })
+
+  it("a secret that only looks like a GUID in braces is looked for as it is", () => {
+    const guid = "6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b"
+    for (const secret of [`{${guid}x`, `x${guid}}`, `{${guid}`, `${guid}}`]) {
+      expect(scrub(`id ${guid} unknown`, [secret])).toBe(`id ${guid} unknown`)
+      expect(scrub(`id ${secret} unknown`, [secret])).toBe("id <redacted> unknown")
+    }
   })
 
   it("a backslash escapes only a slash, a quote or a backslash: before another character it is kept", () => {

@@ -61,11 +61,13 @@ const DOTTED_CAPITAL_I = 0x130
 const fold = (unit: number): number => {
   if (unit === SPACE) return PLUS
   if (unit >= 0x41 && unit <= 0x5a) return unit + 0x20
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, the general path below folds ASCII the same way (this is the fast path)
   if (unit < 0x80) return unit
   if (unit === DOTTED_CAPITAL_I) return 0x69
   const upper = String.fromCharCode(unit).toUpperCase()
   const single = upper.length === 1 ? upper : String.fromCharCode(unit)
   const lower = single.toLowerCase()
+  // Stryker disable next-line ConditionalExpression: equivalent, the one BMP letter whose lower case is two units (İ) is folded above
   return lower.length === 1 ? lower.charCodeAt(0) : single.charCodeAt(0)
 }
 
@@ -120,6 +122,7 @@ const percentEncoded = (text: string, at: number): readonly [number, number] | u
   // The lead's own bits: 7 of a single byte, then 5, 4 or 3.
   let codePoint = bytes === 1 ? lead : lead & (0xff >> (bytes + 1))
   for (let i = 1; i < bytes; i++) {
+    // Stryker disable next-line UnaryOperator: equivalent, 1 is below every continuation byte too
     const byte = text.charCodeAt(at + 3 * i) === PERCENT ? hexAt(text, at + 3 * i + 1, 2) : -1
     const [low, high] = i === 1 ? secondByteRange(lead) : [0x80, 0xbf]
     if (byte < low || byte > high) return undefined
@@ -200,6 +203,7 @@ const unitsOf = (text: string, json: boolean, percent: boolean): Units => {
         if (codePoint < 0x10000) units.push(codePoint, at, at + length)
         else {
           units.push(0xd800 + ((codePoint - 0x10000) >> 10), at, at + length)
+          // Stryker disable next-line ArithmeticOperator: equivalent, adding 0x10000 leaves the low ten bits as subtracting it does
           units.push(0xdc00 + ((codePoint - 0x10000) & 0x3ff), at, at + length)
         }
         at += length
@@ -254,6 +258,7 @@ const guidDigits = (secret: string): string | undefined => {
  */
 const needlesOf = (secret: string): Array<Needle> => {
   const digits = guidDigits(secret)
+  // Stryker disable next-line BooleanLiteral: equivalent, hexadecimal digits hold nothing to decode
   if (digits !== undefined) return [needleOf(unitsOf(digits, false, false).codes, true)]
   const needles: Array<Needle> = []
   const seen = new Set<string>()
@@ -261,6 +266,7 @@ const needlesOf = (secret: string): Array<Needle> => {
     const units = unitsOf(secret, json, percent)
     const codes = units.codes.subarray(0, units.length)
     const key = String.fromCharCode(...codes)
+    // Stryker disable next-line ConditionalExpression: equivalent, a reading looked for twice finds the same occurrences (it only saves the search)
     if (seen.has(key)) continue
     seen.add(key)
     needles.push(needleOf(codes, false))
@@ -314,9 +320,12 @@ const redactAll = (text: string, needles: ReadonlyArray<Needle>): string => {
   const guids = needles.some((needle) => needle.guid)
   const reach = new Uint32Array(text.length)
   // A reading that decodes what the text does not hold is the text as written: not searched again.
+  // Stryker disable next-line StringLiteral: equivalent, a reading with nothing to decode is searched again to the same effect (this saves the search)
   const escapes = text.includes("\\")
+  // Stryker disable next-line StringLiteral: equivalent, as above
   const encoded = text.includes("%")
   for (const [json, percent] of READINGS) {
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,BooleanLiteral: equivalent, as above
     if ((json && !escapes) || (percent && !encoded)) continue
     const units = unitsOf(text, json, percent)
     const hyphenless = guids ? units.withoutHyphens() : units
