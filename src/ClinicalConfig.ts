@@ -149,7 +149,7 @@ const positive = duration({ allowZero: false })
 const nonNegative = duration({ allowZero: true })
 
 const applicationId: Parse<Redacted.Redacted<string>> = (value) =>
-  Either.map(validate.guid(Redacted.isRedacted(value) ? Redacted.value(value) : value), Redacted.make)
+  Either.map(validate.guid(validate.reveal(value)), Redacted.make)
 
 /** Every setting, once: the options, the environment, the defaults and the checks all come from here. */
 const settings: { readonly [K in keyof Service]: Setting<Service[K]> } = {

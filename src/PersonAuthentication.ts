@@ -64,8 +64,7 @@ const check = (credentials: Credentials, format: string, now: number): Either.Ei
   }
   const passCode = validate.printable(validate.reveal(credentials.passCode), validate.MAX_PASS_CODE_LENGTH)
   if (Either.isLeft(passCode)) return Either.left(refuse("passCode", passCode.left))
-  const input = credentials.dateOfBirth
-  const day = validate.day(Redacted.isRedacted(input) ? Redacted.value(input) : input, true)
+  const day = validate.day(validate.reveal(credentials.dateOfBirth), true)
   if (Either.isLeft(day)) return Either.left(refuse("dateOfBirth", day.left))
   const today = new Date(now + FURTHEST_AHEAD_MILLIS)
   const latest = validate.isoDay({

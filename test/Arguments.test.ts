@@ -5,7 +5,14 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Option, Redacted, type Schema } from "effect"
-import { ClinicalClient, HttpDate, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import {
+  ClinicalClient,
+  HttpDate,
+  HttpTransport,
+  MedicationService,
+  PersonAuthentication,
+  TokenService
+} from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as Fake from "./support/FakeService.js"
 
@@ -86,6 +93,34 @@ describe("bad arguments are typed errors", () => {
         expect(yield* fake.requests).toHaveLength(0)
         // null options mean none: the call is made.
         expect((yield* MedicationService.get(Fake.PERSON_UID, anything(null))).medications).toHaveLength(2)
+      })
+    ))
+
+  // Looks like a Redacted, holds nothing: Redacted.value would throw.
+  const emptyRedacted = () => Object.create(Object.getPrototypeOf(Redacted.make("x")))
+
+  it.effect("an ApplicationId that only looks like a Redacted fails the layer with InvalidConfig", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const layer = ClinicalClient.layer({ baseUrl: "https://clinical.test", applicationId: emptyRedacted() })
+      const exit = yield* Effect.exit(TokenService.get.pipe(Effect.provide(layer.pipe(Layer.provide(fake.layer)))))
+      expect(failureOf(exit)).toMatchObject({ _tag: "InvalidConfig", setting: "applicationId" })
+      expect(yield* fake.requests).toHaveLength(0)
+    }))
+
+  it.effect("authenticate refuses a pass code or date of birth that only looks like a Redacted, sending nothing", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        for (
+          const [credentials, field] of [
+            [{ passCode: emptyRedacted(), dateOfBirth: "03/14/1945" }, "passCode"],
+            [{ passCode: "EW-2719-KQ", dateOfBirth: emptyRedacted() }, "dateOfBirth"]
+          ] as const
+        ) {
+          const exit = yield* Effect.exit(PersonAuthentication.authenticate(credentials))
+          expect(failureOf(exit)).toMatchObject({ _tag: "InvalidRequest", field })
+        }
+        expect(yield* fake.requests).toHaveLength(0)
       })
     ))
 

@@ -48,6 +48,11 @@ describe("scrub", () => {
     expect(scrub(`x${TOKEN}${GUID}x`, [GUID, `${TOKEN}${GUID}`])).toBe("x<redacted>x")
   })
 
+  it("never throws: a secret that only looks like a Redacted (it holds nothing) is no secret", () => {
+    const empty = Object.create(Object.getPrototypeOf(Redacted.make("x"))) as Redacted.Redacted<string>
+    expect(scrub(`x ${TOKEN} y`, [empty, Redacted.make(TOKEN)])).toBe("x <redacted> y")
+  })
+
   it("leaves other text alone, including what only looks like a secret", () => {
     expect(scrub("3F2504E0-4F89-11D3-9A0C-0305E82C3302 is another id", [GUID]))
       .toBe("3F2504E0-4F89-11D3-9A0C-0305E82C3302 is another id")

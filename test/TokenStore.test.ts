@@ -545,6 +545,11 @@ describe("TokenStore.redis: options", () => {
       { redis, sealingKey: Redacted.make("correct horse battery staple") },
       "tokenStore.sealingKey"
     ],
+    [
+      "a sealing key that only looks like a Redacted (it holds nothing)",
+      { redis, sealingKey: Object.create(Object.getPrototypeOf(Redacted.make("x"))) },
+      "tokenStore.sealingKey"
+    ],
     ["a zero timeout", { redis, timeout: 0 }, "tokenStore.timeout"],
     ["a timeout over a minute", { redis, timeout: "2 minutes" }, "tokenStore.timeout"],
     ["a retryAfter that is not a duration", { redis, retryAfter: "soon" }, "tokenStore.retryAfter"],

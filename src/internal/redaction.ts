@@ -23,8 +23,8 @@
  * forms (`É` escaped for `é`, a space for a `+`, `ı` for `i`): text is only ever redacted too much,
  * never too little.
  */
-import * as Redacted from "effect/Redacted"
-import { isGuid } from "./validate.js"
+import type * as Redacted from "effect/Redacted"
+import { isGuid, reveal } from "./validate.js"
 
 /** Longest piece of foreign text kept in an error. */
 export const MAX_TEXT = 500
@@ -310,9 +310,6 @@ const replaceSpans = (text: string, reach: Uint32Array): string => {
   return replaced ? out + text.slice(kept) : text
 }
 
-const valueOf = (secret: Redacted.Redacted<string> | string): unknown =>
-  Redacted.isRedacted(secret) ? Redacted.value(secret) : secret
-
 /** `text` with every occurrence of each needle, in every form, replaced: no length cap. */
 const redactAll = (text: string, needles: ReadonlyArray<Needle>): string => {
   // Stryker disable next-line ConditionalExpression: equivalent, with no needle nothing is found (this is the fast path)
@@ -338,7 +335,7 @@ const redactAll = (text: string, needles: ReadonlyArray<Needle>): string => {
 const valuesOf = (secrets: Iterable<Redacted.Redacted<string> | string>): Array<string> => {
   const values: Array<string> = []
   for (const secret of secrets) {
-    const value = valueOf(secret)
+    const value = reveal(secret)
     // Stryker disable next-line ConditionalExpression: equivalent, a secret is a string (or a Redacted of one): it only skips the check below
     if (typeof value !== "string") continue
     if (value.length > 0) values.push(value)

@@ -7,7 +7,7 @@
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
-import { MAX_TOKEN_LENGTH, visibleAscii } from "./validate.js"
+import { MAX_TOKEN_LENGTH, reveal, visibleAscii } from "./validate.js"
 
 /** What is stored of a token, besides its generation and its time left (the store keeps those). */
 export interface Entry {
@@ -43,7 +43,7 @@ const TAG_BYTES = 16
  * (64 characters), plain or `Redacted`. The reason never shows the value.
  */
 export const sealingKey = (value: unknown): Either.Either<SealingKey, string> => {
-  const raw = Redacted.isRedacted(value) ? Redacted.value(value) : value
+  const raw = reveal(value)
   let bytes: Uint8Array | undefined
   if (raw instanceof Uint8Array) bytes = raw
   else if (typeof raw === "string") {

@@ -29,7 +29,7 @@ export const MAX_TOKEN_LENGTH = 4096
  * Reads a value that may be `Redacted` without ever logging it. Something that only looks like a
  * `Redacted` (Effect holds no value for it) reads as `undefined`, which every check refuses.
  */
-export const reveal = (value: string | Redacted.Redacted<string>): unknown => {
+export const reveal = (value: unknown): unknown => {
   if (!Redacted.isRedacted(value)) return value
   try {
     return Redacted.value(value)
