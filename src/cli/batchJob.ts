@@ -16,13 +16,13 @@ import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { constants, createReadStream } from "node:fs"
-import { type FileHandle, open, readFile, rename, stat, writeFile } from "node:fs/promises"
+import { type FileHandle, unlink } from "node:fs/promises"
 import { createInterface } from "node:readline"
 import type { ClinicalError } from "../ClinicalError.js"
 import { initial, progressOf, stopReasonOf } from "../internal/batchTally.js"
 import * as PersonData from "../PersonData.js"
 import { type Checkpoint, isFinal, keptLine, mismatch, resultLine } from "./checkpoint.js"
+import { createBeside, createNew, kindAt, openToRead, othersMayWriteBeside, replace, writeReplacing } from "./files.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { fromFile, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
@@ -43,16 +43,12 @@ export interface Job {
   readonly progressEvery: Duration.Duration
 }
 
-const OWNER_ONLY = 0o600
-
 const io = <A>(what: string, run: () => Promise<A>, code: number = ExitCode.Failure): Effect.Effect<A, CliError> =>
   Effect.tryPromise({
     try: run,
     catch: (error) =>
       new CliError({ message: `${what}: ${(error as NodeJS.ErrnoException)?.code ?? String(error)}`, code })
   })
-
-const exists = (path: string) => Effect.promise(() => stat(path).then(() => true, () => false))
 
 /** What earlier runs did, from the results file. */
 interface Earlier {
@@ -62,26 +58,30 @@ interface Earlier {
 
 const nothingEarlier: Earlier = { indices: new Set(), failed: 0 }
 
+/** The results file's last byte, or `undefined` when it is empty. */
+const lastByte = async (handle: FileHandle): Promise<number | undefined> => {
+  const { size } = await handle.stat()
+  if (size === 0) return undefined
+  const last = Buffer.alloc(1)
+  await handle.read(last, 0, 1, size - 1)
+  return last[0]
+}
+
 /**
- * Rewrites the results file with the lines a resumed batch keeps, read line by line (the file may
- * be larger than memory allows as one string). A last line without its newline was cut by a crash
- * and is dropped.
+ * Replaces the results file with the lines a resumed batch keeps, read line by line (the file may
+ * be larger than memory allows as one string), and returns the new file open for the lines to
+ * come. A last line without its newline was cut by a crash and is dropped.
  */
-const keepDone = (out: string): Promise<Earlier> =>
+const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle }> =>
   (async () => {
-    const { size } = await stat(out)
-    const last = Buffer.alloc(1)
-    if (size > 0) {
-      const handle = await open(out, "r")
-      await handle.read(last, 0, 1, size - 1).finally(() => handle.close())
-    }
-    const whole = size === 0 || last[0] === 0x0a
-    const kept = `${out}.resuming`
-    const writer = await open(kept, "w", OWNER_ONLY)
+    const reader = await openToRead(out)
+    const { handle: writer, path: kept } = await createBeside(out)
     const indices = new Set<number>()
     let failed = 0
-    let pending = ""
     try {
+      const last = await lastByte(reader)
+      const whole = last === undefined || last === 0x0a
+      let pending = ""
       let previous: string | undefined
       const keep = async (line: string) => {
         const done = keptLine(line)
@@ -94,26 +94,48 @@ const keepDone = (out: string): Promise<Earlier> =>
           pending = ""
         }
       }
-      for await (const line of createInterface({ input: createReadStream(out, "latin1"), crlfDelay: Infinity })) {
+      const lines = createInterface({
+        input: reader.createReadStream({ encoding: "latin1", autoClose: false }),
+        crlfDelay: Infinity
+      })
+      for await (const line of lines) {
         if (previous !== undefined) await keep(previous)
         previous = line
       }
       if (previous !== undefined && whole) await keep(previous)
       await writer.write(pending)
-    } finally {
+      await replace(kept, out)
+    } catch (error) {
       await writer.close()
+      await unlink(kept).catch(() => undefined)
+      throw error
+    } finally {
+      await reader.close()
     }
-    await rename(kept, out)
-    return { indices, failed }
+    return { indices, failed, handle: writer }
   })()
 
-/** The positions already done; refuses to resume another batch. */
+/** A file the batch writes must not be a link someone planted: refused before anything is read or written. */
+const refuseLink = (path: string) =>
+  Effect.flatMap(io(`cannot read ${path}`, () => kindAt(path), ExitCode.Usage), (kind) =>
+    kind === "link"
+      ? Effect.fail(usage(`${path} is a symbolic link: give the path of the file itself`))
+      : Effect.succeed(kind))
+
+/** The positions already done, and the results file open to go on; refuses to resume another batch. */
 const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
   Effect.gen(function*() {
-    if (!(yield* exists(checkpointPath))) {
+    if ((yield* refuseLink(checkpointPath)) === "none") {
       return yield* Effect.fail(usage(`--resume: no checkpoint at ${checkpointPath}; run without --resume to start`))
     }
-    const found = yield* io(`cannot read ${checkpointPath}`, () => readFile(checkpointPath, "utf8")).pipe(
+    const found = yield* io(`cannot read ${checkpointPath}`, async () => {
+      const handle = await openToRead(checkpointPath)
+      try {
+        return await handle.readFile("utf8")
+      } finally {
+        await handle.close()
+      }
+    }).pipe(
       Effect.map((text) => {
         try {
           return JSON.parse(text) as unknown
@@ -124,7 +146,7 @@ const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
     )
     const refused = mismatch(found, wanted)
     if (refused !== undefined) return yield* Effect.fail(usage(`--resume: ${refused}; use another --out`))
-    if (!(yield* exists(job.out))) return nothingEarlier
+    if ((yield* refuseLink(job.out)) === "none") return { ...nothingEarlier, handle: undefined }
     return yield* io(`cannot read ${job.out}`, () => keepDone(job.out))
   })
 
@@ -162,25 +184,34 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       startDate: job.startDate ?? null,
       endDate: job.endDate ?? null
     }
-    let earlier = nothingEarlier
-    if (job.resume) earlier = yield* resumeFrom(job, checkpointPath, wanted)
-    else if (yield* exists(job.out)) {
-      return yield* Effect.fail(
-        usage(`${job.out} exists: pass --resume to continue that batch, or choose another --out`)
+    if (!job.resume) {
+      const kind = yield* refuseLink(job.out)
+      if (kind !== "none") {
+        return yield* Effect.fail(
+          usage(`${job.out} exists: pass --resume to continue that batch, or choose another --out`)
+        )
+      }
+    }
+    if (yield* Effect.promise(() => othersMayWriteBeside(job.out))) {
+      yield* Console.error(
+        `warning: other users may create files in the directory of ${job.out}; the results are written ` +
+          `owner-only and never through a link, but a directory of your own is safer`
       )
     }
-    yield* io(
-      `cannot write ${checkpointPath}`,
-      () => writeFile(checkpointPath, JSON.stringify(wanted) + "\n", { mode: OWNER_ONLY }),
-      ExitCode.Usage
-    )
-
+    const resumed = job.resume ? yield* resumeFrom(job, checkpointPath, wanted) : undefined
+    const earlier: Earlier = resumed ?? nothingEarlier
+    // A resumed batch's checkpoint was just read and matches: only a new batch writes one.
+    if (!job.resume) {
+      yield* io(
+        `cannot write ${checkpointPath}`,
+        () => writeReplacing(checkpointPath, JSON.stringify(wanted) + "\n"),
+        ExitCode.Usage
+      )
+    }
     const out = yield* Effect.acquireRelease(
-      io(`cannot open ${job.out}`, async (): Promise<FileHandle> => {
-        const handle = await open(job.out, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, OWNER_ONLY)
-        await handle.chmod(OWNER_ONLY)
-        return handle
-      }, ExitCode.Usage),
+      resumed?.handle === undefined
+        ? io(`cannot create ${job.out}`, () => createNew(job.out), ExitCode.Usage)
+        : Effect.succeed(resumed.handle),
       (handle) => Effect.promise(() => handle.close())
     )
 

@@ -1,0 +1,160 @@
+/**
+ * The `effect-clinical` executable under attack (the built bin, a child process): links planted
+ * where it writes, a server whose text holds terminal escapes or echoes secrets, an input line of
+ * any length, a secret typed where a name goes. Each case is what a user would see: the exit code,
+ * stdout and stderr, and the files left behind.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { MockClinicalServer } from "effect-clinical/testing"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as Cli from "./support/Cli.js"
+
+const [ELEANOR, MARCUS, PRIYA] = MockClinicalServer.fixturePersons
+const APP = MockClinicalServer.demoApplicationId
+const UIDS = [ELEANOR!.personUid, MARCUS!.personUid, PRIYA!.personUid]
+
+let mock: MockClinicalServer.Started
+let dir = ""
+
+beforeAll(async () => {
+  mock = await MockClinicalServer.start()
+  dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-cli-hostile-"))
+})
+afterAll(async () => {
+  await mock.close()
+  Fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const envOf = (url: string) => ({
+  CLINICAL_BASE_URL: url,
+  CLINICAL_APPLICATION_ID: APP,
+  CLINICAL_RETRY_BASE_DELAY: "5ms",
+  CLINICAL_RETRY_MAX_DELAY: "20ms"
+})
+
+/** A directory of the test's own (owner-only), holding `files`. */
+const workspace = (name: string, files: Readonly<Record<string, string>> = {}) => {
+  const path = Path.join(dir, name)
+  Fs.mkdirSync(path, { mode: 0o700 })
+  for (const [file, text] of Object.entries(files)) Fs.writeFileSync(Path.join(path, file), text)
+  return path
+}
+
+const PERSONS = UIDS.join("\n") + "\n"
+
+describe("batch never writes through a link someone planted", { timeout: 60_000 }, () => {
+  it("a link at the checkpoint's name is replaced, not followed: the file it points to is untouched", async () => {
+    const here = workspace("planted-checkpoint", { "persons.txt": PERSONS, "victim.txt": "the victim's own\n" })
+    const out = Path.join(here, "results.ndjson")
+    Fs.symlinkSync(Path.join(here, "victim.txt"), `${out}.checkpoint.json`)
+    const ran = await Cli.run(
+      ["batch", "medications", "--persons-file", Path.join(here, "persons.txt"), "--out", out],
+      {
+        env: envOf(mock.url)
+      }
+    )
+    expect(ran.code, ran.stderr).toBe(0)
+    expect(Fs.readFileSync(Path.join(here, "victim.txt"), "utf8")).toBe("the victim's own\n")
+    const checkpoint = Fs.lstatSync(`${out}.checkpoint.json`)
+    expect(checkpoint.isSymbolicLink()).toBe(false)
+    expect(checkpoint.mode & 0o777).toBe(0o600)
+    expect(JSON.parse(Fs.readFileSync(`${out}.checkpoint.json`, "utf8"))).toMatchObject({ operation: "medications" })
+  })
+
+  it("a dangling link at --out is refused before anything is sent, and its target is never created", async () => {
+    const here = workspace("dangling-out", { "persons.txt": PERSONS })
+    const target = Path.join(here, "elsewhere.ndjson")
+    const out = Path.join(here, "results.ndjson")
+    Fs.symlinkSync(target, out)
+    const before = (await mock.counters()).dataRequests
+    const ran = await Cli.run(
+      ["batch", "medications", "--persons-file", Path.join(here, "persons.txt"), "--out", out],
+      {
+        env: envOf(mock.url)
+      }
+    )
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toContain(`${out} is a symbolic link`)
+    expect(Fs.existsSync(target)).toBe(false)
+    expect(Fs.existsSync(`${out}.checkpoint.json`)).toBe(false)
+    expect((await mock.counters()).dataRequests).toBe(before)
+  })
+
+  it("--resume refuses a link at --out or at the checkpoint, and writes nothing through either", async () => {
+    const here = workspace("resume-links", { "persons.txt": PERSONS, "victim.txt": "the victim's own\n" })
+    const persons = Path.join(here, "persons.txt")
+    const out = Path.join(here, "results.ndjson")
+    const args = ["batch", "medications", "--persons-file", persons, "--out", out]
+    expect((await Cli.run(args, { env: envOf(mock.url) })).code).toBe(0)
+    const results = Fs.readFileSync(out, "utf8")
+
+    // The results file moved away and a link put in its place.
+    Fs.renameSync(out, Path.join(here, "moved.ndjson"))
+    Fs.symlinkSync(Path.join(here, "victim.txt"), out)
+    const throughOut = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
+    expect(throughOut.code).toBe(2)
+    expect(throughOut.stderr).toContain(`${out} is a symbolic link`)
+    expect(Fs.readFileSync(Path.join(here, "victim.txt"), "utf8")).toBe("the victim's own\n")
+    Fs.unlinkSync(out)
+    Fs.renameSync(Path.join(here, "moved.ndjson"), out)
+
+    const checkpoint = Fs.readFileSync(`${out}.checkpoint.json`, "utf8")
+    Fs.writeFileSync(Path.join(here, "copy.json"), checkpoint)
+    Fs.unlinkSync(`${out}.checkpoint.json`)
+    Fs.symlinkSync(Path.join(here, "copy.json"), `${out}.checkpoint.json`)
+    const throughCheckpoint = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
+    expect(throughCheckpoint.code).toBe(2)
+    expect(throughCheckpoint.stderr).toContain(`${out}.checkpoint.json is a symbolic link`)
+    expect(Fs.readFileSync(out, "utf8")).toBe(results)
+  })
+
+  it("a resume writes its copy under a new random name: a link planted at the old fixed name is left alone", async () => {
+    const here = workspace("resume-temp", { "persons.txt": PERSONS, "victim.txt": "the victim's own\n" })
+    const persons = Path.join(here, "persons.txt")
+    const out = Path.join(here, "results.ndjson")
+    const args = ["batch", "medications", "--persons-file", persons, "--out", out]
+    expect((await Cli.run(args, { env: envOf(mock.url) })).code).toBe(0)
+    // A crash cut the last line: the resume rewrites the file, keeping the two whole lines.
+    const whole = Fs.readFileSync(out, "utf8")
+    Fs.writeFileSync(out, whole.slice(0, whole.length - 10))
+    Fs.symlinkSync(Path.join(here, "victim.txt"), `${out}.resuming`)
+    const resumed = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(Fs.readFileSync(Path.join(here, "victim.txt"), "utf8")).toBe("the victim's own\n")
+    const lines = Fs.readFileSync(out, "utf8").trim().split("\n").map((line) => JSON.parse(line))
+    expect(lines.map((line) => line.index).sort()).toEqual([0, 1, 2])
+    expect(Fs.lstatSync(out).isSymbolicLink()).toBe(false)
+    expect(Fs.statSync(out).mode & 0o777).toBe(0o600)
+    // Nothing of the resume is left beside it but the results and the checkpoint (and the planted link).
+    expect(Fs.readdirSync(here).sort()).toEqual(
+      ["persons.txt", "results.ndjson", "results.ndjson.checkpoint.json", "results.ndjson.resuming", "victim.txt"]
+    )
+  })
+
+  it("a directory others may write to is named in a warning on stderr", async () => {
+    const here = workspace("shared-dir", { "persons.txt": PERSONS })
+    Fs.chmodSync(here, 0o1777)
+    const out = Path.join(here, "results.ndjson")
+    const ran = await Cli.run(
+      ["batch", "medications", "--persons-file", Path.join(here, "persons.txt"), "--out", out],
+      {
+        env: envOf(mock.url)
+      }
+    )
+    expect(ran.code).toBe(0)
+    expect(ran.stderr).toContain(`warning: other users may create files in the directory of ${out}`)
+    const own = workspace("own-dir", { "persons.txt": PERSONS })
+    const quiet = await Cli.run([
+      "batch",
+      "medications",
+      "--persons-file",
+      Path.join(own, "persons.txt"),
+      "--out",
+      Path.join(own, "results.ndjson")
+    ], { env: envOf(mock.url) })
+    expect(quiet.code).toBe(0)
+    expect(quiet.stderr).not.toContain("warning")
+  })
+})
