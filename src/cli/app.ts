@@ -62,7 +62,7 @@ const token = Command.make("token", { envFile, reveal, json }, ({ envFile, json,
     const host = new URL(config.authUrl).origin
     const skew = issued.serverClockSkewMillis
     if (json) {
-      yield* Console.log(JSON.stringify({
+      yield* Console.log(Render.json({
         host,
         generation: issued.generation,
         issuedAt: new Date(issued.issuedAt).toISOString(),
@@ -120,7 +120,7 @@ const authenticate = Command.make("authenticate", { envFile, json }, ({ envFile,
   Effect.gen(function*() {
     const personUid = yield* PersonAuthentication.authenticate(yield* credentials)
     // The PersonUid is what the user asked for: printed as is, for them to store.
-    yield* Console.log(json ? JSON.stringify({ personUid: Redacted.value(personUid) }) : Redacted.value(personUid))
+    yield* Console.log(json ? Render.json({ personUid: Redacted.value(personUid) }) : Redacted.value(personUid))
   }).pipe(Effect.provide(client(envFile)))).pipe(
     Command.withDescription(
       "Exchange a person's pass code and date of birth for their PersonUid. Asks at a terminal; " +
@@ -236,7 +236,7 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
         if (chosen === "ndjson") {
           yield* Stream.runForEach(entries, (entry) => {
             note(entry)
-            return Console.log(JSON.stringify(entryJson(entry)))
+            return Console.log(Render.json(entryJson(entry)))
           })
         } else {
           // Printed in the input's order, once all are in.
@@ -245,7 +245,7 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
           if (all.length > 0) {
             yield* Console.log(
               chosen === "json"
-                ? JSON.stringify(all.map(entryJson), null, 2)
+                ? Render.json(all.map(entryJson), 2)
                 : all.map(entryTable).join("\n\n")
             )
           }
@@ -363,7 +363,7 @@ const probe = Command.make("probe", {
           : Effect.succeed(given)
     })
     const report = yield* Probe.run(personUid === undefined ? undefined : Redacted.make(personUid))
-    yield* Console.log(json ? JSON.stringify(report, null, 2) : Probe.render(report))
+    yield* Console.log(json ? Render.json(report, 2) : Probe.render(report))
   }).pipe(Effect.provide(Probe.layer(envFile)))).pipe(
     Command.withDescription(
       "Check a service against what is documented, read-only, in a bounded number of requests: the token's " +

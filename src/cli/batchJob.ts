@@ -150,9 +150,42 @@ const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
     return yield* io(`cannot read ${job.out}`, () => keepDone(job.out))
   })
 
-/** `ServerError`, `ApiError PersonNotFound`: how failures are grouped in the summary. */
-const failureKind = (error: ClinicalError): string =>
-  error._tag === "ApiError" && error.errorType !== null ? `${error._tag} ${error.errorType}` : error._tag
+/** Longest failure kind shown: an `ErrorType` is the server's text. */
+const MAX_KIND = 60
+
+/**
+ * `ServerError`, `ApiError PersonNotFound`: how failures are grouped in the summary, made
+ * printable (the `ErrorType` is the server's) and cut.
+ */
+export const failureKind = (error: ClinicalError): string => {
+  const kind = Render.printable(
+    error._tag === "ApiError" && error.errorType !== null ? `${error._tag} ${error.errorType}` : error._tag
+  )
+  return kind.length > MAX_KIND ? `${kind.slice(0, MAX_KIND - 1)}…` : kind
+}
+
+/** Most kinds of failure counted apart: a server that invents an `ErrorType` per person must not grow the summary. */
+export const MAX_KINDS = 10
+
+/** Failures counted by kind, at most {@link MAX_KINDS} kinds; the rest together. */
+export class FailureCounts {
+  private readonly byKind = new Map<string, number>()
+  private others = 0
+
+  add(kind: string): void {
+    const counted = this.byKind.get(kind)
+    if (counted !== undefined) this.byKind.set(kind, counted + 1)
+    else if (this.byKind.size < MAX_KINDS) this.byKind.set(kind, 1)
+    else this.others++
+  }
+
+  /** `3 ServerError, 1 ApiError PersonNotFound, 7 of other kinds`, or `undefined` when none failed. */
+  describe(): string | undefined {
+    const parts = [...this.byKind].map(([kind, count]) => `${count} ${kind}`)
+    if (this.others > 0) parts.push(`${this.others} of other kinds`)
+    return parts.length === 0 ? undefined : parts.join(", ")
+  }
+}
 
 const STOP_WORDS: Record<PersonData.StopReason, string> = {
   CredentialsRefused: "the credentials were refused",
@@ -230,7 +263,7 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
 
     const startedAt = yield* Clock.currentTimeMillis
     const latest = yield* Ref.make<PersonData.Progress>(progressOf(initial, 0))
-    const failures = new Map<string, number>()
+    const failures = new FailureCounts()
     let stop: { readonly reason: PersonData.StopReason; readonly error: ClinicalError } | undefined
     let retryLater = 0
     let written = 0
@@ -256,8 +289,7 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
           return resultLine(position, { outcome: "Success", items: scrubItems(outcome.result.items, personUid) })
         case "Failure": {
           const error = outcome.error
-          const kind = failureKind(error)
-          failures.set(kind, (failures.get(kind) ?? 0) + 1)
+          failures.add(failureKind(error))
           if (stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
             stop ??= { reason: "CredentialsRefused", error }
           }
@@ -301,15 +333,13 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     if (job.interactive) process.stderr.write(`${bar(shown(progress), total)}\n`)
     const failed = earlier.failed + progress.failed
     const succeeded = already - earlier.failed + progress.succeeded
+    const kinds = failures.describe()
     const summary = [
       `batch ${operation}: ${Render.count(total, "person")}: ${succeeded} succeeded, ${failed} failed, ` +
       `${progress.skipped} skipped` + (already === 0 ? "" : ` (${already} done in earlier runs)`),
       `this run: ${progress.succeeded + progress.failed} answered in ${Render.duration(elapsed)} ` +
       `(${progress.perSecond.toFixed(1)}/s)`,
-      ...(failures.size === 0 ? [] : [
-        `failures this run: ${[...failures].map(([kind, count]) => `${count} ${kind}`).join(", ")}` +
-        ` (each with its error in ${job.out})`
-      ]),
+      ...(kinds === undefined ? [] : [`failures this run: ${kinds} (each with its error in ${job.out})`]),
       ...(stop === undefined
         ? []
         : [`stopped early: ${STOP_WORDS[stop.reason]}: ${Render.printable(stop.error.message)}`]),

@@ -11,8 +11,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import { cli } from "./app.js"
-import { describeCause, exitCodeOfCause, hideTypedValues } from "./outcome.js"
-import { printable } from "./render.js"
+import { describeCause, exitCodeOfCause, hideTypedValues, isTypedFailure } from "./outcome.js"
+import { printable, printableLines } from "./render.js"
 
 const wantsStack = process.env.CLINICAL_STACK === "1"
 
@@ -35,12 +35,17 @@ const program = guarded(Effect.suspend(() => cli(process.argv))).pipe(
   Effect.tapErrorCause((cause) =>
     Effect.sync(() => {
       const text = wantsStack && !Cause.isInterruptedOnly(cause) ? Cause.pretty(cause) : describeCause(cause)
-      if (text !== undefined) process.stderr.write(`error: ${printable(text)}\n`)
+      // A typed failure's message is one line; a whole cause (a stack) keeps its lines, each made printable.
+      const lines = wantsStack || !isTypedFailure(cause)
+      if (text !== undefined) process.stderr.write(`error: ${lines ? printableLines(text) : printable(text)}\n`)
     })
   ),
   Effect.provide(NodeContext.layer),
-  // Log lines (the library's warnings) go to stderr: stdout carries data only.
-  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)))
+  // Log lines (the library's warnings) go to stderr, made printable: stdout carries data only, and
+  // logfmt writes a value without spaces as it is, escapes included.
+  Effect.provide(
+    Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.map(Logger.logfmtLogger, printable)))
+  )
 )
 
 NodeRuntime.runMain(program, {

@@ -59,6 +59,9 @@ export const exitCodeOfCause = (cause: Cause.Cause<unknown>): number => {
   })
 }
 
+/** Whether a run failed with a typed error (rather than a defect alone). */
+export const isTypedFailure = (cause: Cause.Cause<unknown>): boolean => Option.isSome(Cause.failureOption(cause))
+
 /** What to print for a failure: the message of a typed error, the whole cause of a defect. */
 export const describeCause = (cause: Cause.Cause<unknown>): string | undefined => {
   if (Cause.isInterruptedOnly(cause)) return undefined

@@ -5,10 +5,32 @@
 import type { ClinicalError } from "../ClinicalError.js"
 
 /**
- * Text a server wrote, safe to print to a terminal: control characters (an escape sequence could
- * rewrite the screen or the title) shown as `?`; line breaks kept.
+ * What a terminal would act on rather than show: control characters (C0, DEL and C1: an escape
+ * sequence could rewrite the screen or the window's title), line and paragraph breaks (a server
+ * could add lines that look like ours), bidirectional overrides and isolates (they reorder what
+ * is shown), and invisible format characters.
  */
-export const printable = (text: string): string => text.replace(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/g, "?")
+const UNSAFE = /[\p{Cc}\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/gu
+
+/**
+ * Text that may hold a server's words, safe to print to a terminal: everything {@link UNSAFE}
+ * shown as `?`, so it stays on one line and shows what it says. Every server-controlled string the
+ * command line prints goes through this or {@link json}.
+ */
+export const printable = (text: string): string => text.replace(UNSAFE, "?")
+
+/** Several lines of such text (a stack trace): each line made printable, the breaks between them kept. */
+export const printableLines = (text: string): string => text.split("\n").map(printable).join("\n")
+
+/** {@link UNSAFE} but C0 (which `JSON.stringify` escapes in strings; its own line breaks are layout). */
+const LEFT_RAW_BY_JSON = /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
+
+/**
+ * A value as JSON, safe to print: what `JSON.stringify` leaves raw of {@link UNSAFE} (DEL, C1,
+ * bidirectional and format characters, U+2028) escaped as `\uXXXX`, so the value reads back the same.
+ */
+export const json = (value: unknown, indent?: number): string =>
+  JSON.stringify(value, null, indent).replace(LEFT_RAW_BY_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
 
 /** Longest cell of a table; longer values are cut with `…` (`--json` prints them whole). */
 const MAX_CELL = 40
@@ -46,7 +68,8 @@ export const itemsTable = (items: ReadonlyArray<Readonly<Record<string, unknown>
       }
     }
   }
-  return table(columns, items.map((item) => columns.map((column) => cell(item[column]))))
+  // Field names are the server's too: made printable and cut like any cell.
+  return table(columns.map(cell), items.map((item) => columns.map((column) => cell(item[column]))))
 }
 
 /** Name and value pairs, one per line, names aligned. */
