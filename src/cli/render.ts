@@ -30,7 +30,10 @@ const LEFT_RAW_BY_JSON = /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\
  * bidirectional and format characters, U+2028) escaped as `\uXXXX`, so the value reads back the same.
  */
 export const json = (value: unknown, indent?: number): string =>
-  JSON.stringify(value, null, indent).replace(LEFT_RAW_BY_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  JSON.stringify(value, null, indent).replace(
+    LEFT_RAW_BY_JSON,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+  )
 
 /** Longest cell of a table; longer values are cut with `…` (`--json` prints them whole). */
 const MAX_CELL = 40
