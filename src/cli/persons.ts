@@ -8,12 +8,19 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { createHash } from "node:crypto"
 import { createReadStream } from "node:fs"
-import { createInterface } from "node:readline"
 import type { Readable } from "node:stream"
 import { type CliError, usage } from "./outcome.js"
 
-/** A line that names a person, or `undefined` for a blank line or a comment. */
+/**
+ * Longest line read whole, in bytes: a PersonUid is about 50 characters and a pass code at most
+ * 256. A longer line is cut here (the rest is read past, never held), so that memory stays bounded
+ * whatever the input; what is kept is longer than any value, so the line is refused as too long.
+ */
+export const MAX_LINE_BYTES = 4096
+
+/** A line that names a person, or `undefined` for a blank line or a comment. A cut line is kept as it is, to be refused. */
 export const personOfLine = (line: string): string | undefined => {
+  if (Buffer.byteLength(line, "utf8") > MAX_LINE_BYTES) return line
   const trimmed = line.trim()
   return trimmed.length === 0 || trimmed.startsWith("#") ? undefined : trimmed
 }
@@ -25,11 +32,48 @@ const fileError = (path: string) => (error: unknown) =>
 
 const open = (path: string): Readable => path === "-" ? process.stdin : createReadStream(path)
 
-/** The lines of a file (`-`: standard input) as they are, read one by one, never whole. */
+/** A line's bytes as text, without the `\r` of a CRLF break. */
+const textOf = (parts: ReadonlyArray<Buffer>, size: number): string => {
+  const text = (parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)).toString("utf8")
+  return text.endsWith("\r") ? text.slice(0, -1) : text
+}
+
+/**
+ * The lines of `input` (split at `\n`, a `\r` before it dropped), each at most `max + 1` bytes:
+ * the rest of a longer line is skipped as it streams by.
+ */
+export async function* boundedLines(input: AsyncIterable<Buffer>, max: number): AsyncGenerator<string> {
+  let parts: Array<Buffer> = []
+  let size = 0
+  for await (const chunk of input) {
+    let start = 0
+    while (start < chunk.length) {
+      const newline = chunk.indexOf(0x0a, start)
+      const end = newline === -1 ? chunk.length : newline
+      const kept = Math.min(end - start, max + 1 - size)
+      if (kept > 0) {
+        parts.push(chunk.subarray(start, start + kept))
+        size += kept
+      }
+      if (newline === -1) break
+      yield textOf(parts, size)
+      parts = []
+      size = 0
+      start = newline + 1
+    }
+  }
+  if (size > 0) yield textOf(parts, size)
+}
+
+/** The lines of a file (`-`: standard input) as they are, read one by one, never whole, each at most {@link MAX_LINE_BYTES} (+1, cut). */
 export const linesOf = (path: string): Stream.Stream<string, CliError> =>
   Stream.suspend(() => {
-    const lines = createInterface({ input: open(path), crlfDelay: Infinity })
-    return Stream.fromAsyncIterable(lines, fileError(path)).pipe(Stream.ensuring(Effect.sync(() => lines.close())))
+    const input = open(path)
+    return Stream.fromAsyncIterable(boundedLines(input, MAX_LINE_BYTES), fileError(path)).pipe(
+      Stream.ensuring(Effect.sync(() => {
+        if (input !== process.stdin) input.destroy()
+      }))
+    )
   })
 
 /** The PersonUids of a file (`-`: standard input). */

@@ -17,7 +17,7 @@ export interface Ran {
 
 export interface RunOptions {
   readonly env?: Record<string, string> | undefined
-  readonly input?: string | undefined
+  readonly input?: string | Buffer | undefined
   readonly cwd?: string | undefined
   /** Called with the child once started, e.g. to interrupt it. */
   readonly started?: ((child: ReturnType<typeof spawn>, output: { stdout: string; stderr: string }) => void) | undefined
