@@ -27,7 +27,8 @@ import type * as BatchTally from "./internal/batchTally.js"
 import * as FiberSpan from "./internal/fiberSpan.js"
 import { field, isRecord } from "./internal/json.js"
 import { type DateRange, personRequest, type PersonUidInput } from "./internal/personRequest.js"
-import { scrub } from "./internal/redaction.js"
+import { redactor, scrub } from "./internal/redaction.js"
+import { redactJson } from "./internal/redactJson.js"
 import { describeParseError } from "./internal/response.js"
 import * as validate from "./internal/validate.js"
 import { TokenService } from "./TokenService.js"
@@ -105,7 +106,15 @@ export type Item = { readonly [field: string]: unknown }
 export const Item: Schema.Schema<Item> = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /** Options of a request: the optional date range (the service filters by it; time parts are ignored). */
-export type GetOptions = DateRange
+export interface GetOptions extends DateRange {
+  /**
+   * Takes out of the answer (its items and `raw`, keys included) every secret the request carried,
+   * wherever the server echoed it: the PersonUid, the token and the ApplicationId, in any of the
+   * forms errors are scrubbed of. For answers that are written out or shown (the command line
+   * does this). Default false: the items are what the server sent.
+   */
+  readonly redactEchoedSecrets?: boolean | undefined
+}
 
 /** A PersonUid, plain or `Redacted`. It identifies a patient: it is redacted from the moment it enters. */
 export type PersonUid = PersonUidInput
@@ -304,6 +313,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       }
       const person = checked.right
       const url = ready.url
+      const redact = options?.redactEchoedSecrets === true
       return post(
         new AuthorizedPost.Call(
           op.name,
@@ -312,9 +322,10 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           () => [person.personUid()],
           !op.writes || config.retryWrites,
           ({ json, secrets, status }): Either.Either<Result<A>, ClinicalError> => {
-            const decoded = Either.flatMap(collectionOf(op, json), (items) => decodeItems(op, items))
+            const body = redact ? redactJson(json, redactor(secrets())) : json
+            const decoded = Either.flatMap(collectionOf(op, body), (items) => decodeItems(op, items))
             return Either.isRight(decoded)
-              ? Either.right(new ItemsResult(decoded.right, json))
+              ? Either.right(new ItemsResult(decoded.right, body))
               : Either.left(
                 new ResponseDecodeError({
                   operation: op.name,

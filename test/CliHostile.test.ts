@@ -7,9 +7,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Cli from "./support/Cli.js"
+import { expectNone } from "./support/Leaks.js"
 
 const [ELEANOR, MARCUS, PRIYA] = MockClinicalServer.fixturePersons
 const APP = MockClinicalServer.demoApplicationId
@@ -245,7 +248,7 @@ describe("the batch summary stays bounded whatever the server invents", { timeou
         "medications",
         Array.from({ length: count }, (_, i) =>
           MockClinicalServer.Fault.status(400, {
-            body: { Success: false, ErrorType: `Invented${i}${"x".repeat(200)}`, ErrorMessage: null }
+            body: { Success: false, ErrorType: `Invented kind ${i}: ${"very long ".repeat(20)}`, ErrorMessage: null }
           }))
       )
       const here = workspace("many-kinds", {
@@ -258,7 +261,7 @@ describe("the batch summary stays bounded whatever the server invents", { timeou
       )
       expect(ran.code).toBe(3)
       const line = ran.stderr.split("\n").find((text) => text.startsWith("failures this run: "))!
-      expect(line.match(/\d+ ApiError Invented\d+x*…/g)).toHaveLength(10)
+      expect(line.match(/\d+ ApiError Invented kind \d+: [a-z ]*…/g)).toHaveLength(10)
       expect(line).toContain(`${count - 10} of other kinds`)
       expect(line.length).toBeLessThan(1000)
       // Each person's own error is whole in the results.
@@ -325,3 +328,73 @@ describe(
     })
   }
 )
+
+/** A service that echoes everything the request carried inside the items it answers with. */
+const echoingService = async () => {
+  const token = `${Buffer.from("an echoed token, long enough to be a real one".repeat(2)).toString("base64")}+/=`
+  const server = Http.createServer((req, res) => {
+    let body = ""
+    req.on("data", (chunk: Buffer) => body += chunk.toString("utf8"))
+    req.on("end", () => {
+      const now = Date.now()
+      if ((req.url ?? "").toLowerCase() === "/api/server/token") {
+        res.writeHead(200, {
+          "Content-Type": "application/json",
+          Date: new Date(now).toUTCString(),
+          TOKEN_EXPIRES: new Date(now + 3_600_000).toUTCString()
+        })
+        return res.end(JSON.stringify({ Token: token, TokenType: "Bearer" }))
+      }
+      const uid = JSON.parse(body).personuid as string
+      const app = String(req.headers.applicationid)
+      const bearer = String(req.headers.authorization).slice("Bearer ".length)
+      res.writeHead(200, { "Content-Type": "application/json" })
+      res.end(JSON.stringify({
+        Success: true,
+        Medications: [{
+          Name: "Lisinopril",
+          Note: `app ${app.toLowerCase()}, token ${encodeURIComponent(bearer)}, person ${uid}`,
+          [bearer]: app.replace(/-/g, "")
+        }]
+      }))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    token,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+describe("what the server echoes of a request is never written out", { timeout: 60_000 }, () => {
+  it("the token and the ApplicationId inside items: redacted on stdout and in the batch's results", async () => {
+    const service = await echoingService()
+    try {
+      const secrets = [service.token, APP, ELEANOR!.personUid]
+      const printed = await Cli.run(["medications", "--json", ELEANOR!.personUid], { env: envOf(service.url) })
+      expect(printed.code, printed.stderr).toBe(0)
+      expect(JSON.parse(printed.stdout)[0].items).toEqual([{
+        Name: "Lisinopril",
+        Note: "app <redacted>, token <redacted>, person <redacted>",
+        "<redacted>": "<redacted>"
+      }])
+      expectNone("stdout", printed.stdout, secrets)
+      const table = await Cli.run(["medications", ELEANOR!.personUid], { env: envOf(service.url) })
+      expectNone("table", table.stdout, secrets)
+
+      const here = workspace("echoes", { "persons.txt": `${ELEANOR!.personUid}\n` })
+      const out = Path.join(here, "results.ndjson")
+      const batch = await Cli.run(
+        ["batch", "medications", "--persons-file", Path.join(here, "persons.txt"), "--out", out],
+        { env: envOf(service.url) }
+      )
+      expect(batch.code, batch.stderr).toBe(0)
+      expect(Fs.readFileSync(out, "utf8")).toContain("person <redacted>")
+      expectNone("results", Fs.readFileSync(out, "utf8"), secrets)
+    } finally {
+      await service.close()
+    }
+  })
+})

@@ -4,7 +4,7 @@
  * each answer is read, an operation the library does not know, and definitions that are refused.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Metric, type Schema, TestClock } from "effect"
+import { Chunk, Deferred, Effect, Fiber, Metric, type Schema, Stream, TestClock } from "effect"
 import { ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
 import * as Telemetry from "../src/internal/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
@@ -239,6 +239,64 @@ describe("PersonData: an operation the library does not know", () => {
         const error = yield* Effect.flip(PersonData.getAs(allergies, {} as Schema.Schema<unknown>, Fake.PERSON_UID))
         expect(error).toMatchObject({ _tag: "InvalidRequest", operation: "allergies", field: "schema" })
         expect(yield* fake.requests).toHaveLength(0)
+      })
+    ))
+})
+
+describe("PersonData: redactEchoedSecrets", () => {
+  const echoed = (token: string) => ({
+    Medications: [{
+      Name: "Lisinopril",
+      Note: `for ${Fake.PERSON_UID} with ${Fake.APPLICATION_ID.toUpperCase()}`,
+      Trace: {
+        request: [
+          `Bearer ${token}`,
+          encodeURIComponent(token),
+          JSON.stringify(token).slice(1, -1).replace(/\//g, "\\/")
+        ]
+      },
+      [Fake.PERSON_UID]: "a key that names the person"
+    }],
+    Echo: Fake.APPLICATION_ID.replace(/-/g, ""),
+    Success: true
+  })
+
+  it.effect("off (the default): the items are what the server sent", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(Fake.respond(200, echoed(Fake.tokenValue(1))))
+        const result = yield* PersonData.get(PersonData.medications, Fake.PERSON_UID)
+        expect(result.raw).toEqual(echoed(Fake.tokenValue(1)))
+      })
+    ))
+
+  it.effect("on: the PersonUid, the token and the ApplicationId are redacted wherever echoed, keys and raw included", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(Fake.respond(200, echoed(Fake.tokenValue(1))))
+        const result = yield* PersonData.get(PersonData.medications, Fake.PERSON_UID, { redactEchoedSecrets: true })
+        expect(result.items).toEqual([{
+          Name: "Lisinopril",
+          Note: "for <redacted> with <redacted>",
+          Trace: { request: ["Bearer <redacted>", "<redacted>", "<redacted>"] },
+          "<redacted>": "a key that names the person"
+        }])
+        expect(result.raw).toMatchObject({ Echo: "<redacted>", Success: true })
+      })
+    ))
+
+  it.effect("on, with a date range and through getMany: each person's own answer redacted", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(Fake.respond(200, echoed(Fake.tokenValue(1))))
+        const entries = yield* PersonData.getMany(PersonData.medications, [Fake.PERSON_UID], {
+          startDate: "2024-01-01",
+          redactEchoedSecrets: true
+        }).pipe(Stream.runCollect)
+        const [entry] = Chunk.toReadonlyArray(entries)
+        expect(entry!.outcome._tag).toBe("Success")
+        expect(JSON.stringify(entry!.outcome)).not.toContain(Fake.PERSON_UID)
+        expect(JSON.stringify(entry!.outcome)).toContain("for <redacted> with <redacted>")
       })
     ))
 })

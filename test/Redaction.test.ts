@@ -4,7 +4,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Redacted } from "effect"
-import { MAX_SEARCHED, MAX_SECRET, MAX_TEXT, redactEvery, scrub, scrubber } from "../src/internal/redaction.js"
+import { MAX_SEARCHED, MAX_SECRET, MAX_TEXT, redactor, scrub, scrubber } from "../src/internal/redaction.js"
+
+const redactEvery = (text: string, secret: string) => redactor([secret])(text)
+
+/** The search for known secrets alone, where a test is about what it finds (and does not find) exactly. */
+const exact = { byShape: false } as const
 
 const GUID = "3F2504E0-4F89-11D3-9A0C-0305E82C3301"
 const TOKEN = "c2VjcmV0LXRva2Vu+/YWJj=="
@@ -36,7 +41,7 @@ describe("scrub", () => {
   }
 
   it("a GUID in braces loses its digits, not its braces", () => {
-    expect(scrub(`id {${GUID.toLowerCase()}}`, [GUID])).toBe("id {<redacted>}")
+    expect(scrub(`id {${GUID.toLowerCase()}}`, [GUID], exact)).toBe("id {<redacted>}")
   })
 
   it("replaces every occurrence, of every secret", () => {
@@ -45,7 +50,7 @@ describe("scrub", () => {
   })
 
   it("replaces a secret that contains another whole", () => {
-    expect(scrub(`x${TOKEN}${GUID}x`, [GUID, `${TOKEN}${GUID}`])).toBe("x<redacted>x")
+    expect(scrub(`x${TOKEN}${GUID}x`, [GUID, `${TOKEN}${GUID}`], exact)).toBe("x<redacted>x")
   })
 
   it("never throws: a secret that only looks like a Redacted (it holds nothing) is no secret", () => {
@@ -54,7 +59,7 @@ describe("scrub", () => {
   })
 
   it("leaves other text alone, including what only looks like a secret", () => {
-    expect(scrub("3F2504E0-4F89-11D3-9A0C-0305E82C3302 is another id", [GUID]))
+    expect(scrub("3F2504E0-4F89-11D3-9A0C-0305E82C3302 is another id", [GUID], exact))
       .toBe("3F2504E0-4F89-11D3-9A0C-0305E82C3302 is another id")
     expect(scrub("no secrets here", [])).toBe("no secrets here")
     expect(scrub("an empty secret matches nothing", [""])).toBe("an empty secret matches nothing")
@@ -67,7 +72,7 @@ describe("scrub", () => {
 
   it(`caps the text at ${MAX_TEXT} characters, after scrubbing, so no piece of a secret survives the cut`, () => {
     const padding = "x".repeat(MAX_TEXT - 10)
-    const scrubbed = scrub(`${padding}${TOKEN}${"y".repeat(1000)}`, [TOKEN])
+    const scrubbed = scrub(`${padding}${TOKEN}${"y".repeat(1000)}`, [TOKEN], exact)
     expect(scrubbed).toBe(`${padding}<redacted>...`)
     expect(scrub("z".repeat(MAX_TEXT), [])).toBe("z".repeat(MAX_TEXT))
     expect(scrub("z".repeat(MAX_TEXT + 1), [])).toBe(`${"z".repeat(MAX_TEXT)}...`)
@@ -128,7 +133,7 @@ describe("scrub", () => {
   })
 })
 
-describe("redactEvery", () => {
+describe("redactor", () => {
   it("replaces every form of the secret however long the text, and cuts nothing", () => {
     const long = "x".repeat(100_000)
     expect(redactEvery(`${long}${TOKEN.toLowerCase()}${long}${encodeURIComponent(TOKEN)}`, TOKEN))
@@ -231,8 +236,8 @@ describe("scrub: each way a character of a secret may be written", () => {
 
   it("a secret just after a % is found, even when the % and its first characters look like an escape (from review)", () => {
     const guid = "6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b"
-    expect(scrub(`WHERE uid LIKE '%${guid}%'`, [guid])).toBe("WHERE uid LIKE '%<redacted>%'")
-    expect(scrub(`WHERE uid LIKE '%${guid.toUpperCase()}%'`, [guid])).toBe("WHERE uid LIKE '%<redacted>%'")
+    expect(scrub(`WHERE uid LIKE '%${guid}%'`, [guid], exact)).toBe("WHERE uid LIKE '%<redacted>%'")
+    expect(scrub(`WHERE uid LIKE '%${guid.toUpperCase()}%'`, [guid], exact)).toBe("WHERE uid LIKE '%<redacted>%'")
     expect(scrub("x %41bcdef-secret y", ["41bcdef-secret"])).toBe("x %<redacted> y")
   })
 
@@ -344,8 +349,8 @@ describe("scrub: each way a character of a secret may be written", () => {
   it("a secret that only looks like a GUID in braces is looked for as it is", () => {
     const guid = "6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b"
     for (const secret of [`{${guid}x`, `x${guid}}`, `{${guid}`, `${guid}}`]) {
-      expect(scrub(`id ${guid} unknown`, [secret])).toBe(`id ${guid} unknown`)
-      expect(scrub(`id ${secret} unknown`, [secret])).toBe("id <redacted> unknown")
+      expect(scrub(`id ${guid} unknown`, [secret], exact)).toBe(`id ${guid} unknown`)
+      expect(scrub(`id ${secret} unknown`, [secret], exact)).toBe("id <redacted> unknown")
     }
   })
 
@@ -362,5 +367,144 @@ describe("scrub: each way a character of a secret may be written", () => {
     // With no secret there is no pattern: nothing is replaced, not even the word "undefined".
     expect(scrub("the field was undefined", [])).toBe("the field was undefined")
     expect(scrub("abc", [""])).toBe("abc")
+  })
+})
+
+describe("scrub: forms a real ASP.NET/IIS service could echo (issue 22)", () => {
+  const base64 = (text: string) => Buffer.from(text, "utf8").toString("base64")
+  const base64url = (text: string) => Buffer.from(text, "utf8").toString("base64url")
+  const jsonInJson = (text: string) =>
+    JSON.stringify(JSON.stringify({ echo: text }).replace(/\//g, "\\/").replace(/\+/g, "\\u002B"))
+  const html = (text: string) =>
+    text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(
+      /'/g,
+      "&#39;"
+    )
+  const PASS_CODE = "Straße&<'x>7"
+
+  const exactForms: ReadonlyArray<readonly [string, string, string, string?]> = [
+    ["a token percent-encoded twice", TOKEN, encodeURIComponent(encodeURIComponent(TOKEN))],
+    ["a token percent-encoded three times", TOKEN, encodeURIComponent(encodeURIComponent(encodeURIComponent(TOKEN)))],
+    ["a token in JSON inside a JSON string", TOKEN, jsonInJson(TOKEN), `"{\\"echo\\":\\"<redacted>\\"}"`],
+    [
+      "a PersonUid in JSON inside a JSON string",
+      "Qk9C/x+y==",
+      jsonInJson("Qk9C/x+y=="),
+      `"{\\"echo\\":\\"<redacted>\\"}"`
+    ],
+    ["a pass code upper-cased with its ß as SS", PASS_CODE, PASS_CODE.toUpperCase()],
+    ["a pass code HTML-escaped", PASS_CODE, html(PASS_CODE)],
+    ["a pass code XML-escaped (&apos;)", PASS_CODE, html(PASS_CODE).replace("&#39;", "&apos;")],
+    [
+      "a token with its = and + as XML numeric references",
+      TOKEN,
+      TOKEN.replace(/=/g, "&#x3D;").replace(/\+/g, "&#43;")
+    ],
+    ["a token with named HTML5 references", TOKEN, TOKEN.replace(/\+/g, "&plus;").replace(/\//g, "&sol;")],
+    ["an HTML-escaped pass code, percent-encoded", PASS_CODE, encodeURIComponent(html(PASS_CODE))],
+    [
+      "a GUID in braces percent-encoded twice",
+      GUID,
+      encodeURIComponent(encodeURIComponent(`{${GUID}}`)),
+      "%257B<redacted>%257D"
+    ]
+  ]
+  for (const [title, secret, echoed, expected = "<redacted>"] of exactForms) {
+    it(`the exact search finds ${title}`, () => {
+      expect(scrub(`before ${echoed} after`, [secret], exact)).toBe(`before ${expected} after`)
+    })
+  }
+
+  it("decodes at most four rounds deep: a fifth encoding is no form of the secret (and costs no more)", () => {
+    let echoed = "se-cret/x+y"
+    for (let round = 0; round < 5; round++) echoed = encodeURIComponent(echoed)
+    expect(scrub(`a ${echoed} b`, ["se-cret/x+y"], exact)).toBe(`a ${echoed} b`)
+  })
+
+  it("ß in a secret and SS, ss or ẞ in the text are one and the same (full case folding)", () => {
+    for (const echoed of ["STRASSE-12", "strasse-12", "straẞe-12", "STRAẞE-12"]) {
+      expect(scrub(`x ${echoed} y`, ["straße-12"], exact), echoed).toBe("x <redacted> y")
+    }
+    expect(scrub("x straße-12 y", ["STRASSE-12"], exact)).toBe("x <redacted> y")
+  })
+
+  it("what only looks like an entity is text like any other: nothing decodes to a character it does not stand for", () => {
+    // A misreading would make "[&]" or "[\u0000]" of these, which the text does not hold as written.
+    for (const text of ["&amp", "&#;", "&#x;", "&#xZZ;", "&unknown;", "&#99999999;", "& amp;", "&#x110000;", "&AmP;"]) {
+      expect(scrub(`[${text}]`, ["[&]", "[\u0000]"], exact), text).toBe(`[${text}]`)
+    }
+    expect(scrub("[&amp;]", ["[&]"], exact)).toBe("<redacted>")
+    expect(scrub("[&#0;]", ["[\u0000]"], exact)).toBe("<redacted>")
+  })
+
+  const shapeForms: ReadonlyArray<readonly [string, string, string?]> = [
+    ["base64 of the token", base64(TOKEN)],
+    ["URL-safe base64 of the token", base64url(TOKEN)],
+    ["base64 of the ApplicationId", base64(GUID)],
+    ["base64 of the ApplicationId's 16 bytes", Buffer.from(GUID.replace(/-/g, ""), "hex").toString("base64")],
+    ["base64 of a data request body", base64(JSON.stringify({ personuid: "Qk9CL3BlcnNvbi91aWQrKz09/x+y==" }))],
+    [
+      "base64 of an authenticate body",
+      base64(JSON.stringify({ ApplicationId: GUID, PassCode: "EW-2719-KQ", DateOfBirth: "01/31/1970" }))
+    ],
+    ["base64 of the token, percent-encoded", encodeURIComponent(base64(TOKEN))],
+    ["base64 of the token, JSON-escaped", base64(TOKEN).replace(/\//g, "\\/").replace(/\+/g, "\\u002B")],
+    ["any GUID", "6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b"],
+    ["any GUID in braces", "{6F3A9C2E-1B4D-4E8F-9A0B-1C2D3E4F5A6B}"],
+    ["any 32 hex digits", "6f3a9c2e1b4d4e8f9a0b1c2d3e4f5a6b"],
+    ["a date as .NET's JSON writes it", "/Date(2649600000)/"],
+    ["a date as .NET's JSON writes it, escaped", "\\/Date(-2649600000+0100)\\/"],
+    ["a date day first", "31/01/1970"],
+    ["a date month first", "01/31/1970"],
+    ["a date with dots", "31.01.1970"],
+    ["a date, ISO", "1970-01-31"],
+    ["a date, ISO with its time", "1970-01-31T00:00:00", "<redacted>T00:00:00"],
+    ["a date as .NET prints it", "1/31/1970 12:00:00 AM", "<redacted> 12:00:00 AM"],
+    ["a date in words", "Saturday, January 31, 1970"],
+    ["a date in words, day first", "31 January 1970"],
+    ["a date, abbreviated", "31-Jan-1970"],
+    ["a date as eight digits", "19700131"],
+    ["a date percent-encoded", encodeURIComponent("01/31/1970")]
+  ]
+  for (const [title, echoed, expected = "<redacted>"] of shapeForms) {
+    it(`redacted by shape: ${title}`, () => {
+      expect(scrub(`Error: ${echoed} refused`, [])).toBe(`Error: ${expected} refused`)
+      // The exact search alone knows nothing of these: the shape is what finds them.
+      expect(scrub(`Error: ${echoed} refused`, [], exact)).toBe(`Error: ${echoed} refused`)
+    })
+  }
+
+  it("what is not a secret's shape stays readable: words, identifiers, paths, addresses, versions, statuses", () => {
+    const kept = [
+      "PersonNotFound",
+      "INVALID_APPLICATION_IDENTIFIER",
+      "System.NullReferenceException: Object reference not set to an instance of an object.",
+      "No HTTP resource was found that matches the request URI 'https://openapi.intelichart.com/api/clinical/medication/get'.",
+      "connect ECONNREFUSED 10.10.10.10:443",
+      "version 1.2.3, HTTP 503, 12:00:00",
+      "an-ordinary-hyphenated-phrase-of-words"
+    ]
+    for (const text of kept) expect(scrub(text, []), text).toBe(text)
+  })
+
+  it("a person's items are not redacted by shape: their dates and codes are the data", () => {
+    expect(redactor(["unrelated"])("started 1970-01-31, code 6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b"))
+      .toBe("started 1970-01-31, code 6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b")
+  })
+
+  it("redaction by shape costs time linear in the text, whatever it holds", () => {
+    const texts = [
+      "January ".repeat(MAX_SEARCHED / 8),
+      "1/".repeat(MAX_SEARCHED / 2),
+      "a".repeat(MAX_SEARCHED - 1) + "!",
+      "/Date(".repeat(MAX_SEARCHED / 6),
+      "%25".repeat(MAX_SEARCHED / 3),
+      "&amp;".repeat(MAX_SEARCHED / 5)
+    ]
+    for (const text of texts) {
+      const started = performance.now()
+      scrub(text, [TOKEN, GUID])
+      expect(performance.now() - started, text.slice(0, 20)).toBeLessThan(2_000)
+    }
   })
 })

@@ -28,7 +28,6 @@ import { CliError, ExitCode, exitCodeOfError, usage } from "./outcome.js"
 import * as Persons from "./persons.js"
 import * as Probe from "./probe.js"
 import * as Render from "./render.js"
-import { scrubItems } from "./scrubItems.js"
 
 /** The documented operations, by command name. */
 export const OPERATIONS: ReadonlyArray<readonly [string, PersonData.Operation]> = [
@@ -189,33 +188,14 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
     (options) =>
       Effect.gen(function*() {
         const chosen = options.json ? "json" : options.ndjson ? "ndjson" : options.format
-        // Each person's PersonUid by position, until its answer is in: to take it out of that answer.
-        const personUids = new Map<number, string>()
-        let given = 0
-        const input = Stream.map(
+        const entries = PersonData.getMany(
+          operation,
           Persons.fromArguments(options.persons, Option.getOrUndefined(options.personsFile)),
-          (personUid) => {
-            personUids.set(given++, personUid)
-            return personUid
-          }
-        )
-        const entries = Stream.map(
-          PersonData.getMany(operation, input, {
+          {
             startDate: Option.getOrUndefined(options.startDate),
-            endDate: Option.getOrUndefined(options.endDate)
-          }),
-          ({ index, outcome }): Entry => {
-            const personUid = personUids.get(index) ?? ""
-            personUids.delete(index)
-            return outcome._tag === "Success"
-              ? {
-                index,
-                outcome: {
-                  _tag: "Success",
-                  result: { ...outcome.result, items: scrubItems(outcome.result.items, personUid) }
-                }
-              }
-              : { index, outcome }
+            endDate: Option.getOrUndefined(options.endDate),
+            // What is printed must not hold what the server echoed of the request.
+            redactEchoedSecrets: true
           }
         )
         let count = 0

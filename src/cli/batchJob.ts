@@ -26,7 +26,6 @@ import { createBeside, createNew, kindAt, openToRead, othersMayWriteBeside, repl
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { fromFile, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
-import { scrubItems } from "./scrubItems.js"
 
 /** What a batch is asked to do (its options already checked). */
 export interface Job {
@@ -248,15 +247,15 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       (handle) => Effect.promise(() => handle.close())
     )
 
-    // The input position and PersonUid of each person handed to getMany, by getMany's own count;
-    // bounded by its read-ahead, as each is removed when its entry comes back.
-    const handedOver = new Map<number, readonly [number, string]>()
+    // The input position of each person handed to getMany, by getMany's own count; bounded by its
+    // read-ahead, as each is removed when its entry comes back.
+    const handedOver = new Map<number, number>()
     let handed = 0
     const persons = fromFile(job.personsFile).pipe(
       Stream.zipWithIndex,
       Stream.filter(([, index]) => !earlier.indices.has(index)),
       Stream.map(([personUid, index]) => {
-        handedOver.set(handed++, [index, personUid])
+        handedOver.set(handed++, index)
         return personUid
       })
     )
@@ -282,11 +281,11 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
 
     /** The results line of an entry; a skipped person has none (it is not done). */
     const lineOf = ({ index, outcome }: PersonData.Entry<PersonData.Result<PersonData.Item>>): string => {
-      const [position, personUid] = handedOver.get(index)!
+      const position = handedOver.get(index)!
       handedOver.delete(index)
       switch (outcome._tag) {
         case "Success":
-          return resultLine(position, { outcome: "Success", items: scrubItems(outcome.result.items, personUid) })
+          return resultLine(position, { outcome: "Success", items: outcome.result.items })
         case "Failure": {
           const error = outcome.error
           failures.add(failureKind(error))
@@ -307,6 +306,8 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       concurrency: job.concurrency,
       startDate: job.startDate,
       endDate: job.endDate,
+      // The results file must not hold what the server echoed of the request.
+      redactEchoedSecrets: true,
       onProgress: (progress) => Ref.set(latest, progress)
     }).pipe(
       Stream.mapError((error) => usage(error.message)),

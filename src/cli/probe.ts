@@ -18,7 +18,7 @@ import { HttpTransport } from "../HttpTransport.js"
 import { send } from "../internal/attempt.js"
 import { dataHeaders } from "../internal/authorizedPost.js"
 import { field, isRecord, parse } from "../internal/json.js"
-import { scrub } from "../internal/redaction.js"
+import { scrub, scrubber } from "../internal/redaction.js"
 import { isTokenRejected } from "../internal/response.js"
 import { readTokenResponse, tokenRequest } from "../internal/tokenRequest.js"
 import * as PersonData from "../PersonData.js"
@@ -115,7 +115,7 @@ export const fieldNamesOf = (
       if (isRecord(element)) { for (const name of Object.keys(element)) item.add(name) }
     }
   }
-  const clean = (name: string) => scrub(name, secrets)
+  const clean = scrubber(secrets)
   return {
     body: names.map(clean),
     collection: collection === null ? null : clean(collection),

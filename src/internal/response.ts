@@ -107,10 +107,10 @@ const outcomeOf = (value: unknown): Outcome => {
 }
 
 /**
- * Server text for an error: scrubbed of every secret, bounded, whatever the value's shape. A value
- * that is not a string is rendered past what `scrub` searches, so that `scrub` makes the one cut;
- * every string inside it is scrubbed before the rendering escapes it (a secret escaped twice is a
- * form `scrub` does not look for).
+ * Server text for an error: scrubbed of every secret and of whatever has the shape of one, bounded,
+ * whatever the value's shape. A value that is not a string is rendered past what the scrubber
+ * searches, so that it makes the one cut; every string inside it is scrubbed before the rendering
+ * escapes it.
  */
 const serverText = (value: unknown, secrets: Iterable<Redacted.Redacted<string>>): string | null => {
   if (value === null || value === undefined) return null
