@@ -78,15 +78,16 @@ describe.concurrent("examples", () => {
   it(
     "npm start with only some CLINICAL_* variables set names the missing one and does not fall back to the mock",
     async () => {
-      for (
-        const [set, missing] of [
-          [{ CLINICAL_BASE_URL: "https://openapitest.intelichart.com" }, "CLINICAL_APPLICATION_ID is not"],
-          [{ CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId }, "CLINICAL_BASE_URL is not"],
-          [{ CLINICAL_PERSON_UIDS: "abc" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"],
-          [{ CLINICAL_TOKEN_PATH: "/api/server/token" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"]
-        ] as const
-      ) {
-        const run = await tsxWith(set, "examples/medications.ts")
+      const cases = [
+        [{ CLINICAL_BASE_URL: "https://openapitest.intelichart.com" }, "CLINICAL_APPLICATION_ID is not"],
+        [{ CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId }, "CLINICAL_BASE_URL is not"],
+        [{ CLINICAL_PERSON_UIDS: "abc" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"],
+        [{ CLINICAL_TOKEN_PATH: "/api/server/token" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"]
+      ] as const
+      // Side by side: each is a whole process start (tsx compiling), several seconds on a busy machine.
+      const runs = await Promise.all(cases.map(([set]) => tsxWith(set, "examples/medications.ts")))
+      for (const [i, [, missing]] of cases.entries()) {
+        const run = runs[i]!
         expect(run.code).toBe(1)
         expect(run.stdout).toBe("")
         expect(run.stderr).toContain(missing)
@@ -94,7 +95,7 @@ describe.concurrent("examples", () => {
         expect(run.stderr).not.toContain(MockClinicalServer.demoApplicationId)
       }
     },
-    60_000
+    120_000
   )
 
   it("npm start against a host that refuses connections never says Connected and exits 1", async () => {
@@ -112,21 +113,21 @@ describe.concurrent("examples", () => {
   it("npm start against a real service exits 1 when no person could be read, 0 when one could", async () => {
     await withServedMock(async (baseUrl) => {
       const settings = { CLINICAL_BASE_URL: baseUrl, CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId }
-      const none = await tsxWith({ ...settings, CLINICAL_PERSON_UIDS: "nobody-1,nobody-2" }, "examples/medications.ts")
+      const person = MockClinicalServer.fixturePersons[1]!
+      // Side by side: each is a whole process start (tsx compiling), several seconds on a busy machine.
+      const [none, one] = await Promise.all([
+        tsxWith({ ...settings, CLINICAL_PERSON_UIDS: "nobody-1,nobody-2" }, "examples/medications.ts"),
+        tsxWith({ ...settings, CLINICAL_PERSON_UIDS: `nobody,${person.personUid}` }, "examples/medications.ts")
+      ])
       expect(none.code).toBe(1)
       expect(none.stdout).toContain("Connected: token obtained")
       expect(none.stdout).toContain("person 1 of CLINICAL_PERSON_UIDS: not read (ApiError")
       expect(none.stderr).toContain("error: none of the 2 person(s) could be read")
-      const person = MockClinicalServer.fixturePersons[1]!
-      const one = await tsxWith(
-        { ...settings, CLINICAL_PERSON_UIDS: `nobody,${person.personUid}` },
-        "examples/medications.ts"
-      )
       expect(one.code, one.stderr).toBe(0)
       expect(one.stdout).toContain("person 2 of CLINICAL_PERSON_UIDS: 2 medication(s)")
       expect(one.stdout + one.stderr).not.toContain(person.personUid)
     })
-  }, 60_000)
+  }, 120_000)
 
   it("http-backend.ts serves medications through the Promise API, and exits by itself on SIGTERM", async () => {
     const child = spawn("node_modules/.bin/tsx", ["examples/http-backend.ts"], { env })
