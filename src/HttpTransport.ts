@@ -23,6 +23,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import { isUtf8 } from "node:buffer"
 import { Agent, type Dispatcher } from "undici"
 import { InvalidConfig, TransportError } from "./ClinicalError.js"
 import { callback } from "./internal/callback.js"
@@ -51,6 +52,12 @@ export interface TransportResponse {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
+  /**
+   * True when the body's bytes were not UTF-8 (the body then holds U+FFFD in their place): the
+   * client refuses such a body rather than read corrupted clinical text. A transport that only
+   * sees text leaves it out.
+   */
+  readonly invalidUtf8?: boolean | undefined
 }
 
 /**
@@ -295,7 +302,7 @@ class UndiciExchange implements Dispatcher.DispatchHandler {
     this.headers = flattenHeaders(responseHeaders)
     // A redirect is answered as it is, its body unread: the request is aborted.
     if (statusCode >= 300 && statusCode <= 399) {
-      this.settle(Either.right({ status: statusCode, headers: this.headers, body: "" }))
+      this.settle(Either.right({ status: statusCode, headers: this.headers, body: "", invalidUtf8: false }))
       return this.abort(new Error("redirect"))
     }
     const limit = this.request.maxResponseBytes
@@ -315,12 +322,12 @@ class UndiciExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    const body = this.more !== undefined
-      ? Buffer.concat(this.more, this.size).toString("utf8")
-      : this.first !== undefined
-      ? this.first.toString("utf8")
-      : ""
-    this.settle(Either.right({ status: this.status, headers: this.headers, body }))
+    const bytes = this.more !== undefined ? Buffer.concat(this.more, this.size) : this.first
+    this.settle(Either.right(
+      bytes === undefined
+        ? { status: this.status, headers: this.headers, body: "", invalidUtf8: false }
+        : { status: this.status, headers: this.headers, body: bytes.toString("utf8"), invalidUtf8: !isUtf8(bytes) }
+    ))
   }
 
   onResponseError(_: Dispatcher.DispatchController, cause: Error): void {
@@ -389,30 +396,31 @@ const readPlatformBody = (
   request: TransportRequest,
   response: HttpClientResponse.HttpClientResponse,
   network: (error: HttpClientError.HttpClientError) => TransportError
-): Effect.Effect<string, TransportError> => {
-  if (hasNoBody(request, response.status)) return Effect.succeed("")
+): Effect.Effect<Uint8Array, TransportError> => {
+  if (hasNoBody(request, response.status)) return Effect.succeed(NO_BYTES)
+  const whole = Effect.map(Effect.mapError(response.arrayBuffer, network), (buffer) => new Uint8Array(buffer))
   const limit = request.maxResponseBytes
-  if (limit === undefined) return Effect.mapError(response.text, network)
+  if (limit === undefined) return whole
   const declared = plainLength(response.headers)
-  if (declared !== undefined) {
-    return declared > limit ? Effect.fail(tooLarge(request, limit)) : Effect.mapError(response.text, network)
-  }
+  if (declared !== undefined) return declared > limit ? Effect.fail(tooLarge(request, limit)) : whole
   return response.stream.pipe(
     Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (read, chunk) => {
       read.size += chunk.length
       read.chunks.push(chunk)
       return read.size > limit ? Effect.fail(tooLarge(request, limit)) : Effect.succeed(read)
     }),
-    Effect.map((read) => Buffer.concat(read.chunks, read.size).toString("utf8")),
-    Effect.catchAll((error): Effect.Effect<string, TransportError> =>
+    Effect.map((read): Uint8Array => Buffer.concat(read.chunks, read.size)),
+    Effect.catchAll((error): Effect.Effect<Uint8Array, TransportError> =>
       error._tag === "TransportError"
         ? Effect.fail(error)
         : error._tag === "ResponseError" && error.reason === "EmptyBody"
-        ? Effect.succeed("")
+        ? Effect.succeed(NO_BYTES)
         : Effect.fail(network(error))
     )
   )
 }
+
+const NO_BYTES = new Uint8Array(0)
 
 /** The origin of a URL, or the URL itself if it has none. */
 const originOf = (url: string): string => {
@@ -425,7 +433,12 @@ const originOf = (url: string): string => {
 
 /** A platform response as the client reads it (a class, as every object made per request: see `internal/callback`). */
 class PlatformResponse implements TransportResponse {
-  constructor(readonly status: number, readonly headers: Readonly<Record<string, string>>, readonly body: string) {}
+  readonly body: string
+  readonly invalidUtf8: boolean
+  constructor(readonly status: number, readonly headers: Readonly<Record<string, string>>, bytes: Uint8Array) {
+    this.body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")
+    this.invalidUtf8 = !isUtf8(bytes)
+  }
 }
 
 /**
@@ -489,10 +502,10 @@ export const fromHttpClient = (
                 }; use a client that does not follow redirects`
               ))
             }
-            const answer = (text: string): TransportResponse =>
-              new PlatformResponse(response.status, { ...response.headers }, text)
+            const answer = (bytes: Uint8Array): TransportResponse =>
+              new PlatformResponse(response.status, { ...response.headers }, bytes)
             // A redirect is answered as it is, its body unread (and its request aborted).
-            if (response.status >= 300 && response.status <= 399) return Effect.as(abort, answer(""))
+            if (response.status >= 300 && response.status <= 399) return Effect.as(abort, answer(NO_BYTES))
             return Effect.map(readPlatformBody(request, response, network), answer)
           }
         )

@@ -231,6 +231,57 @@ for (const [name, transport, paths] of transports) {
           }))
       })
 
+      describe("a body that is not UTF-8 is refused, never read with replacement characters", () => {
+        const corrupt = (json: string) => {
+          // "Caf" + the bytes C3 28 (a lead byte whose continuation is missing) + FF (never UTF-8)
+          const [before, after] = json.split("@")
+          return Buffer.concat([Buffer.from(before!), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(after!)])
+        }
+        const send = (res: Parameters<Hostile.Handler>[1], bytes: Buffer, headers: Record<string, string> = {}) => {
+          res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", ...headers })
+          res.end(bytes)
+        }
+
+        it.scopedLive("a data body: ResponseDecodeError that says so, for get and getAs", () =>
+          Effect.gen(function*() {
+            const server = yield* Hostile.serve(
+              Hostile.withToken((_, res) => send(res, corrupt(`{"Success":true,"Medications":[{"Name":"Caf@"}]}`)))
+            )
+            const schema = Schema.Struct({ Name: Schema.String })
+            for (const call of [get, MedicationService.getAs(schema, Hostile.PERSON_UID)]) {
+              const error = failureOf((yield* run(server.url, call)).exit)
+              expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "medications", status: 200 })
+              expect(error.message).toContain("the body is not valid UTF-8")
+            }
+          }))
+
+        it.scopedLive("a token body: ResponseDecodeError from the token operation", () =>
+          Effect.gen(function*() {
+            const server = yield* Hostile.serve((_, res) => {
+              const now = Date.now()
+              send(res, corrupt(`{"Token":"abc@","TokenType":"Bearer"}`), {
+                Date: new Date(now).toUTCString(),
+                TOKEN_EXPIRES: new Date(now + 3_600_000).toUTCString()
+              })
+            })
+            const error = failureOf((yield* run(server.url, get)).exit)
+            expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "token" })
+            expect(error.message).toContain("the body is not valid UTF-8")
+          }))
+
+        it.scopedLive("valid UTF-8 of every length, a byte-order mark included, reads as it was sent", () =>
+          Effect.gen(function*() {
+            const name = "Café ÄÖÜ 漢字 😀"
+            const server = yield* Hostile.serve(
+              Hostile.withToken((_, res) =>
+                send(res, Buffer.from(`\uFEFF{"Success":true,"Medications":[{"Name":"${name}"}]}`, "utf8"))
+              )
+            )
+            const result = yield* Effect.flatten(Effect.map(run(server.url, get), ({ exit }) => exit))
+            expect(result.medications).toEqual([{ Name: name }])
+          }))
+      })
+
       describe("the envelope's Success, as .NET services and proxies write it", () => {
         const cases: ReadonlyArray<readonly [string, unknown, string]> = [
           ["false", false, "ApiError"],
@@ -298,6 +349,24 @@ for (const [name, transport, paths] of transports) {
             const error = failureOf((yield* run(server.url, get)).exit)
             expect(error._tag).toBe("ApiError")
             expect((error as { errorMessage: string }).errorMessage.split("<redacted>")).toHaveLength(13)
+          }))
+
+        it.scopedLive("each form an ASP.NET/IIS service could write, one at a time: every secret and the body", () =>
+          Effect.gen(function*() {
+            // A date's forms are the authenticate operation's (see PersonAuthentication.test.ts).
+            for (const [form, write] of Leaks.FORMS.filter(([form]) => form !== "a date reformatted")) {
+              const server = yield* Hostile.serve(Hostile.withToken((received, res) => {
+                const app = String(received.headers.applicationid)
+                const bearer = String(received.headers.authorization).slice("Bearer ".length)
+                const uid = JSON.parse(received.body).personuid as string
+                const echoed = [app, bearer, uid, received.body].flatMap(write).join(" | ")
+                Hostile.json(res, 400, { Success: false, ErrorType: "Refused", ErrorMessage: echoed })
+              }))
+              // `run` checks the failure and every log line for every form of every secret.
+              const error = failureOf((yield* run(server.url, get)).exit)
+              expect(error._tag, form).toBe("ApiError")
+              expect((error as { errorMessage: string }).errorMessage, form).toContain("<redacted>")
+            }
           }))
 
         it.scopedLive("inside an ErrorMessage object, as .NET writes a body it echoes ('+' as \\u002B, quotes escaped)", () =>

@@ -302,7 +302,17 @@ describe("PersonAuthentication is never sent again once the server may have acte
 })
 
 describe("PersonAuthentication privacy", () => {
-  const secrets = [PASS_CODE, "03/14/1945", "1945-03-14", "3/14/1945", PERSON_UID, Fake.APPLICATION_ID]
+  const secrets = [
+    PASS_CODE,
+    "03/14/1945",
+    "1945-03-14",
+    "3/14/1945",
+    "-783302400000",
+    "Wednesday, March 14, 1945",
+    "14.03.1945",
+    PERSON_UID,
+    Fake.APPLICATION_ID
+  ]
 
   const echo = (request: HttpTransport.TransportRequest) => {
     const body = JSON.parse(HttpTransport.wireBody(request)!)
@@ -328,7 +338,29 @@ describe("PersonAuthentication privacy", () => {
       "a network error whose detail echoes them",
       (request) => Effect.fail(HttpTransport.transportError(request, "Network", echo(request)))
     ],
-    ["a PersonUid that is not usable", answer({ PersonUid: `${PERSON_UID} ${PASS_CODE}` })]
+    ["a PersonUid that is not usable", answer({ PersonUid: `${PERSON_UID} ${PASS_CODE}` })],
+    // One form at a time (an error keeps 500 characters): the pass code, the date of birth, the
+    // ApplicationId and the whole body, and the date as .NET reformats it.
+    ...Leaks.FORMS.map(([form, write]): readonly [string, Fake.Responder] => [
+      `Success: false echoing the credentials, ${form}`,
+      (request) => {
+        const wire = HttpTransport.wireBody(request)!
+        const body = JSON.parse(wire)
+        const echoed = [body.PassCode, body.DateOfBirth, body.ApplicationId, wire].flatMap(write)
+        return Effect.succeed(
+          HttpTransport.jsonResponse(400, { Success: false, ErrorType: "Refused", ErrorMessage: echoed.join(" | ") })
+        )
+      }
+    ]),
+    [
+      "Success: false echoing the date of birth as .NET writes it",
+      () =>
+        Effect.succeed(HttpTransport.jsonResponse(400, {
+          Success: false,
+          ErrorMessage:
+            "born /Date(-783302400000)/, \\/Date(-783298800000+0100)\\/, Wednesday, March 14, 1945, 14.03.1945"
+        }))
+    ]
   ]
   for (const [title, responder] of flows) {
     it.effect(`${title}: nothing in logs, errors or spans`, () =>

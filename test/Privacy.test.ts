@@ -10,6 +10,7 @@ import { MockClinicalServer } from "effect-clinical/testing"
 import * as Util from "node:util"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
+import { everyForm, expectNone, FORMS } from "./support/Leaks.js"
 
 const SECRETS: ReadonlyArray<string> = [
   Fake.APPLICATION_ID,
@@ -17,9 +18,9 @@ const SECRETS: ReadonlyArray<string> = [
   ...Array.from({ length: 20 }, (_, i) => Fake.tokenValue(i + 1))
 ]
 
-const expectNoSecret = (label: string, text: string, secrets: ReadonlyArray<string> = SECRETS) => {
-  for (const secret of secrets) expect(text.includes(secret), `${label} leaks a secret: ${text}`).toBe(false)
-}
+/** No secret in any form a server or a logger could write it (see `Leaks.forms`). */
+const expectNoSecret = (label: string, text: string, secrets: ReadonlyArray<string> = SECRETS) =>
+  expectNone(label, text, secrets)
 
 /** Captures every log line in two formats (logfmt and JSON) at every level. */
 const capture = () => {
@@ -37,8 +38,16 @@ type Flow = (
 ) => Effect.Effect<unknown, unknown, MedicationService.MedicationService | TokenService.TokenService>
 
 const get = MedicationService.get(Fake.PERSON_UID)
-const echo = (request: HttpTransport.TransportRequest) =>
-  `${HttpTransport.wireBody(request)} ${JSON.stringify(HttpTransport.wireHeaders(request))}`
+/**
+ * What a server echoing the whole request writes: its body and headers, and each secret alone, in
+ * every form (percent-encoded twice, HTML-escaped, JSON inside JSON, base64, ...).
+ */
+const echo = (request: HttpTransport.TransportRequest) => {
+  const body = HttpTransport.wireBody(request) ?? ""
+  const headers = HttpTransport.wireHeaders(request)
+  const parsed = JSON.parse(body) as Record<string, string>
+  return everyForm([body, JSON.stringify(headers), ...Object.values(headers), ...Object.values(parsed)])
+}
 
 const flows: ReadonlyArray<readonly [string, Flow]> = [
   ["success, with the user logging the token and the result", () =>
@@ -178,6 +187,43 @@ const flows: ReadonlyArray<readonly [string, Flow]> = [
       ),
       get
     )],
+  // One form at a time: an error keeps 500 characters, and each form must be seen within them.
+  ...FORMS.flatMap(([form, write]): ReadonlyArray<readonly [string, Flow]> => {
+    const echoed = (request: HttpTransport.TransportRequest) => {
+      const body = HttpTransport.wireBody(request) ?? ""
+      const headers = HttpTransport.wireHeaders(request)
+      const values = [...Object.values(JSON.parse(body) as Record<string, string>), ...Object.values(headers), body]
+      return values.flatMap(write).join(" ")
+    }
+    return [
+      [`Success: false echoing every secret, ${form}`, (fake) =>
+        Effect.zipRight(
+          fake.scriptData((request) =>
+            Effect.succeed(
+              HttpTransport.jsonResponse(400, {
+                Success: false,
+                ErrorType: echoed(request),
+                ErrorMessage: echoed(request)
+              })
+            )
+          ),
+          get
+        )],
+      [`the token host's Success: false echoing the ApplicationId, ${form}`, (fake) =>
+        Effect.zipRight(
+          fake.scriptToken((request) =>
+            Effect.succeed(HttpTransport.jsonResponse(400, { Success: false, ErrorMessage: echoed(request) }))
+          ),
+          get
+        )],
+      [`a transport failure whose detail holds every secret, ${form}`, (fake) =>
+        Effect.zipRight(
+          fake.scriptData(...Array.from({ length: 4 }, (): Fake.Responder => (request) =>
+            Effect.fail(HttpTransport.transportError(request, "Network", echoed(request))))),
+          get
+        )]
+    ]
+  }),
   ["a PersonUid refused for a CR/LF", () => MedicationService.get(`${Fake.PERSON_UID}\r\n`)],
   ["a PersonUid refused for its length", () => MedicationService.get(Fake.PERSON_UID.repeat(100))],
   ["a PersonUid refused for a space", () => MedicationService.get(`${Fake.PERSON_UID} ${Fake.APPLICATION_ID}`)]

@@ -415,6 +415,21 @@ describe("scrub: forms a real ASP.NET/IIS service could echo (issue 22)", () => 
     })
   }
 
+  it("a secret with hyphens is found without them too (a service may normalise a pass code)", () => {
+    expect(scrub("code EW2719KQ refused", ["EW-2719-KQ"], exact)).toBe("code <redacted> refused")
+    expect(scrub("code ew-2719kq refused", ["EW-2719-KQ"], exact)).toBe("code <redacted> refused")
+  })
+
+  it("a secret encoded alone in base64 or base64url, padded or not, is found however short its encoding", () => {
+    for (const echoed of ["RVctMjcxOS1LUQ==", "RVctMjcxOS1LUQ", "MDMvMTQvMTk0NQ=="]) {
+      expect(scrub(`x ${echoed} y`, ["EW-2719-KQ", "03/14/1945"], exact), echoed).toBe("x <redacted> y")
+    }
+    const token = "ab+/c?d>e~"
+    expect(scrub(`x ${Buffer.from(token).toString("base64url")} y`, [token], exact)).toBe("x <redacted> y")
+    // A secret of a few bytes has no base64 form looked for: it would be found in any text.
+    expect(scrub("x Zm9v y", ["foo"], exact)).toBe("x Zm9v y")
+  })
+
   it("decodes at most four rounds deep: a fifth encoding is no form of the secret (and costs no more)", () => {
     let echoed = "se-cret/x+y"
     for (let round = 0; round < 5; round++) echoed = encodeURIComponent(echoed)
@@ -464,7 +479,9 @@ describe("scrub: forms a real ASP.NET/IIS service could echo (issue 22)", () => 
     ["a date in words, day first", "31 January 1970"],
     ["a date, abbreviated", "31-Jan-1970"],
     ["a date as eight digits", "19700131"],
-    ["a date percent-encoded", encodeURIComponent("01/31/1970")]
+    ["a date percent-encoded", encodeURIComponent("01/31/1970")],
+    ["a date as milliseconds since 1970", "-783302400000"],
+    ["a date as seconds since 1970", "-783302400"]
   ]
   for (const [title, echoed, expected = "<redacted>"] of shapeForms) {
     it(`redacted by shape: ${title}`, () => {

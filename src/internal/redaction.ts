@@ -10,7 +10,9 @@
  * - HTML- or XML-escaped (`&amp;`, `&#39;`, `&apos;`, `&#x3D;`);
  * - any of these applied again, up to {@link MAX_DECODINGS} deep (`%252B`, JSON inside a JSON
  *   string, an entity percent-encoded);
- * - a GUID with or without its hyphens (`N` format) or braces (`B` format).
+ * - a GUID with or without its hyphens (`N` format) or braces (`B` format), any other secret
+ *   without its hyphens too;
+ * - a secret encoded alone in base64 or base64url, padded or not.
  *
  * How: the text is read into units several ways (as written; JSON escapes decoded; percent-encoding
  * decoded; then every kind decoded, again and again until a reading decodes nothing), a unit being
@@ -55,6 +57,9 @@ export const MAX_DECODINGS = 4
  * `%25F0%259F%2598%2580` for two units, `\\u002B`, `&#x10FFFF;`.
  */
 const MAX_EXPANSION = 15
+
+/** Shortest base64 of a secret looked for: 8 characters, the encoding of 6 bytes. */
+const MIN_ENCODED = 8
 
 /** What an error holds in place of text that could not be checked. */
 const WITHHELD = "<withheld: the text could not be checked for secrets>"
@@ -387,11 +392,11 @@ const foldedOf = (units: Units, hyphenless: boolean): Folded => {
 interface Needle {
   readonly codes: ReadonlyArray<number>
   readonly fallback: ReadonlyArray<number>
-  /** A GUID is looked for among the units without hyphens. */
-  readonly guid: boolean
+  /** Looked for among the units without hyphens (a GUID's digits, a pass code written without its hyphens). */
+  readonly hyphenless: boolean
 }
 
-const needleOf = (codes: ReadonlyArray<number>, guid: boolean): Needle => {
+const needleOf = (codes: ReadonlyArray<number>, hyphenless: boolean): Needle => {
   // fallback[i]: the length of the longest proper prefix of codes[0..i] that is also its suffix.
   const fallback = [0]
   for (let i = 1, k = 0; i < codes.length; i++) {
@@ -399,7 +404,7 @@ const needleOf = (codes: ReadonlyArray<number>, guid: boolean): Needle => {
     if (codes[i] === codes[k]) k++
     fallback.push(k)
   }
-  return { codes, fallback, guid }
+  return { codes, fallback, hyphenless }
 }
 
 const HEX_32 = /^[0-9a-f]{32}$/i
@@ -411,21 +416,34 @@ const guidDigits = (secret: string): string | undefined => {
 }
 
 /**
- * What a secret is looked for as: a GUID by its digits (among units without hyphens), any other
- * secret in each of its readings (a PersonUid holding `%2B` may be echoed decoded, as `+`).
+ * What a secret is looked for as: a GUID by its digits (among units without hyphens); any other
+ * secret in each of its readings (a PersonUid holding `%2B` may be echoed decoded, as `+`), without
+ * its hyphens too (a service may normalise `EW-2719-KQ` to `EW2719KQ`), and as its base64 and
+ * base64url (a secret encoded alone; base64 inside a longer encoding has other digits, and is
+ * redacted by shape).
  */
 const needlesOf = (secret: string): Array<Needle> => {
   const digits = guidDigits(secret)
   if (digits !== undefined) return [needleOf(foldedOf(asWritten(digits), false).codes, true)]
   const needles: Array<Needle> = []
   const seen = new Set<string>()
-  for (const reading of readingsOf(secret)) {
-    const codes = foldedOf(reading, false).codes
-    const key = codes.join(",")
+  const add = (reading: Units, hyphenless: boolean) => {
+    const codes = foldedOf(reading, hyphenless).codes
+    const key = `${hyphenless}:${codes.join(",")}`
     // Stryker disable next-line ConditionalExpression: equivalent, a reading looked for twice finds the same occurrences (it only saves the search)
-    if (seen.has(key)) continue
+    if (codes.length === 0 || seen.has(key)) return
     seen.add(key)
-    needles.push(needleOf(codes, false))
+    needles.push(needleOf(codes, hyphenless))
+  }
+  for (const reading of readingsOf(secret)) {
+    add(reading, false)
+    if (reading.codes.includes(HYPHEN)) add(reading, true)
+  }
+  const bytes = Buffer.from(secret, "utf8")
+  // base64url has no padding: looked for that way, the padded form is found too, and its padding
+  // with it. Not for a secret of a few bytes, whose encoding is too short to tell from any text.
+  for (const encoded of [bytes.toString("base64"), bytes.toString("base64url")]) {
+    if (encoded.length >= MIN_ENCODED) add(asWritten(encoded), false)
   }
   return needles
 }
@@ -483,14 +501,14 @@ const redactAll = (text: string, { needles, shapes }: Search): string => {
   for (const needle of needles) shortest = Math.min(shortest, needle.codes.length)
   // Stryker disable next-line ConditionalExpression: equivalent, a text too short for any needle has none found in it (this is the fast path)
   if (!shapes && text.length < shortest) return text
-  const guids = needles.some((needle) => needle.guid)
+  const hyphenless = needles.some((needle) => needle.hyphenless)
   const reach = new Array<number>(text.length).fill(0)
   const readings = readingsOf(text)
   for (const units of readings) {
     if (needles.length > 0) {
       const folded = foldedOf(units, false)
-      const hyphenless = guids ? foldedOf(units, true) : folded
-      for (const needle of needles) occurrences(needle.guid ? hyphenless : folded, needle, reach)
+      const withoutHyphens = hyphenless ? foldedOf(units, true) : folded
+      for (const needle of needles) occurrences(needle.hyphenless ? withoutHyphens : folded, needle, reach)
     }
     if (shapes) {
       // The reading as written is the text itself: not built again.

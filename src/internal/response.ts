@@ -127,7 +127,9 @@ const KNOWN_ENCODINGS = new Set(["gzip", "x-gzip", "deflate", "br", "compress", 
 /** Why a body is not JSON; a compressed one says so (the client asks for none: `Accept-Encoding: identity`). */
 const notJson = (response: TransportResponse): string => {
   const encoding = response.headers["content-encoding"]?.trim().toLowerCase()
-  if (encoding === undefined || encoding === "" || encoding === "identity") return "the body is not JSON"
+  if (encoding === undefined || encoding === "" || encoding === "identity") {
+    return response.invalidUtf8 === true ? "the body is not valid UTF-8 (JSON must be)" : "the body is not JSON"
+  }
   const named = KNOWN_ENCODINGS.has(encoding) ? `Content-Encoding: ${encoding}` : "a Content-Encoding"
   return `the body is not JSON (it came with ${named}, which the client did not ask for)`
 }
@@ -142,7 +144,9 @@ export const readJson = (exchange: Exchange, response: TransportResponse): Eithe
   const status = response.status
   // 401 and 419 drive the token refresh; a redirect is never followed: both whatever the body says.
   if (isTokenRejected(status) || (status >= 300 && status <= 399)) return Either.left(statusError(exchange, response))
-  const json = Json.parse(response.body)
+  // Bytes that are not UTF-8 are corrupted text: read with replacement characters, a drug's name
+  // would change. Such a body is no JSON at all.
+  const json = response.invalidUtf8 === true ? Option.none() : Json.parse(response.body)
   const record = Option.isSome(json) && Json.isRecord(json.value) ? json.value : undefined
   const outcome = record === undefined ? "absent" : outcomeOf(Json.field(record, "Success"))
   if (outcome === "failure") {

@@ -13,8 +13,9 @@
  *   forty tries for the shortest, once in ten thousand for a GUID's text, never in practice for a
  *   token or a request body;
  * - a date: numeric (`01/31/1970`, `31.01.1970`, `1970-01-31`, `19700131`), with a month's name
- *   (`Saturday, January 31, 1970`, `31 Jan 1970`, `31-Jan-1970`), or .NET's JSON date
- *   (`/Date(2649600000)/`).
+ *   (`Saturday, January 31, 1970`, `31 Jan 1970`, `31-Jan-1970`), .NET's JSON date
+ *   (`/Date(2649600000)/`), or a time since 1970 in seconds or milliseconds (9 to 13 digits,
+ *   which takes a phone number too).
  *
  * Every pattern is linear in the text (bounded repetitions only, no nested quantifiers).
  */
@@ -50,7 +51,9 @@ const DATES = new RegExp(
     // Saturday 31 January 1970; 31 Jan 1970; 31-Jan-1970
     `(?<!\\w)${WEEKDAY}${DAY}(?:[ \\t]{1,3}of)?[ \\t-]{1,3}${MONTH},?[ \\t-]{1,3}${YEAR}`,
     // /Date(2649600000)/, /Date(-2649600000+0100)/, and JSON's \/Date(...)\/
-    "\\\\?/Date\\(-?\\d{1,16}(?:[+-]\\d{4})?\\)\\\\?/"
+    "\\\\?/Date\\(-?\\d{1,16}(?:[+-]\\d{4})?\\)\\\\?/",
+    // A time since 1970 in seconds or milliseconds: a date as a number (a phone number is taken too)
+    "(?<![\\d.])-?\\d{9,13}(?![\\d.])"
   ].join("|"),
   "gi"
 )
