@@ -221,6 +221,22 @@ export class TokenStoreError extends Schema.TaggedError<TokenStoreError>()("Toke
   }
 }
 
+/**
+ * A Promise client (`effect-clinical/promise`) was closed: a call made after `close()` is refused
+ * before anything is sent; a call still running when `close()` was called is ended at once (its
+ * request aborted on the socket). Not a failure of a request: Effect programs never see it.
+ */
+export class ClientClosed extends Schema.TaggedError<ClientClosed>()("ClientClosed", {
+  operation: Operation,
+  whileRunning: Schema.Boolean
+}) {
+  override get message(): string {
+    return this.whileRunning
+      ? `${this.operation} call ended: the client was closed while it ran`
+      : `${this.operation} call refused: the client is closed`
+  }
+}
+
 /** Every failure of a request, as a Schema (for serialising errors across a boundary). */
 export const ClinicalError = Schema.Union(
   InvalidRequest,

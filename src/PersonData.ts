@@ -26,6 +26,7 @@ import * as Batch from "./internal/batch.js"
 import type * as BatchTally from "./internal/batchTally.js"
 import * as FiberSpan from "./internal/fiberSpan.js"
 import { field, isRecord } from "./internal/json.js"
+import { nameOf, OPERATION_NAME } from "./internal/operationName.js"
 import { type DateRange, personRequest, type PersonUidInput } from "./internal/personRequest.js"
 import { redactor, scrub } from "./internal/redaction.js"
 import { redactJson } from "./internal/redactJson.js"
@@ -188,12 +189,6 @@ export interface Service {
 
 /** The tag of the person-data operations. */
 export class PersonData extends Context.Tag("effect-clinical/PersonData")<PersonData, Service>() {}
-
-const OPERATION_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
-
-/** The operation's name for an error about it: its own when valid. */
-const nameOf = (op: Operation): string =>
-  typeof op?.name === "string" && OPERATION_NAME.test(op.name) ? op.name : "unknown"
 
 /** Why a definition cannot be used (the field and the reason), or `undefined`. */
 const refusal = (op: Operation): readonly [string, string] | undefined => {

@@ -30,8 +30,11 @@ import type * as Schema from "effect/Schema"
 import type { Agent } from "undici"
 import * as ClinicalClient from "./ClinicalClient.js"
 import * as ClinicalConfig from "./ClinicalConfig.js"
-import { type ClinicalError, InvalidConfig, InvalidRequest } from "./ClinicalError.js"
+import { ClientClosed, type ClinicalError, InvalidConfig, InvalidRequest } from "./ClinicalError.js"
 import * as HttpTransport from "./HttpTransport.js"
+import { updater } from "./internal/metricUpdater.js"
+import { nameOf } from "./internal/operationName.js"
+import * as Telemetry from "./internal/telemetry.js"
 import * as MedicationService from "./MedicationService.js"
 import * as PersonAuthentication from "./PersonAuthentication.js"
 import * as PersonData from "./PersonData.js"
@@ -41,6 +44,7 @@ import * as TokenStore from "./TokenStore.js"
 export {
   ApiError,
   BadRequest,
+  ClientClosed,
   type ClinicalError,
   InvalidConfig,
   InvalidRequest,
@@ -187,20 +191,32 @@ const levelName = (level: LogLevel.LogLevel): LogEntry["level"] =>
     ? "warn"
     : "error"
 
-/** The logging of a client: the application's logger in place of Effect's, and the level. */
+const countDropped = updater(Telemetry.logLinesDroppedKey)
+
+/**
+ * The logging of a client: the application's logger in place of Effect's, and the level. A line
+ * the logger throws on is dropped and counted (`clinical_log_lines_dropped_total`): an
+ * application's logger never changes what a call does.
+ */
 const loggingLayer = ({ logLevel, logger }: LoggingOptions): Layer.Layer<never> => {
   const level = Logger.minimumLogLevel(LEVELS[logLevel ?? "info"])
   if (logger === undefined) return level
-  const routed = Logger.make(({ annotations, date, logLevel: entryLevel, message }) =>
-    logger({
-      level: levelName(entryLevel),
-      message: Array.isArray(message) ? message.map(String).join(" ") : String(message),
-      annotations: Object.fromEntries(annotations),
-      date
-    })
-  )
+  const routed = Logger.make(({ annotations, date, logLevel: entryLevel, message }) => {
+    try {
+      logger({
+        level: levelName(entryLevel),
+        message: Array.isArray(message) ? message.map(String).join(" ") : String(message),
+        annotations: Object.fromEntries(annotations),
+        date
+      })
+    } catch {
+      countDropped(1, NO_LABELS)
+    }
+  })
   return Layer.merge(level, Logger.replace(Logger.defaultLogger, routed))
 }
+
+const NO_LABELS: ReadonlyArray<never> = []
 
 const checkLogging = (options: LoggingOptions): LoggingOptions => {
   if (options.logLevel !== undefined && !(options.logLevel in LEVELS)) {
@@ -212,10 +228,16 @@ const checkLogging = (options: LoggingOptions): LoggingOptions => {
   return options
 }
 
-/** Is this an AbortSignal (from this realm or another)? */
+/**
+ * Is this an AbortSignal (from this realm or another)? Its own tag says so, as only a real one's
+ * does: an object with `aborted` and `addEventListener` alone would never fire, and the call would
+ * never settle.
+ */
 const isAbortSignal = (value: unknown): value is AbortSignal =>
-  typeof value === "object" && value !== null && typeof (value as AbortSignal).aborted === "boolean" &&
-  typeof (value as AbortSignal).addEventListener === "function"
+  typeof value === "object" && value !== null && Object.prototype.toString.call(value) === "[object AbortSignal]" &&
+  typeof (value as AbortSignal).aborted === "boolean" &&
+  typeof (value as AbortSignal).addEventListener === "function" &&
+  typeof (value as AbortSignal).removeEventListener === "function"
 
 /** Why a call's options cannot be used (JavaScript callers can pass anything), or `undefined`. */
 const callOptionsRefusal = (options: unknown): InvalidRequest | undefined => {
@@ -244,32 +266,52 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
     )
   )
   let closed = false
-  const run = <A>(effect: Effect.Effect<A, ClinicalError, ClinicalClient.Services>, options?: CallOptions) => {
-    if (closed) {
-      return Promise.reject(new InvalidRequest({ operation: "client", field: "client", reason: "is closed" }))
-    }
+  // The calls running now, each by the controller that ends it: close() ends them all at once.
+  const running = new Set<AbortController>()
+  const run = <A>(
+    operation: string,
+    effect: Effect.Effect<A, ClinicalError, ClinicalClient.Services>,
+    options?: CallOptions
+  ): Promise<A> => {
+    if (closed) return Promise.reject(new ClientClosed({ operation, whileRunning: false }))
     const refused = callOptionsRefusal(options)
     if (refused !== undefined) return Promise.reject(refused)
     const signal = options?.signal
     if (signal?.aborted === true) return Promise.reject(signal.reason)
-    return runtime.runPromiseExit(effect, signal === undefined ? undefined : { signal }).then((exit) =>
-      settle(exit, signal)
-    )
+    const controller = new AbortController()
+    const abort = () => controller.abort()
+    signal?.addEventListener("abort", abort, { once: true })
+    running.add(controller)
+    return runtime.runPromiseExit(effect, { signal: controller.signal }).then((exit) => {
+      running.delete(controller)
+      signal?.removeEventListener("abort", abort)
+      if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && signal?.aborted !== true && closed) {
+        throw new ClientClosed({ operation, whileRunning: true })
+      }
+      return settle(exit, signal)
+    })
   }
   const close = async () => {
     if (closed) return
     closed = true
+    // Every running call ends now (its request aborted on the socket), not after its timeout.
+    for (const controller of running) controller.abort()
     await runtime.dispose()
   }
   return {
-    medications: (personUid, options) => run(MedicationService.get(personUid, options), options),
-    medicationsAs: (schema, personUid, options) => run(MedicationService.getAs(schema, personUid, options), options),
-    authenticate: (credentials, options) => run(PersonAuthentication.authenticate(credentials), options),
-    get: (operation, personUid, options) => run(PersonData.get(operation, personUid, options), options),
+    medications: (personUid, options) =>
+      run(PersonData.medications.name, MedicationService.get(personUid, options), options),
+    medicationsAs: (schema, personUid, options) =>
+      run(PersonData.medications.name, MedicationService.getAs(schema, personUid, options), options),
+    authenticate: (credentials, options) =>
+      run("authenticate", PersonAuthentication.authenticate(credentials), options),
+    get: (operation, personUid, options) =>
+      run(nameOf(operation), PersonData.get(operation, personUid, options), options),
     getAs: (operation, schema, personUid, options) =>
-      run(PersonData.getAs(operation, schema, personUid, options), options),
+      run(nameOf(operation), PersonData.getAs(operation, schema, personUid, options), options),
     token: (options) =>
       run(
+        "token",
         Effect.map(TokenService.get, (token): TokenMetadata => ({
           generation: token.generation,
           issuedAt: token.issuedAt,
@@ -316,7 +358,15 @@ export const createClinicalClientFromEnv = (
   if (typeof env !== "object" || env === null) {
     throw new InvalidConfig({ setting: "env", reason: "must be an object of environment variables" })
   }
-  const entries = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [[name, value] as const]))
+  const entries: Array<readonly [string, string]> = []
+  for (const [name, value] of Object.entries(env)) {
+    if (typeof value === "string") entries.push([name, value])
+    // A JavaScript caller may hand a number or a URL where an environment holds text: a setting of
+    // ours is refused by name; anything else is not ours to read.
+    else if (value !== undefined && name.startsWith("CLINICAL_")) {
+      throw new InvalidConfig({ setting: name, reason: "must be a string, as an environment variable is" })
+    }
+  }
   const config = checked(
     Effect.runSyncExit(
       Effect.withConfigProvider(ClinicalConfig.fromEnvironment, ConfigProvider.fromMap(new Map(entries)))

@@ -81,3 +81,12 @@ export const httpClientRequestDurationKey = MetricKey.histogram(
 
 /** The {@link httpClientRequestDurationKey} histogram, as a `Metric` to read or tag. */
 export const httpClientRequestDuration = Metric.fromMetricKey(httpClientRequestDurationKey)
+
+/** Log lines an application's logger threw on (the Promise client's `logger`): dropped, counted here. */
+export const logLinesDroppedKey = MetricKey.counter("clinical_log_lines_dropped_total", {
+  description: "Log lines dropped because the application's logger threw",
+  incremental: true
+})
+
+/** The {@link logLinesDroppedKey} counter, as a `Metric` to read. */
+export const logLinesDropped = Metric.fromMetricKey(logLinesDroppedKey)
