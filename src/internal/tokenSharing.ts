@@ -11,6 +11,8 @@
  * 3. Else another instance is fetching: wait for its publication, polling with jitter, taking the
  *    lease if it is given back without one. The wait restarts whenever the lease changes hands;
  *    after a whole lease's length with the same holder, ask alone, and offer the token to the store.
+ *    In all, an instance waits at most {@link MAX_WAIT_LEASES} leases' lengths, however often the
+ *    lease changes hands; then it goes on as when the store fails (alone, or it fails).
  *
  * The store fails (no answer within its timeout, an error, a value it cannot read): the failure is
  * counted, logged once per outage, the store is left alone for its `retryAfter`, and the refresh
@@ -104,6 +106,17 @@ export const waited = (
   if (waiting === undefined || waiting.holder !== holder) return { holder, since: now }
   return now - waiting.since >= leaseMillis ? undefined : waiting
 }
+
+/**
+ * Most lease lengths an instance waits for others in all, however often the lease changes hands:
+ * a holder that dies costs a lease, the next one's fetch at most another, and anyone who can write
+ * the store could otherwise keep an instance waiting for good by rewriting the lease every moment.
+ */
+export const MAX_WAIT_LEASES = 3
+
+/** Whether a wait for others that began at `started` has gone on too long at `now`: then the instance stops waiting. */
+export const waitedTooLong = (started: number, now: number, leaseMillis: number): boolean =>
+  now - started >= MAX_WAIT_LEASES * leaseMillis
 
 /** The pause before poll number `poll` (0 first) for another instance's publication: 25 ms doubling to 400, half jittered. */
 export const pollDelayMillis = (poll: number, random: number): number => {
@@ -274,11 +287,15 @@ export const make = (options: Options): Sharing => {
       )
     })
 
-  /** Reads, and acts on what it finds; `waiting` says whom this instance waits for, since when. */
+  /**
+   * Reads, and acts on what it finds; `waiting` says whom this instance waits for, since when, and
+   * `started` since when it has waited for anyone.
+   */
   const shared = (
     avoid: ReadonlyArray<string>,
     poll: number,
-    waiting: Waiting | undefined
+    waiting: Waiting | undefined,
+    started: number | undefined
   ): Effect.Effect<IssuedToken, HttpError> =>
     Effect.flatMap(Effect.either(read), (found) => {
       if (Either.isLeft(found)) return alone(found.left)
@@ -295,8 +312,20 @@ export const make = (options: Options): Sharing => {
               : acquired.right
               ? asLeaseholder(avoid, found.right)
               // Another instance took it first: a new holder, a new wait.
-              : shared(avoid, poll, undefined))
+              : shared(avoid, poll, undefined, started))
         case "Wait": {
+          const since = started ?? readAt
+          // The lease changing hands for too long (holders failing one after another, or someone
+          // rewriting it): on alone, or fail, as when the store fails.
+          if (waitedTooLong(since, readAt, lease)) {
+            const error = new TokenStoreError({
+              operation: "token",
+              reason: "Timeout",
+              detail: `waited ${readAt - since} ms for other instances to publish a token while the lease changed hands`
+            })
+            // Counted and logged as a failure of the store, which is then left alone for a while.
+            return Effect.zipRight(failure(error), alone(error, snapshot.generation))
+          }
           const next = waited(waiting, step.holder, readAt, lease)
           // One holder for a whole lease (holders failing one after another): ask alone, and offer it.
           if (next === undefined) {
@@ -309,14 +338,14 @@ export const make = (options: Options): Sharing => {
           }
           return Random.next.pipe(
             Effect.flatMap((random) => Effect.sleep(pollDelayMillis(poll, random))),
-            Effect.zipRight(Effect.suspend(() => shared(avoid, poll + 1, next)))
+            Effect.zipRight(Effect.suspend(() => shared(avoid, poll + 1, next, since)))
           )
         }
       }
     })
 
   return {
-    obtain: (avoid) => shared(avoid, 0, undefined),
+    obtain: (avoid) => shared(avoid, 0, undefined, undefined),
     invalidate: (fingerprint) => Effect.ignore(guarded(store.invalidate(key, fingerprint)))
   }
 }
