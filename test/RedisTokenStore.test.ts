@@ -11,6 +11,7 @@ import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 import { createClient } from "redis"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import * as Keys from "./support/Keys.js"
 import * as Leaks from "./support/Leaks.js"
 import * as RedisServer from "./support/RedisServer.js"
 
@@ -117,7 +118,7 @@ for (const kind of ["ioredis", "node-redis"] as const) {
 
     it("sealed, the token is not in Redis in any form, and the key names hold a hash, never the ApplicationId", async () => {
       const { redis } = await open(kind)
-      const sealingKey = Redacted.make(Buffer.alloc(32, 7).toString("base64"))
+      const sealingKey = Redacted.make(Keys.sealingKey(7).toString("base64"))
       const store = storeOf(redis, { sealingKey, keyPrefix: "clinical-test" })
       const key = TokenService.storeKey(
         {
@@ -138,7 +139,7 @@ for (const kind of ["ioredis", "node-redis"] as const) {
       expect((await run(store.read(key))).stored?.entry).toEqual(entry)
       // Another key cannot open it, an unsealing instance cannot read it, and neither says what it holds.
       const others = [
-        storeOf(redis, { keyPrefix: "clinical-test", sealingKey: Redacted.make(Buffer.alloc(32, 8).toString("hex")) }),
+        storeOf(redis, { keyPrefix: "clinical-test", sealingKey: Redacted.make(Keys.sealingKey(8).toString("hex")) }),
         storeOf(redis, { keyPrefix: "clinical-test" })
       ]
       for (const other of others) {
@@ -339,9 +340,9 @@ describe("clients over one Redis and the mock on loopback", () => {
   }, 15_000)
 
   it("a seal another instance cannot open: it fails (fail) or goes on alone (local), and its error holds no secret", async () => {
-    const a = await client("ioredis", { sealingKey: Buffer.alloc(32, 1) })
-    const b = await client("ioredis", { sealingKey: Buffer.alloc(32, 2), onUnavailable: "fail" })
-    const c = await client("node-redis", { sealingKey: Buffer.alloc(32, 3) })
+    const a = await client("ioredis", { sealingKey: Keys.sealingKey(1) })
+    const b = await client("ioredis", { sealingKey: Keys.sealingKey(2), onUnavailable: "fail" })
+    const c = await client("node-redis", { sealingKey: Keys.sealingKey(3) })
     const first = await a(TokenService.get)
     const failed = await b(Effect.exit(TokenService.get))
     expect(failed).toMatchObject({

@@ -6,10 +6,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Either, Fiber, Layer, Metric, Redacted, TestClock } from "effect"
 import { type ClinicalClient, ClinicalError, MedicationService, TokenService, TokenStore } from "effect-clinical"
+import * as Crypto from "node:crypto"
 import * as StoredEntry from "../src/internal/storedEntry.js"
 import * as Telemetry from "../src/internal/telemetry.js"
 import * as TokenSharing from "../src/internal/tokenSharing.js"
 import * as Fake from "./support/FakeService.js"
+import * as Keys from "./support/Keys.js"
 import * as Leaks from "./support/Leaks.js"
 
 const SECOND = 1000
@@ -594,7 +596,7 @@ describe("TokenStore.redis: options", () => {
       serverLifetimeMillis: 7_200_000,
       serverClockSkewMillis: undefined
     }
-    const key = Either.getOrThrow(StoredEntry.sealingKey(new Uint8Array(32).fill(9)))
+    const key = Either.getOrThrow(StoredEntry.sealingKey(Keys.sealingKey(9)))
     const read = Either.right({ entry, fingerprint: TokenStore.fingerprint(entry.token) })
     expect(StoredEntry.decode(StoredEntry.encode(entry, undefined, "k"), undefined, "k")).toEqual(read)
     const sealed = StoredEntry.encode(entry, key, "k")
@@ -663,5 +665,34 @@ describe("a store someone else writes to (issue 22)", () => {
   it("unit: the whole wait is bounded by three leases' lengths", () => {
     expect(TokenSharing.waitedTooLong(1000, 1000 + 3 * 11_500 - 1, 11_500)).toBe(false)
     expect(TokenSharing.waitedTooLong(1000, 1000 + 3 * 11_500, 11_500)).toBe(true)
+  })
+})
+
+describe("sealing keys too weak to seal with (issue 22)", () => {
+  it("a key of one byte repeated, or of fewer than 16 different bytes, is refused without being echoed", () => {
+    const weak: ReadonlyArray<readonly [string, unknown]> = [
+      ["32 zero bytes", new Uint8Array(32)],
+      ["64 zeros in hex", "0".repeat(64)],
+      ["one base64 letter repeated", `${"A".repeat(43)}=`],
+      ["one byte repeated, redacted", Redacted.make(Buffer.alloc(32, 7).toString("base64"))],
+      ["15 different bytes", Uint8Array.from({ length: 32 }, (_, i) => i % 15)]
+    ]
+    const redis = TokenStore.ioredis({ call: () => Promise.resolve(null) })
+    for (const [title, value] of weak) {
+      const result = TokenStore.redis({ redis, sealingKey: value as string })
+      expect(result, title).toMatchObject({
+        _tag: "Left",
+        left: { _tag: "InvalidConfig", setting: "tokenStore.sealingKey" }
+      })
+      const message = String((result as { left: unknown }).left)
+      expect(message).toContain("openssl rand -base64 32")
+      expect(message).not.toContain("AAAAAAAA")
+      expect(message).not.toContain("00000000")
+    }
+    // 16 different bytes, and keys made as the docs say, are taken.
+    expect(StoredEntry.sealingKey(Uint8Array.from({ length: 32 }, (_, i) => i % 16))._tag).toBe("Right")
+    for (let i = 0; i < 100; i++) {
+      expect(StoredEntry.sealingKey(Crypto.randomBytes(32).toString("base64"))._tag).toBe("Right")
+    }
   })
 })

@@ -40,7 +40,8 @@ const TAG_BYTES = 16
 
 /**
  * A sealing key from what an application holds: 32 bytes, or their base64 (44 characters) or hex
- * (64 characters), plain or `Redacted`. The reason never shows the value.
+ * (64 characters), plain or `Redacted`, random enough: a key of one byte repeated, or of a few, is
+ * refused. The reason never shows the value.
  */
 export const sealingKey = (value: unknown): Either.Either<SealingKey, string> => {
   const raw = reveal(value)
@@ -51,10 +52,20 @@ export const sealingKey = (value: unknown): Either.Either<SealingKey, string> =>
     if (/^[0-9a-fA-F]{64}$/.test(text)) bytes = Buffer.from(text, "hex")
     else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) bytes = Buffer.from(text, "base64")
   }
-  return bytes !== undefined && bytes.length === 32
-    ? Either.right(Redacted.make(Uint8Array.from(bytes)))
-    : Either.left("must be 32 bytes: a Uint8Array, or their base64 (44 characters) or hex (64 characters)")
+  if (bytes === undefined || bytes.length !== 32) {
+    return Either.left("must be 32 bytes: a Uint8Array, or their base64 (44 characters) or hex (64 characters)")
+  }
+  // 32 random bytes hold about 30 different values; fewer than 16 is a key typed or made by hand.
+  if (new Set(bytes).size < MIN_DISTINCT_BYTES) {
+    return Either.left(
+      `is too weak (fewer than ${MIN_DISTINCT_BYTES} different bytes among its 32): make one with \`openssl rand -base64 32\``
+    )
+  }
+  return Either.right(Redacted.make(Uint8Array.from(bytes)))
 }
+
+/** Fewest different byte values a sealing key's 32 bytes may hold (random keys have 30 or so). */
+export const MIN_DISTINCT_BYTES = 16
 
 const isMillis = (value: unknown): value is number =>
   typeof value === "number" && Number.isFinite(value) && value > 0 && value <= Number.MAX_SAFE_INTEGER

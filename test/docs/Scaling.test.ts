@@ -11,6 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { createClient } from "redis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Keys from "../support/Keys.js"
 import * as RedisServer from "../support/RedisServer.js"
 
 let server: RedisServer.RedisServer
@@ -37,7 +38,7 @@ describe("docs/scaling.md", () => {
   it("wiring it with ioredis", async () => {
     const redisUrl = server.url
     const options = { baseUrl: mock.url, applicationId: mock.applicationId }
-    const sealingKeyFromYourSecrets = Buffer.alloc(32, 3).toString("base64")
+    const sealingKeyFromYourSecrets = Keys.sealingKey(3).toString("base64")
     // #region ioredis
     // Fail fast while Redis is unreachable: no queue of commands to run late, no resending.
     const redis = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
@@ -58,7 +59,7 @@ describe("docs/scaling.md", () => {
   it("the README's wiring", async () => {
     const options = { baseUrl: mock.url, applicationId: mock.applicationId }
     const redis = new Redis(server.url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
-    const sealingKey = Redacted.make(Buffer.alloc(32, 5))
+    const sealingKey = Redacted.make(Keys.sealingKey(5))
     // #region readme
     const client = ClinicalClient.layerUndici(options).pipe(
       Layer.provide(TokenStore.layerRedis({ redis: TokenStore.ioredis(redis), sealingKey }))
