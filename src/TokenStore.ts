@@ -42,12 +42,32 @@ export interface Stored {
 
 /** What one read of the store finds, in one step. */
 export interface Snapshot {
-  /** The token, if one is stored and has time left. */
+  /** The token, if one is stored, has time left and can be read. */
   readonly stored: Stored | undefined
-  /** The number of the last token published (0 before the first): what a publication compares against. */
+  /**
+   * The number of the last token published (0 before the first): what a publication compares
+   * against. -1 when what is stored there is not a number: the next publication replaces it.
+   */
   readonly generation: number
   /** The id of the instance holding the lease (fetching a token for everyone), if one does. */
   readonly lease: string | undefined
+  /** What is stored but cannot be read, if anything (see {@link Unreadable}). */
+  readonly unreadable?: Unreadable | undefined
+}
+
+/**
+ * Something the store holds that this instance cannot read. It is replaced by the next
+ * publication, which the instance makes (repairing the store), unless it may be a token sealed with
+ * another key with time left: then instances with another key are at work, and this one goes on as
+ * when the store fails until that token expires.
+ */
+export interface Unreadable {
+  /** What cannot be read, and why; never the value. */
+  readonly reason: string
+  /** It may be a token sealed with another key than this instance's (or tampered with: a seal cannot tell). */
+  readonly sealedOtherwise: boolean
+  /** The time it has left (its key's TTL), `Infinity` when it has none. */
+  readonly remainingMillis: number
 }
 
 /** Which token a token is, without holding it: a 128-bit SHA-256 prefix. */

@@ -4,13 +4,14 @@
  * TTL), a hostile or misconfigured Redis, Redis frozen, and a paused leaseholder. The fleet of
  * processes is in test/Fleet.test.ts.
  */
-import { Deferred, Effect, Either, Exit, Fiber, Layer, Redacted, Scope } from "effect"
+import { Deferred, Effect, Either, Exit, Fiber, Layer, Metric, Redacted, Scope } from "effect"
 import { ClinicalClient, HttpTransport, TokenService, TokenStore } from "effect-clinical"
 import { createClinicalClient, PersonData } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 import { createClient } from "redis"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import * as Telemetry from "../src/internal/telemetry.js"
 import * as Keys from "./support/Keys.js"
 import * as Leaks from "./support/Leaks.js"
 import * as RedisServer from "./support/RedisServer.js"
@@ -143,45 +144,42 @@ for (const kind of ["ioredis", "node-redis"] as const) {
         storeOf(redis, { keyPrefix: "clinical-test" })
       ]
       for (const other of others) {
-        const exit = await Effect.runPromiseExit(other.read(key))
-        expect(exit).toMatchObject({
-          _tag: "Failure",
-          cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
-        })
-        Leaks.expectNoneInExit(exit, [TOKEN, APPLICATION_ID])
+        const snapshot = await run(other.read(key))
+        expect(snapshot).toMatchObject({ stored: undefined, generation: 1, unreadable: { sealedOtherwise: true } })
+        Leaks.expectNone("snapshot", JSON.stringify(snapshot), [TOKEN, APPLICATION_ID])
       }
     })
 
-    it("a hostile or broken value in Redis is Unreadable, never a token in a header", async () => {
+    it("a hostile or broken value in Redis is never a token in a header: it is unreadable, and says why", async () => {
       const { redis } = await open(kind)
       const store = storeOf(redis)
       const base = `effect-clinical:{${KEY}}`
       const print = (token: string) => TokenStore.fingerprint(Redacted.make(token))
       const injected = `${TOKEN}\r\nX-Injected: 1`
-      const planted = [
-        `${print(injected)}|${JSON.stringify({ ...entry, token: injected })}`,
-        `${print(TOKEN)}|${JSON.stringify({ ...entry, token: TOKEN, lifetimeMillis: -5 })}`,
+      const planted: ReadonlyArray<readonly [string, boolean]> = [
+        [`${print(injected)}|${JSON.stringify({ ...entry, token: injected })}`, false],
+        [`${print(TOKEN)}|${JSON.stringify({ ...entry, token: TOKEN, lifetimeMillis: -5 })}`, false],
         // Another token's fingerprint in front of this one: it would drop the wrong token when refused.
-        `${print("another")}|${JSON.stringify({ ...entry, token: TOKEN })}`,
-        `${print(TOKEN)}|not json`,
-        `${print(TOKEN)}|sealed:v1:AAAA`,
-        JSON.stringify({ ...entry, token: TOKEN }),
+        [`${print("another")}|${JSON.stringify({ ...entry, token: TOKEN })}`, false],
+        [`${print(TOKEN)}|not json`, false],
+        // Sealed, for an instance without a key: it may be another key's.
+        [`${print(TOKEN)}|sealed:v1:AAAA`, true],
+        [JSON.stringify({ ...entry, token: TOKEN }), false],
         // Longer than any token: not even read whole.
-        `${print(TOKEN)}|${"x".repeat(1024 * 1024)}`
+        [`${print(TOKEN)}|${"x".repeat(1024 * 1024)}`, false]
       ]
-      for (const value of planted) {
+      for (const [value, sealedOtherwise] of planted) {
         await redis.send(["SET", `${base}:token`, value, "PX", "60000"])
-        const exit = await Effect.runPromiseExit(store.read(KEY))
-        expect(exit).toMatchObject({
-          _tag: "Failure",
-          cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
-        })
-        Leaks.expectNoneInExit(exit, [TOKEN])
+        const snapshot = await run(store.read(KEY))
+        expect(snapshot).toMatchObject({ stored: undefined, generation: 0, unreadable: { sealedOtherwise } })
+        expect(snapshot.unreadable!.remainingMillis).toBeGreaterThan(59_000)
+        Leaks.expectNone("snapshot", JSON.stringify(snapshot), [TOKEN])
       }
       await redis.send(["SET", `${base}:generation`, "seven"])
-      expect(await Effect.runPromiseExit(store.read(KEY))).toMatchObject({
-        _tag: "Failure",
-        cause: { error: { reason: "Unreadable" } }
+      expect(await run(store.read(KEY))).toMatchObject({
+        stored: undefined,
+        generation: -1,
+        unreadable: { reason: "the stored generation is not a number", sealedOtherwise: false }
       })
       // A key of the wrong type: Redis's own error, typed.
       await redis.send(["DEL", `${base}:generation`, `${base}:token`])
@@ -353,5 +351,87 @@ describe("clients over one Redis and the mock on loopback", () => {
     const own = await c(TokenService.get)
     expect(own).toMatchObject({ source: "server", storeGeneration: undefined })
     expect((await mock.counters()).tokenRequests).toBe(2)
+  })
+})
+
+describe("what no instance can read is repaired, not lived with (issue 22)", () => {
+  let mock: Awaited<ReturnType<typeof MockClinicalServer.start>>
+  beforeAll(async () => {
+    mock = await MockClinicalServer.start()
+  })
+  afterAll(async () => {
+    await mock?.close()
+  })
+  afterEach(async () => {
+    await mock.resetCounters()
+  })
+
+  const client = async (store: Partial<TokenStore.RedisOptions> = {}) => {
+    const { redis } = await open("ioredis")
+    const layer = ClinicalClient.layerUndici({ baseUrl: mock.url, applicationId: mock.applicationId })
+      .pipe(Layer.provide(TokenStore.layerRedis({ redis, ...store })))
+    const scope = await run(Scope.make())
+    opened.push({ close: () => run(Scope.close(scope, Exit.void)) })
+    const context = await run(Layer.buildWithScope(layer, scope))
+    return <A, E>(effect: Effect.Effect<A, E, ClinicalClient.Services>) => run(Effect.provide(effect, context))
+  }
+
+  const names = () => {
+    const key = TokenService.storeKey(
+      {
+        authUrl: mock.url,
+        tokenPath: "/api/Server/Token",
+        applicationId: Redacted.make(mock.applicationId)
+      } as Parameters<typeof TokenService.storeKey>[0]
+    )
+    return { token: `effect-clinical:{${key}}:token`, generation: `effect-clinical:{${key}}:generation`, key }
+  }
+
+  const repairs = () => run(Metric.value(Telemetry.tokenStoreRepairs)).then((state) => state.count)
+
+  for (const onUnavailable of ["local", "fail"] as const) {
+    it(`a generation that is not a number (it has no TTL) is replaced by the first refresh (${onUnavailable})`, async () => {
+      const { redis } = await open("ioredis")
+      await redis.send(["SET", names().generation, "seven"])
+      const before = await repairs()
+      const a = await client({ onUnavailable })
+      const b = await client({ onUnavailable })
+      expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 1 })
+      expect(await redis.send(["GET", names().generation])).toBe("1")
+      expect(await b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 1 })
+      expect((await mock.counters()).tokenRequests).toBe(1)
+      expect(await repairs()).toBe(before + 1)
+    })
+  }
+
+  it("a token value no instance wrote, set to last ten years, is replaced: the fleet shares one token again", async () => {
+    const { redis } = await open("ioredis")
+    await redis.send(["SET", names().token, "garbage|{}", "PX", String(10 * 365 * 24 * 3_600_000)])
+    const a = await client()
+    const b = await client()
+    expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 1 })
+    expect(await b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 1 })
+    expect(Number(await redis.send(["PTTL", names().token]))).toBeLessThanOrEqual(3_600_000)
+    expect((await mock.counters()).tokenRequests).toBe(1)
+  })
+
+  it("a seal of another key that would outlive any token is replaced; one within a token's lifetime is left alone", async () => {
+    const { redis } = await open("ioredis")
+    const other = storeOf(redis, { sealingKey: Keys.sealingKey(21) })
+    const own = { sealingKey: Keys.sealingKey(22) }
+    // Published by an instance with another key, for two days: longer than the 24 h cap on any token.
+    await run(other.publish(names().key, 0, entry, 2 * 24 * 3_600_000, "other"))
+    const a = await client(own)
+    const b = await client(own)
+    expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 2 })
+    expect(await b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 2 })
+    expect((await mock.counters()).tokenRequests).toBe(1)
+    // Within a token's lifetime, another key's token is other instances' at work: left to them.
+    await run(other.publish(names().key, 2, entry, 3_600_000, "other"))
+    const c = await client({ ...own, onUnavailable: "fail" })
+    expect(await c(Effect.exit(TokenService.get))).toMatchObject({
+      _tag: "Failure",
+      cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
+    })
   })
 })

@@ -696,3 +696,30 @@ describe("sealing keys too weak to seal with (issue 22)", () => {
     }
   })
 })
+
+describe("unit: what a read of something unreadable stands for (issue 22)", () => {
+  const limits = { hardWindowMillis: 30 * SECOND, maxLifetimeMillis: 24 * 60 * MINUTE }
+  const snapshot = (sealedOtherwise: boolean, remainingMillis: number): TokenStore.Snapshot => ({
+    stored: undefined,
+    generation: 3,
+    lease: undefined,
+    unreadable: { reason: "why", sealedOtherwise, remainingMillis }
+  })
+
+  it("another key's token with no more time than a token could have is a failure of the store (left to them)", () => {
+    expect(TokenSharing.unreadableFailure(snapshot(true, 60 * MINUTE), limits)).toMatchObject({
+      _tag: "TokenStoreError",
+      reason: "Unreadable",
+      detail: "why"
+    })
+    expect(TokenSharing.unreadableFailure(snapshot(true, limits.maxLifetimeMillis), limits)).toBeDefined()
+  })
+
+  it("anything else is no one's: no failure, and the next publication replaces it", () => {
+    expect(TokenSharing.unreadableFailure(snapshot(true, limits.maxLifetimeMillis + 1), limits)).toBeUndefined()
+    expect(TokenSharing.unreadableFailure(snapshot(false, 60 * MINUTE), limits)).toBeUndefined()
+    expect(TokenSharing.unreadableFailure(snapshot(true, Infinity), limits)).toBeUndefined()
+    expect(TokenSharing.unreadableFailure({ stored: undefined, generation: 0, lease: undefined }, limits))
+      .toBeUndefined()
+  })
+})

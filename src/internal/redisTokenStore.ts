@@ -95,12 +95,21 @@ if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
 return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 `)
 
-/** Compare-and-set on the generation: a publisher who read an older one loses. Gives the lease back either way. */
+/**
+ * Compare-and-set on the generation: a publisher who read an older one loses. Gives the lease back
+ * either way. A generation that is not a number (1 to 15 digits, as {@link generationOf} reads one)
+ * counts as -1, which a publisher that read it so replaces with 1: what no instance can read is
+ * repaired, under the lease.
+ */
 const PUBLISH = redisScript(`
 if redis.call('GET', KEYS[3]) == ARGV[4] then redis.call('DEL', KEYS[3]) end
-local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+local stored = redis.call('GET', KEYS[2])
+local current = 0
+if stored then
+  if string.len(stored) <= 15 and string.match(stored, '^%d+$') then current = tonumber(stored) else current = -1 end
+end
 if current ~= tonumber(ARGV[1]) then return {0, current} end
-local generation = current + 1
+local generation = math.max(current, 0) + 1
 redis.call('SET', KEYS[2], generation)
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return {1, generation}
@@ -138,7 +147,7 @@ const generationOf = (value: unknown): number | undefined => {
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined
 }
 
-/** Reads a reply of READ into a snapshot, or the reason it cannot be read. */
+/** Reads a reply of READ into a snapshot (what is stored but cannot be read, said in it), or the reason it cannot be read at all. */
 export const snapshotOf = (
   reply: unknown,
   sealingKey: SealingKey | undefined,
@@ -148,17 +157,31 @@ export const snapshotOf = (
     return Either.left(unreadable("the store's reply is not the expected list"))
   }
   const [value, ttl, generationReply, holder] = reply as [unknown, unknown, unknown, unknown]
-  const generation = generationOf(generationReply)
-  if (generation === undefined) return Either.left(unreadable("the stored generation is not a number"))
   const lease = typeof holder === "string" ? holder : undefined
+  const generation = generationOf(generationReply)
+  // A generation no instance can read fences nothing: the next publication replaces it.
+  if (generation === undefined) {
+    return Either.right({
+      stored: undefined,
+      generation: -1,
+      lease,
+      unreadable: { reason: "the stored generation is not a number", sealedOtherwise: false, remainingMillis: Infinity }
+    })
+  }
   const remainingMillis = typeof ttl === "number" ? ttl : Number(ttl)
   // No value, or no TTL (-1: written by hand, it would never expire): nothing usable is stored.
   if (typeof value !== "string" || !(remainingMillis > 0)) {
     return Either.right({ stored: undefined, generation, lease })
   }
-  return Either.map(
-    Either.mapLeft(decode(value, sealingKey, name), unreadable),
-    ({ entry, fingerprint }) => ({ stored: { entry, fingerprint, generation, remainingMillis }, generation, lease })
+  const decoded = decode(value, sealingKey, name)
+  return Either.right(
+    Either.isRight(decoded)
+      ? {
+        stored: { ...decoded.right, generation, remainingMillis },
+        generation,
+        lease
+      }
+      : { stored: undefined, generation, lease, unreadable: { ...decoded.left, remainingMillis } }
   )
 }
 

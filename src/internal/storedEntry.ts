@@ -93,10 +93,24 @@ const encodeBody = (entry: Entry, key: SealingKey | undefined, name: string): st
   return `${SEALED}${sealed.toString("base64")}`
 }
 
-const open = (text: string, key: SealingKey, name: string): Either.Either<string, string> => {
-  if (!text.startsWith(SEALED)) return Either.left("the stored token is not sealed, and this instance seals")
+/**
+ * Why a stored value cannot be read (written to be shown, never the value), and whether it may be
+ * a token another instance sealed with another key (or one tampered with: a seal cannot tell),
+ * rather than a value no instance wrote.
+ */
+export interface Unreadable {
+  readonly reason: string
+  readonly sealedOtherwise: boolean
+}
+
+const damaged = (reason: string): Unreadable => ({ reason, sealedOtherwise: false })
+
+const sealedOtherwise = (reason: string): Unreadable => ({ reason, sealedOtherwise: true })
+
+const open = (text: string, key: SealingKey, name: string): Either.Either<string, Unreadable> => {
+  if (!text.startsWith(SEALED)) return Either.left(damaged("the stored token is not sealed, and this instance seals"))
   const sealed = Buffer.from(text.slice(SEALED.length), "base64")
-  if (sealed.length <= IV_BYTES + TAG_BYTES) return Either.left("the stored token's seal is cut short")
+  if (sealed.length <= IV_BYTES + TAG_BYTES) return Either.left(damaged("the stored token's seal is cut short"))
   try {
     const decipher = Crypto.createDecipheriv("aes-256-gcm", Redacted.value(key), sealed.subarray(0, IV_BYTES))
     decipher.setAAD(Buffer.from(name, "utf8"))
@@ -104,7 +118,9 @@ const open = (text: string, key: SealingKey, name: string): Either.Either<string
     const body = sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)
     return Either.right(Buffer.concat([decipher.update(body), decipher.final()]).toString("utf8"))
   } catch {
-    return Either.left("the stored token's seal does not open with this key (another sealing key, or tampered)")
+    return Either.left(
+      sealedOtherwise("the stored token's seal does not open with this key (another sealing key, or tampered)")
+    )
   }
 }
 
@@ -113,28 +129,32 @@ export const decode = (
   text: string,
   key: SealingKey | undefined,
   name: string
-): Either.Either<{ readonly entry: Entry; readonly fingerprint: string }, string> => {
-  if (text.length > MAX_STORED_LENGTH) return Either.left("the stored token is longer than any token")
+): Either.Either<{ readonly entry: Entry; readonly fingerprint: string }, Unreadable> => {
+  if (text.length > MAX_STORED_LENGTH) return Either.left(damaged("the stored token is longer than any token"))
   const bar = text.indexOf("|")
   const print = text.slice(0, bar)
-  if (bar !== 32 || !/^[0-9a-f]{32}$/.test(print)) return Either.left("the stored token has no fingerprint")
+  if (bar !== 32 || !/^[0-9a-f]{32}$/.test(print)) return Either.left(damaged("the stored token has no fingerprint"))
   const entry = decodeBody(text.slice(bar + 1), key, name)
   if (Either.isLeft(entry)) return Either.left(entry.left)
   // The fingerprint stands in the clear: it must be the entry's own.
   return fingerprint(entry.right.token) === print
     ? Either.right({ entry: entry.right, fingerprint: print })
-    : Either.left("the stored token's fingerprint is not its own")
+    : Either.left(damaged("the stored token's fingerprint is not its own"))
 }
 
-const decodeBody = (text: string, key: SealingKey | undefined, name: string): Either.Either<Entry, string> => {
+const decodeBody = (text: string, key: SealingKey | undefined, name: string): Either.Either<Entry, Unreadable> => {
   if (key === undefined && text.startsWith(SEALED)) {
-    return Either.left("the stored token is sealed, and this instance has no sealing key")
+    return Either.left(sealedOtherwise("the stored token is sealed, and this instance has no sealing key"))
   }
   const json = key === undefined ? Either.right(text) : open(text, key, name)
-  if (Either.isLeft(json)) return Either.left(json.left)
+  return Either.flatMap(json, (opened) => Either.mapLeft(entryOf(opened), damaged))
+}
+
+/** The entry a stored JSON text holds, or why it holds none. */
+const entryOf = (json: string): Either.Either<Entry, string> => {
   let value: unknown
   try {
-    value = JSON.parse(json.right)
+    value = JSON.parse(json)
   } catch {
     return Either.left("the stored token is not JSON")
   }

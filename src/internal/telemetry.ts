@@ -62,6 +62,12 @@ export const tokenStoreFailures = Metric.counter("clinical_token_store_failures_
   incremental: true
 })
 
+/** Values in the shared token store no instance could read, replaced (see `tokenSharing`). */
+export const tokenStoreRepairs = Metric.counter("clinical_token_store_repairs_total", {
+  description: "Values in the shared token store no instance could read, replaced by this instance's publication",
+  incremental: true
+})
+
 /** Tokens taken from the shared token store instead of requested from the token endpoint. */
 export const tokensFromStore = Metric.counter("clinical_token_store_adopted_total", {
   description: "Tokens taken from the shared token store (published by another instance)",

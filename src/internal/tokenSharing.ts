@@ -14,7 +14,11 @@
  *    In all, an instance waits at most {@link MAX_WAIT_LEASES} leases' lengths, however often the
  *    lease changes hands; then it goes on as when the store fails (alone, or it fails).
  *
- * The store fails (no answer within its timeout, an error, a value it cannot read): the failure is
+ * The store holds a value no instance can read (a generation that is not a number, a token no
+ * instance wrote): the leaseholder replaces it with its publication, and says so. A token sealed
+ * with another key, with time left, is another matter: see {@link unreadableFailure}.
+ *
+ * The store fails (no answer within its timeout, an error, another key's token): the failure is
  * counted, logged once per outage, the store is left alone for its `retryAfter`, and the refresh
  * goes on alone (`onUnavailable: "local"`) or fails (`"fail"`). A token obtained before the store
  * failed is kept: a failure of the store never costs a second token request. What the instance
@@ -66,6 +70,22 @@ export const adoptable = (
     source: "store",
     storeGeneration: stored.generation
   }
+}
+
+/**
+ * The failure a read stands for when the store holds a token this instance cannot open but that
+ * may be another key's, with no more time left than a token of this instance could have: other
+ * instances are at work with another key (a fleet misconfigured, or a key being rolled out), and
+ * replacing their token would only make them replace this one's. Anything else unreadable (a
+ * value no instance wrote, a generation that is not a number, a seal that would outlive any
+ * token) is no one's: it is not a failure, and the next publication replaces it.
+ */
+export const unreadableFailure = (snapshot: TokenStore.Snapshot, limits: Limits): TokenStoreError | undefined => {
+  const unreadable = snapshot.unreadable
+  return unreadable !== undefined && unreadable.sealedOtherwise &&
+      unreadable.remainingMillis <= limits.maxLifetimeMillis
+    ? new TokenStoreError({ operation: "token", reason: "Unreadable", detail: unreadable.reason })
+    : undefined
 }
 
 /** What an instance does after reading the store. */
@@ -227,8 +247,26 @@ export const make = (options: Options): Sharing => {
 
   const read: Effect.Effect<Read, TokenStoreError> = Effect.flatMap(
     Clock.currentTimeMillis,
-    (readAt) => Effect.map(guarded(store.read(key)), (snapshot) => ({ snapshot, readAt }))
+    (readAt) =>
+      Effect.map(
+        guarded(Effect.flatMap(store.read(key), (snapshot) => {
+          const failed = unreadableFailure(snapshot, limits)
+          return failed === undefined ? Effect.succeed(snapshot) : Effect.fail(failed)
+        })),
+        (snapshot) => ({ snapshot, readAt })
+      )
   )
+
+  /** Says, as the leaseholder about to replace it, what the store held that no instance can read. */
+  const repairing = (snapshot: TokenStore.Snapshot): Effect.Effect<void> =>
+    snapshot.unreadable === undefined
+      ? Effect.void
+      : Effect.zipRight(
+        Metric.increment(Telemetry.tokenStoreRepairs),
+        Effect.logWarning("token store holds a value no instance can read; this instance replaces it").pipe(
+          Effect.annotateLogs({ reason: snapshot.unreadable.reason })
+        )
+      )
 
   const adopted = (issued: IssuedToken) => Effect.as(Metric.increment(Telemetry.tokensFromStore), issued)
 
@@ -281,9 +319,11 @@ export const make = (options: Options): Sharing => {
     Effect.flatMap(Effect.orElseSucceed(read, () => first), ({ readAt, snapshot }) => {
       const issued = adoptable(snapshot, avoid, readAt, limits)
       if (issued !== undefined) return Effect.zipRight(release, adopted(issued))
-      return Effect.flatMap(
-        Effect.onError(request, () => release),
-        (token) => Effect.catchAll(publish(token, snapshot.generation), () => Effect.as(background(release), token))
+      return repairing(snapshot).pipe(
+        Effect.zipRight(Effect.onError(request, () => release)),
+        Effect.flatMap((token) =>
+          Effect.catchAll(publish(token, snapshot.generation), () => Effect.as(background(release), token))
+        )
       )
     })
 
