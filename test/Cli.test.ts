@@ -170,14 +170,14 @@ describe("effect-clinical token", { timeout: 60_000 }, () => {
     expectNone("stderr", ran.stderr, ["0f8fad5b-d9cb-469f-a165-70867728950e"])
   })
 
-  it("a missing setting exits 2 and names it; --env-file fills in what the environment does not set", async () => {
+  it("a missing setting exits 2 and names it; --settings-file fills in what the environment does not set", async () => {
     const missing = await Cli.run(["token"], { env: { CLINICAL_BASE_URL: mock.url } })
     expect(missing.code).toBe(2)
     expect(missing.stderr).toContain("CLINICAL_APPLICATION_ID")
     expect(missing.stderr).toContain("is not set")
 
     const envFile = file(".env", `CLINICAL_APPLICATION_ID=${APP}\nCLINICAL_BASE_URL=http://127.0.0.1:9\n`)
-    const fromFile = await Cli.run(["token", "--env-file", envFile], { env: { CLINICAL_BASE_URL: mock.url } })
+    const fromFile = await Cli.run(["token", "--settings-file", envFile], { env: { CLINICAL_BASE_URL: mock.url } })
     expect(fromFile.code).toBe(0)
     expect(fromFile.stdout).toContain(mock.url)
     await expectNoSecretIn(fromFile)

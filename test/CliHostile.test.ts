@@ -398,3 +398,48 @@ describe("what the server echoes of a request is never written out", { timeout: 
     }
   })
 })
+
+describe("a secret typed in the wrong place is never repeated (issue 22)", { timeout: 60_000 }, () => {
+  it("an ApplicationId where the operation goes: unknown operation, not shown", async () => {
+    const here = workspace("typed-secret", { "persons.txt": PERSONS })
+    const ran = await Cli.run(
+      ["batch", APP, "--persons-file", Path.join(here, "persons.txt"), "--out", Path.join(here, "results.ndjson")],
+      { env: envOf(mock.url) }
+    )
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toContain("unknown operation (not shown: it does not look like an operation's name)")
+    expectNone("stderr", ran.stderr + ran.stdout, [APP])
+    // A mistyped name is shown, to help.
+    const typo = await Cli.run(
+      ["batch", "medication", "--persons-file", Path.join(here, "persons.txt"), "--out", Path.join(here, "r.ndjson")],
+      { env: envOf(mock.url) }
+    )
+    expect(typo.stderr).toContain(`unknown operation "medication"`)
+  })
+
+  it("a path that holds a secret's shape is repeated without it", async () => {
+    const here = workspace("typed-path", { "persons.txt": PERSONS })
+    const out = Path.join(here, `${APP}.ndjson`)
+    Fs.writeFileSync(out, "")
+    const ran = await Cli.run(
+      ["batch", "medications", "--persons-file", Path.join(here, "persons.txt"), "--out", out],
+      {
+        env: envOf(mock.url)
+      }
+    )
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toContain("<redacted>.ndjson exists")
+    expectNone("stderr", ran.stderr, [APP])
+  })
+
+  it("--env-file, Node's own option, is refused with the name of ours", async () => {
+    const here = workspace("env-file", {
+      "settings.env": `CLINICAL_BASE_URL=${mock.url}\nCLINICAL_APPLICATION_ID=${APP}\n`
+    })
+    const ran = await Cli.run(["token", "--env-file", Path.join(here, "settings.env")])
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toContain("use --settings-file")
+    const ours = await Cli.run(["token", "--settings-file", Path.join(here, "settings.env")])
+    expect(ours.code, ours.stderr).toBe(0)
+  })
+})

@@ -23,7 +23,7 @@ import * as PersonData from "../PersonData.js"
 import * as MockClinicalServer from "../testing/MockClinicalServer.js"
 import * as TokenService from "../TokenService.js"
 import * as BatchJob from "./batchJob.js"
-import { client, envFile } from "./environment.js"
+import { client, settingsFile } from "./environment.js"
 import { CliError, ExitCode, exitCodeOfError, usage } from "./outcome.js"
 import * as Persons from "./persons.js"
 import * as Probe from "./probe.js"
@@ -37,11 +37,14 @@ export const OPERATIONS: ReadonlyArray<readonly [string, PersonData.Operation]> 
   ["unique-device-identifiers", PersonData.uniqueDeviceIdentifiers]
 ]
 
+/** What an operation's name looks like; anything else typed there is not repeated (it may be a secret typed in the wrong place). */
+const NAME_LIKE = /^[A-Za-z][A-Za-z-]{0,39}$/
+
 const operationNamed = (name: string): Effect.Effect<PersonData.Operation, CliError> => {
   const found = OPERATIONS.find(([command, op]) => command === name || op.name === name)
-  return found === undefined
-    ? Effect.fail(usage(`unknown operation "${name}": one of ${OPERATIONS.map(([command]) => command).join(", ")}`))
-    : Effect.succeed(found[1])
+  if (found !== undefined) return Effect.succeed(found[1])
+  const shown = NAME_LIKE.test(name) ? `"${name}"` : "(not shown: it does not look like an operation's name)"
+  return Effect.fail(usage(`unknown operation ${shown}: one of ${OPERATIONS.map(([command]) => command).join(", ")}`))
 }
 
 const stdinIsTerminal = (): boolean => process.stdin.isTTY === true
@@ -54,43 +57,47 @@ const reveal = Options.boolean("reveal").pipe(
 )
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON instead of a table"))
 
-const token = Command.make("token", { envFile, reveal, json }, ({ envFile, json, reveal }) =>
-  Effect.gen(function*() {
-    const config = yield* ClinicalConfig.ClinicalConfig
-    const issued = yield* TokenService.get
-    const host = new URL(config.authUrl).origin
-    const skew = issued.serverClockSkewMillis
-    if (json) {
-      yield* Console.log(Render.json({
-        host,
-        generation: issued.generation,
-        issuedAt: new Date(issued.issuedAt).toISOString(),
-        expiresAt: new Date(issued.expiresAt).toISOString(),
-        lifetimeSeconds: issued.lifetimeMillis / 1000,
-        serverLifetimeSeconds: issued.serverLifetimeMillis / 1000,
-        serverClockSkewMillis: skew ?? null,
-        ...(reveal ? { token: Redacted.value(issued.token) } : {})
-      }))
-      return
-    }
-    yield* Console.log(Render.fields([
-      ["host", host],
-      ["lifetime", Render.duration(issued.lifetimeMillis)],
-      ["expires", `${new Date(issued.expiresAt).toISOString()} (local clock)`],
-      [
-        "server clock",
-        skew === undefined
-          ? "unknown (no Date header)"
-          : `${skew >= 0 ? "+" : ""}${Render.duration(skew)} (${skew >= 0 ? "ahead of" : "behind"} this machine)`
-      ],
-      ...(reveal ? [["token", Redacted.value(issued.token)] as const] : [])
-    ]))
-  }).pipe(Effect.provide(client(envFile)))).pipe(
-    Command.withDescription(
-      "Obtain a token and print its host, lifetime, expiry and the server's clock skew; the token itself only with --reveal.\n" +
-        "Example: CLINICAL_BASE_URL=https://openapitest.intelichart.com CLINICAL_APPLICATION_ID=... effect-clinical token"
-    )
+const token = Command.make(
+  "token",
+  { settingsFile, reveal, json },
+  ({ settingsFile, json, reveal }) =>
+    Effect.gen(function*() {
+      const config = yield* ClinicalConfig.ClinicalConfig
+      const issued = yield* TokenService.get
+      const host = new URL(config.authUrl).origin
+      const skew = issued.serverClockSkewMillis
+      if (json) {
+        yield* Console.log(Render.json({
+          host,
+          generation: issued.generation,
+          issuedAt: new Date(issued.issuedAt).toISOString(),
+          expiresAt: new Date(issued.expiresAt).toISOString(),
+          lifetimeSeconds: issued.lifetimeMillis / 1000,
+          serverLifetimeSeconds: issued.serverLifetimeMillis / 1000,
+          serverClockSkewMillis: skew ?? null,
+          ...(reveal ? { token: Redacted.value(issued.token) } : {})
+        }))
+        return
+      }
+      yield* Console.log(Render.fields([
+        ["host", host],
+        ["lifetime", Render.duration(issued.lifetimeMillis)],
+        ["expires", `${new Date(issued.expiresAt).toISOString()} (local clock)`],
+        [
+          "server clock",
+          skew === undefined
+            ? "unknown (no Date header)"
+            : `${skew >= 0 ? "+" : ""}${Render.duration(skew)} (${skew >= 0 ? "ahead of" : "behind"} this machine)`
+        ],
+        ...(reveal ? [["token", Redacted.value(issued.token)] as const] : [])
+      ]))
+    }).pipe(Effect.provide(client(settingsFile)))
+).pipe(
+  Command.withDescription(
+    "Obtain a token and print its host, lifetime, expiry and the server's clock skew; the token itself only with --reveal.\n" +
+      "Example: CLINICAL_BASE_URL=https://openapitest.intelichart.com CLINICAL_APPLICATION_ID=... effect-clinical token"
   )
+)
 
 // ---------------------------------------------------------------------------------------------
 // authenticate
@@ -115,18 +122,22 @@ const credentials = Effect.suspend(() => {
   )
 })
 
-const authenticate = Command.make("authenticate", { envFile, json }, ({ envFile, json }) =>
-  Effect.gen(function*() {
-    const personUid = yield* PersonAuthentication.authenticate(yield* credentials)
-    // The PersonUid is what the user asked for: printed as is, for them to store.
-    yield* Console.log(json ? Render.json({ personUid: Redacted.value(personUid) }) : Redacted.value(personUid))
-  }).pipe(Effect.provide(client(envFile)))).pipe(
-    Command.withDescription(
-      "Exchange a person's pass code and date of birth for their PersonUid. Asks at a terminal; " +
-        "otherwise reads two lines from standard input (pass code, date of birth).\n" +
-        "Example: printf '%s\\n%s\\n' \"$PASS_CODE\" 01/31/1970 | effect-clinical authenticate"
-    )
+const authenticate = Command.make(
+  "authenticate",
+  { settingsFile, json },
+  ({ settingsFile, json }) =>
+    Effect.gen(function*() {
+      const personUid = yield* PersonAuthentication.authenticate(yield* credentials)
+      // The PersonUid is what the user asked for: printed as is, for them to store.
+      yield* Console.log(json ? Render.json({ personUid: Redacted.value(personUid) }) : Redacted.value(personUid))
+    }).pipe(Effect.provide(client(settingsFile)))
+).pipe(
+  Command.withDescription(
+    "Exchange a person's pass code and date of birth for their PersonUid. Asks at a terminal; " +
+      "otherwise reads two lines from standard input (pass code, date of birth).\n" +
+      "Example: printf '%s\\n%s\\n' \"$PASS_CODE\" 01/31/1970 | effect-clinical authenticate"
   )
+)
 
 // ---------------------------------------------------------------------------------------------
 // the person-data operations
@@ -184,7 +195,7 @@ const entryTable = ({ index, outcome }: Entry): string => {
 const dataCommand = (name: string, operation: PersonData.Operation) =>
   Command.make(
     name,
-    { envFile, personsFile, format, json: jsonFlag, ndjson: ndjsonFlag, startDate, endDate, persons: personArgs },
+    { settingsFile, personsFile, format, json: jsonFlag, ndjson: ndjsonFlag, startDate, endDate, persons: personArgs },
     (options) =>
       Effect.gen(function*() {
         const chosen = options.json ? "json" : options.ndjson ? "ndjson" : options.format
@@ -244,7 +255,7 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
         }
       }).pipe(
         Effect.mapError((error) => error._tag === "InvalidRequest" ? usage(error.message) : error),
-        Effect.provide(client(options.envFile))
+        Effect.provide(client(options.settingsFile))
       )
   ).pipe(
     Command.withDescription(
@@ -257,7 +268,7 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
 // batch
 
 const batch = Command.make("batch", {
-  envFile,
+  settingsFile,
   operation: Args.text({ name: "operation" }).pipe(
     Args.withDescription(`one of ${OPERATIONS.map(([command]) => command).join(", ")}`)
   ),
@@ -310,7 +321,7 @@ const batch = Command.make("batch", {
       interactive,
       progressEvery: Duration.millis(every * 1000)
     })
-  }).pipe(Effect.provide(client(options.envFile)))).pipe(
+  }).pipe(Effect.provide(client(options.settingsFile)))).pipe(
     Command.withDescription(
       "Run one operation for every person of a file: results to --out (NDJSON, by input position, no PersonUid), " +
         "progress on stderr, resumable with --resume after Ctrl-C.\n" +
@@ -322,7 +333,7 @@ const batch = Command.make("batch", {
 // probe
 
 const probe = Command.make("probe", {
-  envFile,
+  settingsFile,
   json,
   person: Args.text({ name: "personUid" }).pipe(
     Args.withDescription(
@@ -330,7 +341,7 @@ const probe = Command.make("probe", {
     ),
     Args.optional
   )
-}, ({ envFile, json, person }) =>
+}, ({ settingsFile, json, person }) =>
   Effect.gen(function*() {
     const personUid = yield* Option.match(person, {
       onNone: () => Effect.succeed(undefined),
@@ -344,7 +355,7 @@ const probe = Command.make("probe", {
     })
     const report = yield* Probe.run(personUid === undefined ? undefined : Redacted.make(personUid))
     yield* Console.log(json ? Render.json(report, 2) : Probe.render(report))
-  }).pipe(Effect.provide(Probe.layer(envFile)))).pipe(
+  }).pipe(Effect.provide(Probe.layer(settingsFile)))).pipe(
     Command.withDescription(
       "Check a service against what is documented, read-only, in a bounded number of requests: the token's " +
         "expiry header and lifetime, the server's clock, whether a new token revokes the old one, how an unknown " +
@@ -396,7 +407,7 @@ const mockServer = Command.make("mock-server", {
 const root = Command.make("effect-clinical").pipe(
   Command.withDescription(
     "Talk to the clinical data service from a terminal. Settings come from the CLINICAL_* environment " +
-      "(or --env-file); no flag takes a secret. Exit codes: 0 success, 1 failure, 2 usage error, " +
+      "(or --settings-file); no flag takes a secret. Exit codes: 0 success, 1 failure, 2 usage error, " +
       "3 a batch finished with failures, 4 the credentials were refused, 130 interrupted."
   ),
   Command.withSubcommands([

@@ -116,18 +116,20 @@ const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle 
 
 /** A file the batch writes must not be a link someone planted: refused before anything is read or written. */
 const refuseLink = (path: string) =>
-  Effect.flatMap(io(`cannot read ${path}`, () => kindAt(path), ExitCode.Usage), (kind) =>
+  Effect.flatMap(io(`cannot read ${Render.typed(path)}`, () => kindAt(path), ExitCode.Usage), (kind) =>
     kind === "link"
-      ? Effect.fail(usage(`${path} is a symbolic link: give the path of the file itself`))
+      ? Effect.fail(usage(`${Render.typed(path)} is a symbolic link: give the path of the file itself`))
       : Effect.succeed(kind))
 
 /** The positions already done, and the results file open to go on; refuses to resume another batch. */
 const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
   Effect.gen(function*() {
     if ((yield* refuseLink(checkpointPath)) === "none") {
-      return yield* Effect.fail(usage(`--resume: no checkpoint at ${checkpointPath}; run without --resume to start`))
+      return yield* Effect.fail(
+        usage(`--resume: no checkpoint at ${Render.typed(checkpointPath)}; run without --resume to start`)
+      )
     }
-    const found = yield* io(`cannot read ${checkpointPath}`, async () => {
+    const found = yield* io(`cannot read ${Render.typed(checkpointPath)}`, async () => {
       const handle = await openToRead(checkpointPath)
       try {
         return await handle.readFile("utf8")
@@ -146,7 +148,7 @@ const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
     const refused = mismatch(found, wanted)
     if (refused !== undefined) return yield* Effect.fail(usage(`--resume: ${refused}; use another --out`))
     if ((yield* refuseLink(job.out)) === "none") return { ...nothingEarlier, handle: undefined }
-    return yield* io(`cannot read ${job.out}`, () => keepDone(job.out))
+    return yield* io(`cannot read ${Render.typed(job.out)}`, () => keepDone(job.out))
   })
 
 /** Longest failure kind shown: an `ErrorType` is the server's text. */
@@ -207,8 +209,10 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
   Effect.gen(function*() {
     const operation = job.operation.name
     const checkpointPath = `${job.out}.checkpoint.json`
+    // The paths as messages show them: what the user typed may hold a secret's shape.
+    const shownOut = Render.typed(job.out)
     const total = yield* Stream.runCount(fromFile(job.personsFile))
-    if (total === 0) return yield* Effect.fail(usage(`${job.personsFile} holds no PersonUid`))
+    if (total === 0) return yield* Effect.fail(usage(`${Render.typed(job.personsFile)} holds no PersonUid`))
     const wanted: Checkpoint = {
       version: 1,
       operation,
@@ -220,13 +224,13 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       const kind = yield* refuseLink(job.out)
       if (kind !== "none") {
         return yield* Effect.fail(
-          usage(`${job.out} exists: pass --resume to continue that batch, or choose another --out`)
+          usage(`${shownOut} exists: pass --resume to continue that batch, or choose another --out`)
         )
       }
     }
     if (yield* Effect.promise(() => othersMayWriteBeside(job.out))) {
       yield* Console.error(
-        `warning: other users may create files in the directory of ${job.out}; the results are written ` +
+        `warning: other users may create files in the directory of ${shownOut}; the results are written ` +
           `owner-only and never through a link, but a directory of your own is safer`
       )
     }
@@ -235,14 +239,14 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     // A resumed batch's checkpoint was just read and matches: only a new batch writes one.
     if (!job.resume) {
       yield* io(
-        `cannot write ${checkpointPath}`,
+        `cannot write ${Render.typed(checkpointPath)}`,
         () => writeReplacing(checkpointPath, JSON.stringify(wanted) + "\n"),
         ExitCode.Usage
       )
     }
     const out = yield* Effect.acquireRelease(
       resumed?.handle === undefined
-        ? io(`cannot create ${job.out}`, () => createNew(job.out), ExitCode.Usage)
+        ? io(`cannot create ${shownOut}`, () => createNew(job.out), ExitCode.Usage)
         : Effect.succeed(resumed.handle),
       (handle) => Effect.promise(() => handle.close())
     )
@@ -316,13 +320,13 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
         const lines = Chunk.toReadonlyArray(entries).map(lineOf).filter((line) => line !== "")
         return lines.length === 0
           ? Effect.void
-          : Effect.map(io(`cannot write ${job.out}`, () => out.write(lines.join(""))), () => {
+          : Effect.map(io(`cannot write ${shownOut}`, () => out.write(lines.join(""))), () => {
             written += lines.length
           })
       }),
       Effect.onInterrupt(() =>
         Console.error(
-          `\ninterrupted: ${already + written} of ${total} persons are in ${job.out}; ` +
+          `\ninterrupted: ${already + written} of ${total} persons are in ${shownOut}; ` +
             `run the same command with --resume to continue`
         )
       )
@@ -340,7 +344,7 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       `${progress.skipped} skipped` + (already === 0 ? "" : ` (${already} done in earlier runs)`),
       `this run: ${progress.succeeded + progress.failed} answered in ${Render.duration(elapsed)} ` +
       `(${progress.perSecond.toFixed(1)}/s)`,
-      ...(kinds === undefined ? [] : [`failures this run: ${kinds} (each with its error in ${job.out})`]),
+      ...(kinds === undefined ? [] : [`failures this run: ${kinds} (each with its error in ${shownOut})`]),
       ...(stop === undefined
         ? []
         : [`stopped early: ${STOP_WORDS[stop.reason]}: ${Render.printable(stop.error.message)}`]),
@@ -348,7 +352,7 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
         `${Render.count(retryLater, "person")} failed for a cause that may go away or were not sent: ` +
         `fix the cause and run the same command with --resume to send them again`
       ]),
-      `results: ${job.out}`
+      `results: ${shownOut}`
     ]
     yield* Console.error(summary.join("\n"))
     if (stop?.reason === "CredentialsRefused") {

@@ -1,23 +1,30 @@
 /**
- * Where the command line's settings come from: the `CLINICAL_*` environment, and an `--env-file`
- * for what the environment does not set (the environment wins, as with dotenv). Never argv: no
- * flag takes the ApplicationId, a pass code or a token, so none lands in shell history or `ps`.
+ * Where the command line's settings come from: the `CLINICAL_*` environment, and a
+ * `--settings-file` for what the environment does not set (the environment wins, as with dotenv).
+ * Never argv: no flag takes the ApplicationId, a pass code or a token, so none lands in shell
+ * history or `ps`. Not `--env-file`: that is Node's own option, which Node 20 reads wherever it
+ * stands on the command line (nodejs/node#54232), `NODE_OPTIONS` lines included, before any code of
+ * ours runs.
  */
 import * as Options from "@effect/cli/Options"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { readFile } from "node:fs/promises"
+import { readFile, stat } from "node:fs/promises"
 import { parseEnv } from "node:util"
 import * as ClinicalClient from "../ClinicalClient.js"
 import { type CliError, usage } from "./outcome.js"
+import { typed } from "./render.js"
 
-/** `--env-file F`: settings in dotenv form (`CLINICAL_BASE_URL=...`), for what the environment does not set. */
-export const envFile = Options.file("env-file", { exists: "yes" }).pipe(
-  Options.withDescription("read CLINICAL_* settings from this file too (the environment wins)"),
+/** `--settings-file F`: settings in dotenv form (`CLINICAL_BASE_URL=...`), for what the environment does not set. */
+export const settingsFile = Options.file("settings-file", { exists: "yes" }).pipe(
+  Options.withDescription("read CLINICAL_* settings from this file too (dotenv form; the environment wins)"),
   Options.optional
 )
+
+/** Largest settings file read: a few dozen lines of settings, not a file read whole into memory by mistake. */
+const MAX_SETTINGS_BYTES = 1024 * 1024
 
 /** The settings' source: the environment, then the file. */
 export const configProvider = (file: Option.Option<string>): Effect.Effect<ConfigProvider.ConfigProvider, CliError> =>
@@ -25,13 +32,22 @@ export const configProvider = (file: Option.Option<string>): Effect.Effect<Confi
     onNone: () => Effect.succeed(ConfigProvider.fromEnv()),
     onSome: (path) =>
       Effect.tryPromise({
-        try: () => readFile(path, "utf8"),
-        catch: (error) => usage(`cannot read --env-file ${path}: ${(error as NodeJS.ErrnoException).code ?? "error"}`)
-      }).pipe(Effect.map((text) => {
+        try: async () => {
+          if ((await stat(path)).size > MAX_SETTINGS_BYTES) return undefined
+          return readFile(path, "utf8")
+        },
+        catch: (error) =>
+          usage(`cannot read --settings-file ${typed(path)}: ${(error as NodeJS.ErrnoException).code ?? "error"}`)
+      }).pipe(Effect.flatMap((text) => {
+        if (text === undefined) {
+          return Effect.fail(usage(`--settings-file ${typed(path)} is larger than 1 MiB: it is no settings file`))
+        }
         const fromFile = new Map(
           Object.entries(parseEnv(text)).flatMap(([name, value]) => value === undefined ? [] : [[name, value]])
         )
-        return ConfigProvider.fromEnv().pipe(ConfigProvider.orElse(() => ConfigProvider.fromMap(fromFile)))
+        return Effect.succeed(
+          ConfigProvider.fromEnv().pipe(ConfigProvider.orElse(() => ConfigProvider.fromMap(fromFile)))
+        )
       }))
   })
 

@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import { cli } from "./app.js"
-import { describeCause, exitCodeOfCause, hideTypedValues, isTypedFailure } from "./outcome.js"
+import { describeCause, exitCodeOfCause, hideTypedValues, isTypedFailure, usage } from "./outcome.js"
 import { printable, printableLines } from "./render.js"
 
 const wantsStack = process.env.CLINICAL_STACK === "1"
@@ -31,7 +31,25 @@ const guarded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         console.error(...args.map((arg) => (typeof arg === "string" ? hideTypedValues(arg) : arg)))
     }))
 
-const program = guarded(Effect.suspend(() => cli(process.argv))).pipe(
+/**
+ * `--env-file` is Node's own option, which Node 20 reads wherever it stands (nodejs/node#54232),
+ * `NODE_OPTIONS` lines included, before this program starts: ours is `--settings-file`.
+ */
+const nodesOwn = (args: ReadonlyArray<string>): boolean =>
+  args.some((arg) => arg === "--env-file" || arg.startsWith("--env-file="))
+
+const run = Effect.suspend(() =>
+  nodesOwn(process.argv.slice(2))
+    ? Effect.fail(
+      usage(
+        "--env-file is Node's own option (Node 20 reads the file itself, NODE_OPTIONS lines included, " +
+          "wherever it stands on the command line): use --settings-file"
+      )
+    )
+    : cli(process.argv)
+)
+
+const program = guarded(run).pipe(
   Effect.tapErrorCause((cause) =>
     Effect.sync(() => {
       const text = wantsStack && !Cause.isInterruptedOnly(cause) ? Cause.pretty(cause) : describeCause(cause)

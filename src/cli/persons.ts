@@ -10,6 +10,7 @@ import { createHash } from "node:crypto"
 import { createReadStream } from "node:fs"
 import type { Readable } from "node:stream"
 import { type CliError, usage } from "./outcome.js"
+import { typed } from "./render.js"
 
 /**
  * Longest line read whole, in bytes: a PersonUid is about 50 characters and a pass code at most
@@ -27,7 +28,7 @@ export const personOfLine = (line: string): string | undefined => {
 
 const fileError = (path: string) => (error: unknown) =>
   usage(
-    `cannot read ${path === "-" ? "standard input" : path}: ${(error as NodeJS.ErrnoException)?.code ?? String(error)}`
+    `cannot read ${path === "-" ? "standard input" : typed(path)}: ${(error as NodeJS.ErrnoException)?.code ?? "error"}`
   )
 
 const open = (path: string): Readable => path === "-" ? process.stdin : createReadStream(path)

@@ -252,5 +252,5 @@ export const render = (report: Report): string => {
 }
 
 /** The settings and the transport a probe needs (no token cache: it asks for its tokens itself). */
-export const layer = (envFile: Option.Option<string>) =>
-  withSettings(envFile, Layer.merge(ClinicalConfig.layerConfig, Transport.layerUndici()))
+export const layer = (settingsFile: Option.Option<string>) =>
+  withSettings(settingsFile, Layer.merge(ClinicalConfig.layerConfig, Transport.layerUndici()))

@@ -3,6 +3,8 @@
  * scripts. Persons are named by their position in the input (`#1`), never by their PersonUid.
  */
 import type { ClinicalError } from "../ClinicalError.js"
+import { redactMarked } from "../internal/redaction.js"
+import { credentialShapesIn } from "../internal/secretShapes.js"
 
 /**
  * What a terminal would act on rather than show: control characters (C0, DEL and C1: an escape
@@ -34,6 +36,19 @@ export const json = (value: unknown, indent?: number): string =>
     LEFT_RAW_BY_JSON,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
   )
+
+/** Longest value a user typed that a message repeats. */
+const MAX_TYPED = 200
+
+/**
+ * A value the user typed (a path), as a message may repeat it: whatever has a credential's shape
+ * taken out (a mistyped command line is where a secret ends up as an argument), made printable,
+ * cut.
+ */
+export const typed = (value: string): string => {
+  const shown = printable(redactMarked(value, credentialShapesIn))
+  return shown.length > MAX_TYPED ? `${shown.slice(0, MAX_TYPED - 1)}…` : shown
+}
 
 /** Longest cell of a table; longer values are cut with `…` (`--json` prints them whole). */
 const MAX_CELL = 40

@@ -488,6 +488,19 @@ const replaceSpans = (text: string, reach: ReadonlyArray<number>): string => {
   return replaced ? out + text.slice(kept) : text
 }
 
+/**
+ * `text` with every stretch that `find` marks replaced (stretches that overlap or touch together):
+ * for text that needs no decoding, such as a value a user typed.
+ */
+export const redactMarked = (
+  text: string,
+  find: (text: string, mark: (start: number, end: number) => void) => void
+): string => {
+  const reach = new Array<number>(text.length).fill(0)
+  find(text, (start, end) => mark(reach, start, end))
+  return replaceSpans(text, reach)
+}
+
 /** What a scrubber looks for: the known secrets, and (in server text) what has the shape of one. */
 interface Search {
   readonly needles: ReadonlyArray<Needle>

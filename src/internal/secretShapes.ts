@@ -73,3 +73,19 @@ export const shapesIn = (text: string, mark: (start: number, end: number) => voi
   for (const match of text.matchAll(GUID)) mark(match.index, match.index + match[0].length)
   for (const match of text.matchAll(DATES)) mark(match.index, match.index + match[0].length)
 }
+
+/** A base64 run that holds a `+` or ends in `=` padding: a token's or an encrypted id's shape, in a path or a name. */
+const TOKEN_LIKE = /[A-Za-z0-9+/_-]{20,}={0,2}/g
+
+/**
+ * Calls `mark(start, end)` for every stretch of a value a user typed (a path, a name) that has the
+ * shape of a credential: a GUID, or a base64 run of 20 characters or more that holds a `+` or ends
+ * in `=`. Narrower than {@link shapesIn}: a path is a run of base64's characters, and dates and
+ * digits are common in file names; a user's own path is shown to them as typed otherwise.
+ */
+export const credentialShapesIn = (text: string, mark: (start: number, end: number) => void): void => {
+  for (const match of text.matchAll(GUID)) mark(match.index, match.index + match[0].length)
+  for (const match of text.matchAll(TOKEN_LIKE)) {
+    if (match[0].includes("+") || match[0].endsWith("=")) mark(match.index, match.index + match[0].length)
+  }
+}
