@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Cli from "./support/Cli.js"
 import { expectNone } from "./support/Leaks.js"
@@ -19,22 +18,10 @@ const UIDS = [ELEANOR!.personUid, MARCUS!.personUid, PRIYA!.personUid]
 
 let mock: MockClinicalServer.Started
 let dir = ""
+beforeAll(async () => ({ dir, mock } = await Cli.setUp("effect-clinical-cli-")))
+afterAll(() => Cli.tearDown({ dir, mock }))
 
-beforeAll(async () => {
-  mock = await MockClinicalServer.start()
-  dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-cli-"))
-})
-afterAll(async () => {
-  await mock.close()
-  Fs.rmSync(dir, { recursive: true, force: true })
-})
-
-const envOf = (url: string, applicationId = APP) => ({
-  CLINICAL_BASE_URL: url,
-  CLINICAL_APPLICATION_ID: applicationId,
-  CLINICAL_RETRY_BASE_DELAY: "5ms",
-  CLINICAL_RETRY_MAX_DELAY: "20ms"
-})
+const envOf = Cli.settingsFor
 
 /** Every secret the mock saw or handed out: the ApplicationId, every token, every PersonUid, the pass codes and birth dates. */
 const secretsOf = async (server: MockClinicalServer.Started = mock) => {

@@ -9,10 +9,9 @@ import { MockClinicalServer } from "effect-clinical/testing"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Cli from "./support/Cli.js"
-import { expectNone } from "./support/Leaks.js"
+import { expectNone, FORMS } from "./support/Leaks.js"
 
 const [ELEANOR, MARCUS, PRIYA] = MockClinicalServer.fixturePersons
 const APP = MockClinicalServer.demoApplicationId
@@ -20,22 +19,10 @@ const UIDS = [ELEANOR!.personUid, MARCUS!.personUid, PRIYA!.personUid]
 
 let mock: MockClinicalServer.Started
 let dir = ""
+beforeAll(async () => ({ dir, mock } = await Cli.setUp("effect-clinical-cli-hostile-")))
+afterAll(() => Cli.tearDown({ dir, mock }))
 
-beforeAll(async () => {
-  mock = await MockClinicalServer.start()
-  dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-cli-hostile-"))
-})
-afterAll(async () => {
-  await mock.close()
-  Fs.rmSync(dir, { recursive: true, force: true })
-})
-
-const envOf = (url: string) => ({
-  CLINICAL_BASE_URL: url,
-  CLINICAL_APPLICATION_ID: APP,
-  CLINICAL_RETRY_BASE_DELAY: "5ms",
-  CLINICAL_RETRY_MAX_DELAY: "20ms"
-})
+const envOf = (url: string) => Cli.settingsFor(url)
 
 /** A directory of the test's own (owner-only), holding `files`. */
 const workspace = (name: string, files: Readonly<Record<string, string>> = {}) => {
@@ -85,12 +72,17 @@ describe("batch never writes through a link someone planted", { timeout: 60_000 
     expect((await mock.counters()).dataRequests).toBe(before)
   })
 
-  it("--resume refuses a link at --out or at the checkpoint, and writes nothing through either", async () => {
-    const here = workspace("resume-links", { "persons.txt": PERSONS, "victim.txt": "the victim's own\n" })
-    const persons = Path.join(here, "persons.txt")
+  /** A batch of three persons run to its end in a workspace of its own, beside a file to protect. */
+  const finishedBatch = async (name: string) => {
+    const here = workspace(name, { "persons.txt": PERSONS, "victim.txt": "the victim's own\n" })
     const out = Path.join(here, "results.ndjson")
-    const args = ["batch", "medications", "--persons-file", persons, "--out", out]
+    const args = ["batch", "medications", "--persons-file", Path.join(here, "persons.txt"), "--out", out]
     expect((await Cli.run(args, { env: envOf(mock.url) })).code).toBe(0)
+    return { args, here, out }
+  }
+
+  it("--resume refuses a link at --out or at the checkpoint, and writes nothing through either", async () => {
+    const { args, here, out } = await finishedBatch("resume-links")
     const results = Fs.readFileSync(out, "utf8")
 
     // The results file moved away and a link put in its place.
@@ -114,11 +106,7 @@ describe("batch never writes through a link someone planted", { timeout: 60_000 
   })
 
   it("a resume writes its copy under a new random name: a link planted at the old fixed name is left alone", async () => {
-    const here = workspace("resume-temp", { "persons.txt": PERSONS, "victim.txt": "the victim's own\n" })
-    const persons = Path.join(here, "persons.txt")
-    const out = Path.join(here, "results.ndjson")
-    const args = ["batch", "medications", "--persons-file", persons, "--out", out]
-    expect((await Cli.run(args, { env: envOf(mock.url) })).code).toBe(0)
+    const { args, here, out } = await finishedBatch("resume-temp")
     // A crash cut the last line: the resume rewrites the file, keeping the two whole lines.
     const whole = Fs.readFileSync(out, "utf8")
     Fs.writeFileSync(out, whole.slice(0, whole.length - 10))
@@ -329,8 +317,16 @@ describe(
   }
 )
 
-/** A service that echoes everything the request carried inside the items it answers with. */
-const echoingService = async () => {
+/** What a data request carried, as a service that echoes it sees it. */
+interface Carried {
+  readonly app: string
+  readonly bearer: string
+  readonly uid: string
+  readonly body: string
+}
+
+/** A service whose token answers are good, and whose data answers `answer` writes from what the request carried. */
+const echoingService = async (answer: (carried: Carried) => { readonly status: number; readonly body: unknown }) => {
   const token = `${Buffer.from("an echoed token, long enough to be a real one".repeat(2)).toString("base64")}+/=`
   const server = Http.createServer((req, res) => {
     let body = ""
@@ -345,18 +341,14 @@ const echoingService = async () => {
         })
         return res.end(JSON.stringify({ Token: token, TokenType: "Bearer" }))
       }
-      const uid = JSON.parse(body).personuid as string
-      const app = String(req.headers.applicationid)
-      const bearer = String(req.headers.authorization).slice("Bearer ".length)
-      res.writeHead(200, { "Content-Type": "application/json" })
-      res.end(JSON.stringify({
-        Success: true,
-        Medications: [{
-          Name: "Lisinopril",
-          Note: `app ${app.toLowerCase()}, token ${encodeURIComponent(bearer)}, person ${uid}`,
-          [bearer]: app.replace(/-/g, "")
-        }]
-      }))
+      const answered = answer({
+        app: String(req.headers.applicationid),
+        bearer: String(req.headers.authorization).slice("Bearer ".length),
+        uid: JSON.parse(body).personuid as string,
+        body
+      })
+      res.writeHead(answered.status, { "Content-Type": "application/json" })
+      res.end(JSON.stringify(answered.body))
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -368,9 +360,22 @@ const echoingService = async () => {
   }
 }
 
+/** Items that echo everything the request carried. */
+const echoedInItems = ({ app, bearer, uid }: Carried) => ({
+  status: 200,
+  body: {
+    Success: true,
+    Medications: [{
+      Name: "Lisinopril",
+      Note: `app ${app.toLowerCase()}, token ${encodeURIComponent(bearer)}, person ${uid}`,
+      [bearer]: app.replace(/-/g, "")
+    }]
+  }
+})
+
 describe("what the server echoes of a request is never written out", { timeout: 60_000 }, () => {
   it("the token and the ApplicationId inside items: redacted on stdout and in the batch's results", async () => {
-    const service = await echoingService()
+    const service = await echoingService(echoedInItems)
     try {
       const secrets = [service.token, APP, ELEANOR!.personUid]
       const printed = await Cli.run(["medications", "--json", ELEANOR!.personUid], { env: envOf(service.url) })
@@ -443,3 +448,31 @@ describe("a secret typed in the wrong place is never repeated (issue 22)", { tim
     expect(ours.code, ours.stderr).toBe(0)
   })
 })
+
+describe(
+  "what a server echoes in its errors never reaches the terminal, in any form (issue 22)",
+  { timeout: 60_000 },
+  () => {
+    it("each form an ASP.NET/IIS service could write, one at a time, on stdout and stderr", async () => {
+      for (const [form, write] of FORMS.filter(([form]) => form !== "a date reformatted")) {
+        const service = await echoingService(({ app, bearer, body, uid }) => ({
+          status: 400,
+          body: {
+            Success: false,
+            ErrorType: "Refused",
+            ErrorMessage: [app, bearer, uid, body].flatMap(write).join(" | ")
+          }
+        }))
+        try {
+          const ran = await Cli.run(["medications", ELEANOR!.personUid], { env: envOf(service.url) })
+          expect(ran.code, form).toBe(1)
+          expect(ran.stdout, form).toContain("<redacted>")
+          expectNone(`stdout (${form})`, ran.stdout, [service.token, APP, ELEANOR!.personUid])
+          expectNone(`stderr (${form})`, ran.stderr, [service.token, APP, ELEANOR!.personUid])
+        } finally {
+          await service.close()
+        }
+      }
+    })
+  }
+)

@@ -12,6 +12,8 @@ import {
   HttpTransport,
   MedicationService
 } from "effect-clinical"
+import { boundedLines } from "../src/cli/persons.js"
+import { MAX_TEXT, scrub } from "../src/internal/redaction.js"
 import { readTokenResponse } from "../src/internal/tokenRequest.js"
 import * as Fake from "./support/FakeService.js"
 
@@ -226,6 +228,100 @@ describe("input fuzzing: refused with InvalidRequest before any request is sent"
         expect(error).toMatchObject({ _tag: "InvalidConfig", setting: "applicationId" })
         if (applicationId.trim().length > 3) expect(String(error)).not.toContain(applicationId.trim())
       }),
+      RUNS
+    )
+  })
+})
+
+describe("redaction fuzzing (issue 22)", () => {
+  /** A secret of the kinds the client holds: a GUID, base64 with + / =, a pass code of any printable text. */
+  const secret = fc.oneof(
+    fc.uuid(),
+    fc.uint8Array({ minLength: 12, maxLength: 80 }).map((bytes) => Buffer.from(bytes).toString("base64")),
+    fc.string({ unit: fc.constantFrom(..."abcdefABCDEF0123456789ßẞ&<>'\"/+=%\\ -_é"), minLength: 8, maxLength: 40 })
+  )
+  const html = (text: string) =>
+    text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(
+      /'/g,
+      "&#39;"
+    )
+  /** Each way a server may write a secret, up to two deep. */
+  const once: ReadonlyArray<(text: string) => string> = [
+    (text) => text,
+    (text) => text.toUpperCase(),
+    (text) => text.toLowerCase(),
+    encodeURIComponent,
+    (text) => JSON.stringify(text).slice(1, -1).replace(/\//g, "\\/").replace(/\+/g, "\\u002B"),
+    html,
+    (text) => text.replace(/-/g, "")
+  ]
+  const form = fc.tuple(fc.nat(once.length - 1), fc.nat(once.length - 1)).map(([a, b]) => (text: string) =>
+    once[b]!(once[a]!(text))
+  )
+  /** What a server may write around it: any text, escapes that lead nowhere, things with secrets' shapes. */
+  const filler = fc.oneof(
+    fc.string({ maxLength: 30 }),
+    fc.constantFrom("%", "%2", "\\", "\\u00", "&", "&#", "&amp", " ", "'", "{", "}", "-", "Error: ", "ErrorType"),
+    fc.string({ unit: fc.constantFrom(..."%25&#;\\u0Aa/+="), maxLength: 20 })
+  )
+
+  it("a secret written any way up to two deep, amid any text, never survives scrub in any of those ways", () => {
+    fc.assert(
+      fc.property(secret, form, filler, filler, (value, write, before, after) => {
+        const echoed = write(value)
+        const scrubbed = scrub(`${before}${echoed}${after}`, [value], { byShape: false })
+        // Whatever else happened, the echo is gone.
+        expect(scrubbed.includes(echoed) && echoed.length >= 8).toBe(false)
+        expect(scrubbed).toContain("<redacted>")
+      }),
+      RUNS
+    )
+  })
+
+  it("scrub never throws, and bounds its output, on any text and any secrets", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.string({ maxLength: 2000 }), fc.string({ unit: "binary", maxLength: 2000 }), filler),
+        fc.array(fc.oneof(secret, fc.string({ maxLength: 50 })), { maxLength: 4 }),
+        (text, secrets) => {
+          const scrubbed = scrub(text, secrets)
+          expect(scrubbed.length).toBeLessThanOrEqual(MAX_TEXT + 3)
+        }
+      ),
+      RUNS
+    )
+  })
+})
+
+describe("the command line's line reader (issue 22)", () => {
+  it("whatever the chunks, it gives the lines a reference split gives, each cut at the cap", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.string({ unit: fc.constantFrom("a", "b", "\n", "\r", "é"), maxLength: 200 }),
+        fc.array(fc.nat(40), { maxLength: 20 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (text, cuts, max) => {
+          const bytes = Buffer.from(text, "utf8")
+          const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b)
+          const chunks = async function*() {
+            let at = 0
+            for (const point of [...points, bytes.length]) {
+              if (point > at) yield bytes.subarray(at, point)
+              at = Math.max(at, point)
+            }
+          }
+          const lines: Array<string> = []
+          for await (const line of boundedLines(chunks(), max)) lines.push(line)
+          const reference = bytes.toString("utf8").split("\n")
+          if (reference.at(-1) === "") reference.pop()
+          // Each line's first max + 1 bytes, and a \r at its end dropped (a CRLF break).
+          const expected = reference.map((line) => {
+            const cut = Buffer.from(line, "utf8").subarray(0, max + 1).toString("utf8")
+            return cut.endsWith("\r") ? cut.slice(0, -1) : cut
+          })
+          expect(lines).toEqual(expected)
+        }
+      ),
       RUNS
     )
   })

@@ -238,7 +238,8 @@ describe("scrub: each way a character of a secret may be written", () => {
     const guid = "6f3a9c2e-1b4d-4e8f-9a0b-1c2d3e4f5a6b"
     expect(scrub(`WHERE uid LIKE '%${guid}%'`, [guid], exact)).toBe("WHERE uid LIKE '%<redacted>%'")
     expect(scrub(`WHERE uid LIKE '%${guid.toUpperCase()}%'`, [guid], exact)).toBe("WHERE uid LIKE '%<redacted>%'")
-    expect(scrub("x %41bcdef-secret y", ["41bcdef-secret"])).toBe("x %<redacted> y")
+    // A % that can take the secret's first characters for an escape goes with it (the safe side).
+    expect(scrub("x %41bcdef-secret y", ["41bcdef-secret"])).toBe("x <redacted> y")
   })
 
   it("letters whose cases do not map one to one are matched as a case-insensitive search matches them (from review)", () => {
@@ -263,8 +264,9 @@ describe("scrub: each way a character of a secret may be written", () => {
   it("a secret is found whichever of JSON escaping and percent-encoding the server applied (from review)", () => {
     const uid = "4Fab+cd/ef=="
     // After a %, with the secret JSON-escaped (System.Text.Json escapes +, PHP escapes /).
-    expect(scrub(`uid LIKE '%4Fab\\u002Bcd/ef==%'`, [uid])).toBe("uid LIKE '%<redacted>%'")
-    expect(scrub(`uid LIKE '%4Fab+cd\\/ef==%'`, [uid])).toBe("uid LIKE '%<redacted>%'")
+    // (The % that can take its first characters for an escape goes with it.)
+    expect(scrub(`uid LIKE '%4Fab\\u002Bcd/ef==%'`, [uid])).toBe("uid LIKE '<redacted>%'")
+    expect(scrub(`uid LIKE '%4Fab+cd\\/ef==%'`, [uid])).toBe("uid LIKE '<redacted>%'")
     // A secret holding what looks like a percent escape, JSON-escaped elsewhere.
     expect(scrub("x x%41y\\/z-secret y", ["x%41y/z-secret"])).toBe("x <redacted> y")
     expect(scrub("x ab%2Bcd\\u002Bef y", ["ab%2Bcd+ef"])).toBe("x <redacted> y")
@@ -523,5 +525,31 @@ describe("scrub: forms a real ASP.NET/IIS service could echo (issue 22)", () => 
       scrub(text, [TOKEN, GUID])
       expect(performance.now() - started, text.slice(0, 20)).toBeLessThan(2_000)
     }
+  })
+})
+
+describe("an escape in the text that takes a secret's first or last characters (found by fuzzing)", () => {
+  it("a cut-short escape just before the secret, which itself needs decoding: the secret goes, with the escape", () => {
+    expect(scrub("x \\u00aa\\u002Baaaaaaaa y", ["aa+aaaaaaaa"], exact)).toBe("x <redacted> y")
+    expect(scrub("x %4f%2Bxyzabc y", ["4f+xyzabc"], exact)).toBe("x <redacted> y")
+  })
+
+  it("a secret ending in the start of an escape, which the text goes on from", () => {
+    expect(scrub("x abc%2Bdef%41 y", ["abc+def%"], exact)).toBe("x <redacted> y")
+    expect(scrub("x abc\\u002Bdef\\u0041 y", ["abc+def\\u00"], exact)).toBe("x <redacted> y")
+  })
+
+  it("anchored to an escape only: what is left of the secret alone, or after plain text, is no match", () => {
+    expect(scrub("x +aaaaaaaa y", ["aa+aaaaaaaa"], exact)).toBe("x +aaaaaaaa y")
+    expect(scrub("x zz\\u002Baaaaaaaa y", ["aa+aaaaaaaa"], exact)).toBe("x zz\\u002Baaaaaaaa y")
+    expect(scrub("x \\u00bb\\u002Baaaaaaaa y", ["aa+aaaaaaaa"], exact)).toBe("x \\u00bb\\u002Baaaaaaaa y")
+  })
+})
+
+describe("docs/security.md's example of redaction by shape", () => {
+  it("is what scrub does", () => {
+    expect(scrub("Person 3f2504e0-4f89-11d3-9a0c-0305e82c3301 born 03/14/1945 not found", [])).toBe(
+      "Person <redacted> born <redacted> not found"
+    )
   })
 })

@@ -192,8 +192,24 @@ for (const kind of ["ioredis", "node-redis"] as const) {
   })
 }
 
+/** A client of `mock` with its own Redis connection, built once; `overrides` on the client's settings. */
+const clientOf = async (
+  mock: MockClinicalServer.Started,
+  kind: keyof typeof connect,
+  store: Partial<TokenStore.RedisOptions> = {},
+  overrides: object = {}
+) => {
+  const { redis } = await open(kind)
+  const layer = ClinicalClient.layerUndici({ baseUrl: mock.url, applicationId: mock.applicationId, ...overrides })
+    .pipe(Layer.provide(TokenStore.layerRedis({ redis, ...store })))
+  const scope = await run(Scope.make())
+  opened.push({ close: () => run(Scope.close(scope, Exit.void)) })
+  const context = await run(Layer.buildWithScope(layer, scope))
+  return <A, E>(effect: Effect.Effect<A, E, ClinicalClient.Services>) => run(Effect.provide(effect, context))
+}
+
 describe("clients over one Redis and the mock on loopback", () => {
-  let mock: Awaited<ReturnType<typeof MockClinicalServer.start>>
+  let mock: MockClinicalServer.Started
   beforeAll(async () => {
     mock = await MockClinicalServer.start()
   })
@@ -204,20 +220,8 @@ describe("clients over one Redis and the mock on loopback", () => {
     await mock.resetCounters()
   })
 
-  /** A client with its own Redis connection, built once; `overrides` on the client's settings. */
-  const client = async (
-    kind: keyof typeof connect,
-    store: Partial<TokenStore.RedisOptions> = {},
-    overrides: object = {}
-  ) => {
-    const { redis } = await open(kind)
-    const layer = ClinicalClient.layerUndici({ baseUrl: mock.url, applicationId: mock.applicationId, ...overrides })
-      .pipe(Layer.provide(TokenStore.layerRedis({ redis, ...store })))
-    const scope = await run(Scope.make())
-    opened.push({ close: () => run(Scope.close(scope, Exit.void)) })
-    const context = await run(Layer.buildWithScope(layer, scope))
-    return <A, E>(effect: Effect.Effect<A, E, ClinicalClient.Services>) => run(Effect.provide(effect, context))
-  }
+  const client = (kind: keyof typeof connect, store: Partial<TokenStore.RedisOptions> = {}, overrides: object = {}) =>
+    clientOf(mock, kind, store, overrides)
 
   it("two instances, one over each client, many concurrent callers: one token request, one token", async () => {
     const a = await client("ioredis")
@@ -352,86 +356,67 @@ describe("clients over one Redis and the mock on loopback", () => {
     expect(own).toMatchObject({ source: "server", storeGeneration: undefined })
     expect((await mock.counters()).tokenRequests).toBe(2)
   })
-})
 
-describe("what no instance can read is repaired, not lived with (issue 22)", () => {
-  let mock: Awaited<ReturnType<typeof MockClinicalServer.start>>
-  beforeAll(async () => {
-    mock = await MockClinicalServer.start()
-  })
-  afterAll(async () => {
-    await mock?.close()
-  })
-  afterEach(async () => {
-    await mock.resetCounters()
-  })
+  describe("what no instance can read is repaired, not lived with (issue 22)", () => {
+    const client = (store: Partial<TokenStore.RedisOptions> = {}) => clientOf(mock, "ioredis", store)
 
-  const client = async (store: Partial<TokenStore.RedisOptions> = {}) => {
-    const { redis } = await open("ioredis")
-    const layer = ClinicalClient.layerUndici({ baseUrl: mock.url, applicationId: mock.applicationId })
-      .pipe(Layer.provide(TokenStore.layerRedis({ redis, ...store })))
-    const scope = await run(Scope.make())
-    opened.push({ close: () => run(Scope.close(scope, Exit.void)) })
-    const context = await run(Layer.buildWithScope(layer, scope))
-    return <A, E>(effect: Effect.Effect<A, E, ClinicalClient.Services>) => run(Effect.provide(effect, context))
-  }
+    const names = () => {
+      const key = TokenService.storeKey(
+        {
+          authUrl: mock.url,
+          tokenPath: "/api/Server/Token",
+          applicationId: Redacted.make(mock.applicationId)
+        } as Parameters<typeof TokenService.storeKey>[0]
+      )
+      return { token: `effect-clinical:{${key}}:token`, generation: `effect-clinical:{${key}}:generation`, key }
+    }
 
-  const names = () => {
-    const key = TokenService.storeKey(
-      {
-        authUrl: mock.url,
-        tokenPath: "/api/Server/Token",
-        applicationId: Redacted.make(mock.applicationId)
-      } as Parameters<typeof TokenService.storeKey>[0]
-    )
-    return { token: `effect-clinical:{${key}}:token`, generation: `effect-clinical:{${key}}:generation`, key }
-  }
+    const repairs = () => run(Metric.value(Telemetry.tokenStoreRepairs)).then((state) => state.count)
 
-  const repairs = () => run(Metric.value(Telemetry.tokenStoreRepairs)).then((state) => state.count)
+    for (const onUnavailable of ["local", "fail"] as const) {
+      it(`a generation that is not a number (it has no TTL) is replaced by the first refresh (${onUnavailable})`, async () => {
+        const { redis } = await open("ioredis")
+        await redis.send(["SET", names().generation, "seven"])
+        const before = await repairs()
+        const a = await client({ onUnavailable })
+        const b = await client({ onUnavailable })
+        expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 1 })
+        expect(await redis.send(["GET", names().generation])).toBe("1")
+        expect(await b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 1 })
+        expect((await mock.counters()).tokenRequests).toBe(1)
+        expect(await repairs()).toBe(before + 1)
+      })
+    }
 
-  for (const onUnavailable of ["local", "fail"] as const) {
-    it(`a generation that is not a number (it has no TTL) is replaced by the first refresh (${onUnavailable})`, async () => {
+    it("a token value no instance wrote, set to last ten years, is replaced: the fleet shares one token again", async () => {
       const { redis } = await open("ioredis")
-      await redis.send(["SET", names().generation, "seven"])
-      const before = await repairs()
-      const a = await client({ onUnavailable })
-      const b = await client({ onUnavailable })
+      await redis.send(["SET", names().token, "garbage|{}", "PX", String(10 * 365 * 24 * 3_600_000)])
+      const a = await client()
+      const b = await client()
       expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 1 })
-      expect(await redis.send(["GET", names().generation])).toBe("1")
       expect(await b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 1 })
+      expect(Number(await redis.send(["PTTL", names().token]))).toBeLessThanOrEqual(3_600_000)
       expect((await mock.counters()).tokenRequests).toBe(1)
-      expect(await repairs()).toBe(before + 1)
     })
-  }
 
-  it("a token value no instance wrote, set to last ten years, is replaced: the fleet shares one token again", async () => {
-    const { redis } = await open("ioredis")
-    await redis.send(["SET", names().token, "garbage|{}", "PX", String(10 * 365 * 24 * 3_600_000)])
-    const a = await client()
-    const b = await client()
-    expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 1 })
-    expect(await b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 1 })
-    expect(Number(await redis.send(["PTTL", names().token]))).toBeLessThanOrEqual(3_600_000)
-    expect((await mock.counters()).tokenRequests).toBe(1)
-  })
-
-  it("a seal of another key that would outlive any token is replaced; one within a token's lifetime is left alone", async () => {
-    const { redis } = await open("ioredis")
-    const other = storeOf(redis, { sealingKey: Keys.sealingKey(21) })
-    const own = { sealingKey: Keys.sealingKey(22) }
-    // Published by an instance with another key, for two days: longer than the 24 h cap on any token.
-    await run(other.publish(names().key, 0, entry, 2 * 24 * 3_600_000, "other"))
-    const a = await client(own)
-    const b = await client(own)
-    expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 2 })
-    expect(await b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 2 })
-    expect((await mock.counters()).tokenRequests).toBe(1)
-    // Within a token's lifetime, another key's token is other instances' at work: left to them.
-    await run(other.publish(names().key, 2, entry, 3_600_000, "other"))
-    const c = await client({ ...own, onUnavailable: "fail" })
-    expect(await c(Effect.exit(TokenService.get))).toMatchObject({
-      _tag: "Failure",
-      cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
+    it("a seal of another key that would outlive any token is replaced; one within a token's lifetime is left alone", async () => {
+      const { redis } = await open("ioredis")
+      const other = storeOf(redis, { sealingKey: Keys.sealingKey(21) })
+      const own = { sealingKey: Keys.sealingKey(22) }
+      // Published by an instance with another key, for two days: longer than the 24 h cap on any token.
+      await run(other.publish(names().key, 0, entry, 2 * 24 * 3_600_000, "other"))
+      const a = await client(own)
+      const b = await client(own)
+      expect(await a(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 2 })
+      expect(await b(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 2 })
+      expect((await mock.counters()).tokenRequests).toBe(1)
+      // Within a token's lifetime, another key's token is other instances' at work: left to them.
+      await run(other.publish(names().key, 2, entry, 3_600_000, "other"))
+      const c = await client({ ...own, onUnavailable: "fail" })
+      expect(await c(Effect.exit(TokenService.get))).toMatchObject({
+        _tag: "Failure",
+        cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
+      })
     })
   })
 })

@@ -388,15 +388,28 @@ const foldedOf = (units: Units, hyphenless: boolean): Folded => {
   return folded
 }
 
+/**
+ * Where a needle of what is left of a secret must stand: right after (`start`) or before (`end`)
+ * an escape of the text whose written form ends (or begins) with the secret's characters it took
+ * (`eaten`, folded). A text can hold an escape that takes a secret's first or last characters for
+ * part of itself (`\u00` just before `aa\u002B...`, `%` before `4f%2B...`): decoded, the secret
+ * is no longer there whole, and written, its own escapes hide it.
+ */
+interface Anchor {
+  readonly side: "start" | "end"
+  readonly eaten: ReadonlyArray<number>
+}
+
 /** A secret as it is looked for: its folded units, and the Knuth-Morris-Pratt table over them. */
 interface Needle {
   readonly codes: ReadonlyArray<number>
   readonly fallback: ReadonlyArray<number>
   /** Looked for among the units without hyphens (a GUID's digits, a pass code written without its hyphens). */
   readonly hyphenless: boolean
+  readonly anchor?: Anchor | undefined
 }
 
-const needleOf = (codes: ReadonlyArray<number>, hyphenless: boolean): Needle => {
+const needleOf = (codes: ReadonlyArray<number>, hyphenless: boolean, anchor?: Anchor): Needle => {
   // fallback[i]: the length of the longest proper prefix of codes[0..i] that is also its suffix.
   const fallback = [0]
   for (let i = 1, k = 0; i < codes.length; i++) {
@@ -404,7 +417,7 @@ const needleOf = (codes: ReadonlyArray<number>, hyphenless: boolean): Needle => 
     if (codes[i] === codes[k]) k++
     fallback.push(k)
   }
-  return { codes, fallback, hyphenless }
+  return { codes, fallback, hyphenless, anchor }
 }
 
 const HEX_32 = /^[0-9a-f]{32}$/i
@@ -438,6 +451,13 @@ const needlesOf = (secret: string): Array<Needle> => {
   for (const reading of readingsOf(secret)) {
     add(reading, false)
     if (reading.codes.includes(HYPHEN)) add(reading, true)
+    for (const anchored of anchoredNeedles(foldedOf(reading, false).codes)) {
+      const key = `${anchored.anchor!.side}:${anchored.anchor!.eaten.join(",")}:${anchored.codes.join(",")}`
+      if (!seen.has(key)) {
+        seen.add(key)
+        needles.push(anchored)
+      }
+    }
   }
   const bytes = Buffer.from(secret, "utf8")
   // base64url has no padding: looked for that way, the padded form is found too, and its padding
@@ -448,20 +468,80 @@ const needlesOf = (secret: string): Array<Needle> => {
   return needles
 }
 
+/** The longest stretch of a secret an escape can take: the four digits of `\uXXXX`. */
+const MAX_EATEN = 4
+
+/** Fewest units of a secret left for an anchored needle: fewer would say little, anchored or not. */
+const MIN_LEFT = 4
+
+const isHexUnit = (unit: number): boolean => hexDigit(unit) >= 0
+
+/** The start of an escape, cut short: what a secret may end with and the text go on from. */
+const ESCAPE_START = /^(?:%[0-9a-f]?|\\(?:u[0-9a-f]{0,3})?|&#?x?[0-9a-z]{0,5})$/
+
+/**
+ * The needles of what is left of a secret (its folded `codes`) when an escape of the text takes its
+ * first characters (hex digits, as `%XX` and `\uXXXX` take them) or its last (the start of an
+ * escape: `%`, `\u0`, `&am`), each anchored to that escape.
+ */
+const anchoredNeedles = (codes: ReadonlyArray<number>): Array<Needle> => {
+  const needles: Array<Needle> = []
+  for (let eaten = 1; eaten <= MAX_EATEN && codes.length - eaten >= MIN_LEFT; eaten++) {
+    const head = codes.slice(0, eaten)
+    if (head.every(isHexUnit)) {
+      needles.push(needleOf(codes.slice(eaten), false, { side: "start", eaten: head }))
+    }
+    const tail = codes.slice(codes.length - eaten)
+    if (ESCAPE_START.test(String.fromCharCode(...tail))) {
+      needles.push(needleOf(codes.slice(0, codes.length - eaten), false, { side: "end", eaten: tail }))
+    }
+  }
+  return needles
+}
+
+/** Whether the written text from `at` holds `eaten`, folded. */
+const holdsAt = (text: string, at: number, eaten: ReadonlyArray<number>): boolean => {
+  for (let i = 0; i < eaten.length; i++) {
+    if (at + i < 0 || at + i >= text.length || fold(text.charCodeAt(at + i)) !== eaten[i]) return false
+  }
+  return true
+}
+
 /** Records that `[start, end)` of the text is to be replaced: `reach[start]` is the furthest end of one starting there. */
 const mark = (reach: Array<number>, start: number, end: number): void => {
   if (end > reach[start]!) reach[start] = end
 }
 
-/** Records where `needle` occurs among `units`, overlaps included. */
-const occurrences = (units: Folded, needle: Needle, reach: Array<number>): void => {
+/**
+ * Marks an occurrence of `needle` among the units `first` to `last`: as it is, or, for an anchored
+ * needle, only with the escape it is anchored to (whose written form holds what it took of the
+ * secret), which is then replaced with it.
+ */
+const found = (units: Folded, needle: Needle, first: number, last: number, text: string, reach: Array<number>) => {
+  const { anchor } = needle
+  if (anchor === undefined) return mark(reach, units.starts[first]!, units.ends[last]!)
+  const at = anchor.side === "start" ? first - 1 : last + 1
+  const start = units.starts[at]
+  const end = units.ends[at]
+  // Stryker disable next-line ConditionalExpression: equivalent, past the units there is no escape that holds anything
+  if (start === undefined || end === undefined || end - start < 2) return
+  const taken = anchor.side === "start"
+    ? holdsAt(text, end - anchor.eaten.length, anchor.eaten)
+    : holdsAt(text, start, anchor.eaten)
+  if (!taken) return
+  if (anchor.side === "start") mark(reach, start, units.ends[last]!)
+  else mark(reach, units.starts[first]!, end)
+}
+
+/** Records where `needle` occurs among `units` (a reading of `text`), overlaps included. */
+const occurrences = (units: Folded, needle: Needle, reach: Array<number>, text: string): void => {
   const { codes, fallback } = needle
-  const text = units.codes
-  for (let i = 0, k = 0; i < text.length; i++) {
-    while (k > 0 && text[i] !== codes[k]) k = fallback[k - 1]!
-    if (text[i] === codes[k]) k++
+  const read = units.codes
+  for (let i = 0, k = 0; i < read.length; i++) {
+    while (k > 0 && read[i] !== codes[k]) k = fallback[k - 1]!
+    if (read[i] === codes[k]) k++
     if (k === codes.length) {
-      mark(reach, units.starts[i - k + 1]!, units.ends[i]!)
+      found(units, needle, i - k + 1, i, text, reach)
       k = fallback[k - 1]!
     }
   }
@@ -521,7 +601,7 @@ const redactAll = (text: string, { needles, shapes }: Search): string => {
     if (needles.length > 0) {
       const folded = foldedOf(units, false)
       const withoutHyphens = hyphenless ? foldedOf(units, true) : folded
-      for (const needle of needles) occurrences(needle.hyphenless ? withoutHyphens : folded, needle, reach)
+      for (const needle of needles) occurrences(needle.hyphenless ? withoutHyphens : folded, needle, reach, text)
     }
     if (shapes) {
       // The reading as written is the text itself: not built again.

@@ -3,7 +3,10 @@
  * environment given (nothing of the test's own `CLINICAL_*`), standard input from a string, and its
  * exit code, stdout and stderr captured.
  */
+import { MockClinicalServer } from "effect-clinical/testing"
 import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 
 export const BIN = Path.resolve(import.meta.dirname, "../../dist/cli/main.js")
@@ -47,3 +50,23 @@ export const run = (args: ReadonlyArray<string>, options: RunOptions = {}): Prom
     child.stdin.end(options.input ?? "")
     options.started?.(child, output)
   })
+
+/** A mock served on loopback and a temporary directory: what a file of command-line tests runs against. */
+export const setUp = async (prefix: string): Promise<{ mock: MockClinicalServer.Started; dir: string }> => ({
+  mock: await MockClinicalServer.start(),
+  dir: Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
+})
+
+/** Stops what {@link setUp} started. */
+export const tearDown = async ({ dir, mock }: { mock: MockClinicalServer.Started | undefined; dir: string }) => {
+  await mock?.close()
+  if (dir !== "") Fs.rmSync(dir, { recursive: true, force: true })
+}
+
+/** The settings of a command against the service at `url` (the mock's ApplicationId unless given): quick retries. */
+export const settingsFor = (url: string, applicationId: string = MockClinicalServer.demoApplicationId) => ({
+  CLINICAL_BASE_URL: url,
+  CLINICAL_APPLICATION_ID: applicationId,
+  CLINICAL_RETRY_BASE_DELAY: "5ms",
+  CLINICAL_RETRY_MAX_DELAY: "20ms"
+})
