@@ -454,25 +454,28 @@ describe(
   { timeout: 60_000 },
   () => {
     it("each form an ASP.NET/IIS service could write, one at a time, on stdout and stderr", async () => {
-      for (const [form, write] of FORMS.filter(([form]) => form !== "a date reformatted")) {
-        const service = await echoingService(({ app, bearer, body, uid }) => ({
-          status: 400,
-          body: {
-            Success: false,
-            ErrorType: "Refused",
-            ErrorMessage: [app, bearer, uid, body].flatMap(write).join(" | ")
+      // Side by side: each is a process of its own, several seconds on a busy machine.
+      await Promise.all(
+        FORMS.filter(([form]) => form !== "a date reformatted").map(async ([form, write]) => {
+          const service = await echoingService(({ app, bearer, body, uid }) => ({
+            status: 400,
+            body: {
+              Success: false,
+              ErrorType: "Refused",
+              ErrorMessage: [app, bearer, uid, body].flatMap(write).join(" | ")
+            }
+          }))
+          try {
+            const ran = await Cli.run(["medications", ELEANOR!.personUid], { env: envOf(service.url) })
+            expect(ran.code, form).toBe(1)
+            expect(ran.stdout, form).toContain("<redacted>")
+            expectNone(`stdout (${form})`, ran.stdout, [service.token, APP, ELEANOR!.personUid])
+            expectNone(`stderr (${form})`, ran.stderr, [service.token, APP, ELEANOR!.personUid])
+          } finally {
+            await service.close()
           }
-        }))
-        try {
-          const ran = await Cli.run(["medications", ELEANOR!.personUid], { env: envOf(service.url) })
-          expect(ran.code, form).toBe(1)
-          expect(ran.stdout, form).toContain("<redacted>")
-          expectNone(`stdout (${form})`, ran.stdout, [service.token, APP, ELEANOR!.personUid])
-          expectNone(`stderr (${form})`, ran.stderr, [service.token, APP, ELEANOR!.personUid])
-        } finally {
-          await service.close()
-        }
-      }
-    })
+        })
+      )
+    }, 180_000)
   }
 )

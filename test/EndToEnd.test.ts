@@ -125,7 +125,7 @@ describe("end to end over loopback HTTP", () => {
           expect(counters.tokenRequests).toBe(2)
           expect(counters.byStatus[401]).toBeGreaterThanOrEqual(1)
           expect(counters.medicationRequests).toBe(300 + counters.byStatus[401]!)
-        }))
+        }), 60_000) // 300 real round trips, as above
 
       it.scopedLive("a token expired on the server (419) is renewed and the call succeeds", () =>
         Effect.gen(function*() {

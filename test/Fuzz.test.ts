@@ -20,6 +20,10 @@ import * as Fake from "./support/FakeService.js"
 // Seeded: the same 1,000 cases on every run, so a failure is a bug to reproduce, never a flake.
 const RUNS = { numRuns: 1_000, seed: 20261123 }
 
+// 1,000 cases take 1 to 2 s on a quiet machine and six times that beside other work: the time a
+// test may take is no measure of anything here.
+const SLOW = { timeout: 120_000 }
+
 const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
 const LONG_DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
@@ -40,7 +44,7 @@ const NOW = Date.UTC(2026, 10, 22)
 const wholeSeconds = (min: number, max: number) =>
   fc.integer({ min: min / 1000, max: max / 1000 }).map((s) => new Date(s * 1000))
 
-describe("HttpDate fuzzing", () => {
+describe("HttpDate fuzzing", SLOW, () => {
   it("never throws on arbitrary strings, and accepts only what round-trips", () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" })), (text) => {
@@ -121,7 +125,7 @@ const statuses = fc.oneof(fc.constantFrom(200, 400, 401, 405, 419, 429, 500, 503
 
 const responses = fc.record({ status: statuses, headers, body: bodies })
 
-describe("decoder fuzzing", () => {
+describe("decoder fuzzing", SLOW, () => {
   it("the token reader returns a token or a typed error for any response", () => {
     fc.assert(
       fc.property(responses, fc.integer({ min: 0, max: 4_000_000_000_000 }), (response, now) => {
@@ -172,7 +176,7 @@ const refusedBeforeSending = (
     return { exit, sent: (yield* fake.requests).length }
   })
 
-describe("input fuzzing: refused with InvalidRequest before any request is sent", () => {
+describe("input fuzzing: refused with InvalidRequest before any request is sent", SLOW, () => {
   it("PersonUid", async () => {
     await fc.assert(
       fc.asyncProperty(hostile, fc.boolean(), async (uid, redacted) => {
@@ -233,7 +237,7 @@ describe("input fuzzing: refused with InvalidRequest before any request is sent"
   })
 })
 
-describe("redaction fuzzing (issue 22)", () => {
+describe("redaction fuzzing (issue 22)", SLOW, () => {
   /** A secret of the kinds the client holds: a GUID, base64 with + / =, a pass code of any printable text. */
   const secret = fc.oneof(
     fc.uuid(),
@@ -293,7 +297,7 @@ describe("redaction fuzzing (issue 22)", () => {
   })
 })
 
-describe("the command line's line reader (issue 22)", () => {
+describe("the command line's line reader (issue 22)", SLOW, () => {
   it("whatever the chunks, it gives the lines a reference split gives, each cut at the cap", async () => {
     await fc.assert(
       fc.asyncProperty(
