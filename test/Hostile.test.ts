@@ -474,6 +474,32 @@ for (const [name, transport, paths] of transports) {
             expect(elapsed).toBeLessThan(5_000)
             expect(longestStall).toBeLessThan(1_000)
           }))
+
+        it.scopedLive("many strings of 64 KiB in an ErrorMessage are searched 64 KiB in all, not each (from review)", () =>
+          Effect.gen(function*() {
+            // Each string searched whole held the event loop 16 s per answer (3.9 MB, under the default
+            // body limit); here 200 strings of escapes, each read five ways, under a raised limit.
+            const strings = Array.from({ length: 200 }, (_, i) => `${i} ${"caf\\u00e9 %41%2B &amp; x ".repeat(2730)}`)
+            const server = yield* Hostile.serve(
+              Hostile.withToken((_, res) =>
+                Hostile.json(res, 400, { Success: false, ErrorType: "Refused", ErrorMessage: strings })
+              )
+            )
+            let last = performance.now()
+            let longestStall = 0
+            const ticker = setInterval(() => {
+              const now = performance.now()
+              longestStall = Math.max(longestStall, now - last)
+              last = now
+            }, 10)
+            const { exit } = yield* run(server.url, get, { maxResponseBytes: 64 * 1024 * 1024 }).pipe(
+              Effect.ensuring(Effect.sync(() => clearInterval(ticker)))
+            )
+            const error = failureOf(exit)
+            expect(error).toMatchObject({ _tag: "ApiError", errorType: "Refused" })
+            expect((error as { errorMessage: string }).errorMessage.startsWith(`["0 caf`)).toBe(true)
+            expect(longestStall).toBeLessThan(1_000)
+          }))
       })
 
       describe("absurd timing from the server", () => {

@@ -4,7 +4,16 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Redacted } from "effect"
-import { MAX_SEARCHED, MAX_SECRET, MAX_TEXT, redactor, scrub, scrubber } from "../src/internal/redaction.js"
+import {
+  MAX_SEARCHED,
+  MAX_SECRET,
+  MAX_TEXT,
+  redactor,
+  scrub,
+  type Scrubber,
+  scrubber
+} from "../src/internal/redaction.js"
+import { serverText } from "../src/internal/response.js"
 
 const redactEvery = (text: string, secret: string) => redactor([secret])(text)
 
@@ -90,8 +99,9 @@ describe("scrub", () => {
     const text = secret.repeat(32) + "x".repeat(50) + secret + "tail"
     expect(text.length).toBeGreaterThan(MAX_SEARCHED)
     expect(32 * secret.length + 50).toBeLessThan(MAX_SEARCHED)
-    // Everything from the cut back by the longest form of a secret is dropped: here, all of it.
-    expect(scrub(text, [secret])).toBe("...")
+    // What of the 33rd secret the cut leaves goes too: no piece of it survives, and the text
+    // before it is kept.
+    expect(scrub(text, [secret])).toBe(`<redacted>${"x".repeat(50)}<redacted>...`)
   })
 
   it("text past the search limit is cut, and a secret straddling that cut leaves no piece", () => {
@@ -551,5 +561,22 @@ describe("docs/security.md's example of redaction by shape", () => {
     expect(scrub("Person 3f2504e0-4f89-11d3-9a0c-0305e82c3301 born 03/14/1945 not found", [])).toBe(
       "Person <redacted> born <redacted> not found"
     )
+  })
+})
+
+describe("server text: one search budget for the strings of a value (from review)", () => {
+  it("a value of many long strings is searched MAX_SEARCHED characters in all, however many there are", () => {
+    const searched: Array<number> = []
+    const counting: Scrubber = (text, limit = MAX_SEARCHED) => {
+      searched.push(Math.min(text.length, limit))
+      return scrubber([])(text, limit)
+    }
+    const strings = Array.from({ length: 200 }, (_, i) => `${i} ${"x".repeat(MAX_SEARCHED)}`)
+    const text = serverText(strings, counting)!
+    expect(text.startsWith(`["0 ${"x".repeat(100)}`)).toBe(true)
+    // The strings inside, 64 KiB in all, then the rendering once.
+    expect(searched.slice(0, -1).reduce((sum, n) => sum + n, 0)).toBeLessThanOrEqual(MAX_SEARCHED)
+    expect(searched.at(-1)).toBeLessThanOrEqual(MAX_SEARCHED)
+    expect(serverText("a string", counting)).toBe("a string")
   })
 })

@@ -22,7 +22,7 @@ import {
 import * as HttpDate from "../HttpDate.js"
 import type { TransportResponse } from "../HttpTransport.js"
 import * as Json from "./json.js"
-import { MAX_SEARCHED, scrub, scrubber } from "./redaction.js"
+import { MAX_SEARCHED, scrub, type Scrubber, scrubber } from "./redaction.js"
 
 /** The statuses that mean "this token is no good": refresh once and retry once. */
 export const isTokenRejected = (status: number): boolean => status === 401 || status === 419
@@ -110,12 +110,19 @@ const outcomeOf = (value: unknown): Outcome => {
  * Server text for an error: scrubbed of every secret and of whatever has the shape of one, bounded,
  * whatever the value's shape. A value that is not a string is rendered past what the scrubber
  * searches, so that it makes the one cut; every string inside it is scrubbed before the rendering
- * escapes it.
+ * escapes it, all of them within one search budget.
  */
-const serverText = (value: unknown, secrets: Iterable<Redacted.Redacted<string>>): string | null => {
+export const serverText = (value: unknown, clean: Scrubber): string | null => {
   if (value === null || value === undefined) return null
-  const clean = scrubber(secrets)
-  return clean(Json.render(value, MAX_SEARCHED + 1, clean))
+  // One budget for the strings inside: a value of sixty strings of 64 KiB is searched 64 KiB in
+  // all, not each (that held the event loop 16 s per answer).
+  let left = MAX_SEARCHED
+  const budgeted = (inner: string) => {
+    const limit = left
+    left = Math.max(0, left - inner.length)
+    return clean(inner, limit)
+  }
+  return clean(Json.render(value, MAX_SEARCHED + 1, budgeted))
 }
 
 const decodeError = (exchange: Exchange, status: number, reason: string) =>
@@ -150,12 +157,13 @@ export const readJson = (exchange: Exchange, response: TransportResponse): Eithe
   const record = Option.isSome(json) && Json.isRecord(json.value) ? json.value : undefined
   const outcome = record === undefined ? "absent" : outcomeOf(Json.field(record, "Success"))
   if (outcome === "failure") {
+    const clean = scrubber(exchange.secrets())
     return Either.left(
       new ApiError({
         ...about(exchange),
         status,
-        errorType: serverText(Json.field(record!, "ErrorType"), exchange.secrets()),
-        errorMessage: serverText(Json.field(record!, "ErrorMessage"), exchange.secrets())
+        errorType: serverText(Json.field(record!, "ErrorType"), clean),
+        errorMessage: serverText(Json.field(record!, "ErrorMessage"), clean)
       })
     )
   }
