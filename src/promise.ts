@@ -201,22 +201,28 @@ const countDropped = updater(Telemetry.logLinesDroppedKey)
 const loggingLayer = ({ logLevel, logger }: LoggingOptions): Layer.Layer<never> => {
   const level = Logger.minimumLogLevel(LEVELS[logLevel ?? "info"])
   if (logger === undefined) return level
+  const dropped = () => countDropped(1, NO_LABELS)
   const routed = Logger.make(({ annotations, date, logLevel: entryLevel, message }) => {
     try {
-      logger({
+      const returned: unknown = logger({
         level: levelName(entryLevel),
         message: Array.isArray(message) ? message.map(String).join(" ") : String(message),
         annotations: Object.fromEntries(annotations),
         date
       })
+      // An async logger fails later, as a rejected promise: caught too, or it would end the process.
+      if (isThenable(returned)) returned.then(undefined, dropped)
     } catch {
-      countDropped(1, NO_LABELS)
+      dropped()
     }
   })
   return Layer.merge(level, Logger.replace(Logger.defaultLogger, routed))
 }
 
 const NO_LABELS: ReadonlyArray<never> = []
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof value === "object" && value !== null && typeof (value as PromiseLike<unknown>).then === "function"
 
 const checkLogging = (options: LoggingOptions): LoggingOptions => {
   if (options.logLevel !== undefined && !(options.logLevel in LEVELS)) {
@@ -268,35 +274,53 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
   let closed = false
   // The calls running now, each by the controller that ends it: close() ends them all at once.
   const running = new Set<AbortController>()
+  /** The call's own controller, following the caller's signal; `undefined` when the options cannot be used. */
+  const follow = (options: CallOptions | undefined, controller: AbortController): AbortSignal | undefined => {
+    const signal = options?.signal
+    if (signal === undefined) return undefined
+    signal.addEventListener("abort", () => controller.abort(), { once: true, signal: controller.signal })
+    return signal
+  }
   const run = <A>(
     operation: string,
     effect: Effect.Effect<A, ClinicalError, ClinicalClient.Services>,
     options?: CallOptions
   ): Promise<A> => {
     if (closed) return Promise.reject(new ClientClosed({ operation, whileRunning: false }))
-    const refused = callOptionsRefusal(options)
-    if (refused !== undefined) return Promise.reject(refused)
-    const signal = options?.signal
-    if (signal?.aborted === true) return Promise.reject(signal.reason)
     const controller = new AbortController()
-    const abort = () => controller.abort()
-    signal?.addEventListener("abort", abort, { once: true })
+    let signal: AbortSignal | undefined
+    // A JavaScript caller's options may throw from a getter or a method: refused, never thrown.
+    try {
+      const refused = callOptionsRefusal(options)
+      if (refused !== undefined) return Promise.reject(refused)
+      if (options?.signal?.aborted === true) return Promise.reject(options.signal.reason)
+      signal = follow(options, controller)
+    } catch {
+      return Promise.reject(
+        new InvalidRequest({ operation: "client", field: "signal", reason: "could not be read as an AbortSignal" })
+      )
+    }
     running.add(controller)
     return runtime.runPromiseExit(effect, { signal: controller.signal }).then((exit) => {
       running.delete(controller)
-      signal?.removeEventListener("abort", abort)
-      if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && signal?.aborted !== true && closed) {
+      const aborted = signal?.aborted === true
+      // The listener on the caller's signal goes with the call.
+      controller.abort()
+      if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && !aborted && closed) {
         throw new ClientClosed({ operation, whileRunning: true })
       }
-      return settle(exit, signal)
+      return settle(exit, aborted ? signal : undefined)
     })
   }
-  const close = async () => {
-    if (closed) return
-    closed = true
-    // Every running call ends now (its request aborted on the socket), not after its timeout.
-    for (const controller of running) controller.abort()
-    await runtime.dispose()
+  let closing: Promise<void> | undefined
+  const close = () => {
+    closing ??= (async () => {
+      closed = true
+      // Every running call ends now (its request aborted on the socket), not after its timeout.
+      for (const controller of running) controller.abort()
+      await runtime.dispose()
+    })()
+    return closing
   }
   return {
     medications: (personUid, options) =>

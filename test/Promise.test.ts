@@ -394,6 +394,67 @@ describe("what a JavaScript caller can get wrong never hangs, crashes or leaks (
     expect(Effect.runSync(Metric.value(Telemetry.logLinesDropped)).count).toBeGreaterThan(droppedBefore)
   })
 
+  it("an async logger that rejects changes nothing either, and raises no unhandled rejection (from review)", async () => {
+    const mock = await startMock()
+    const person = mock.persons[0]!
+    const unhandled = await unhandledDuring(async () => {
+      const clinical = clientFor(mock.url, mock.applicationId, {
+        logLevel: "debug",
+        logger: async () => {
+          throw new Error("the log sink is down, later")
+        }
+      })
+      expect((await clinical.medications(person.personUid)).medications).toEqual(person.medications)
+    })
+    expect(unhandled).toEqual([])
+  })
+
+  it("options whose getters throw, or a signal whose methods throw, are InvalidRequest, never a throw (from review)", async () => {
+    const mock = await startMock()
+    const clinical = clientFor(mock.url, mock.applicationId)
+    const fakeSignal = (throwing: "addEventListener" | "aborted") => {
+      const signal = {
+        [Symbol.toStringTag]: "AbortSignal",
+        aborted: false,
+        addEventListener: () => {},
+        removeEventListener: () => {}
+      }
+      Object.defineProperty(signal, throwing, {
+        get: () => {
+          throw new Error("from a getter")
+        }
+      })
+      return signal
+    }
+    const options: ReadonlyArray<unknown> = [
+      { signal: fakeSignal("addEventListener") },
+      { signal: fakeSignal("aborted") },
+      Object.defineProperty({}, "signal", {
+        get: () => {
+          throw new Error("from a getter")
+        }
+      })
+    ]
+    for (const option of options) {
+      let returned: Promise<unknown> | undefined
+      expect(() => (returned = clinical.medications(mock.persons[0]!.personUid, option as never))).not.toThrow()
+      expect(await rejection(returned!)).toBeInstanceOf(InvalidRequest)
+    }
+  })
+
+  it("close() called twice: both resolve once everything is released (from review)", async () => {
+    const mock = await startMock()
+    const clinical = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+    await clinical.token()
+    const order: Array<string> = []
+    await Promise.all([
+      clinical.close().then(() => order.push("first")),
+      clinical.close().then(() => order.push("second"))
+    ])
+    expect(order).toEqual(["first", "second"])
+    expect(clinical.close()).toBe(clinical.close())
+  })
+
   it("close() during calls ends them at once, each rejecting with ClientClosed, and leaves no connection open", async () => {
     const server = await Effect.runPromise(Effect.gen(function*() {
       const scope = yield* Scope.make()

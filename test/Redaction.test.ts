@@ -427,9 +427,10 @@ describe("scrub: forms a real ASP.NET/IIS service could echo (issue 22)", () => 
     })
   }
 
-  it("a secret with hyphens is found without them too (a service may normalise a pass code)", () => {
-    expect(scrub("code EW2719KQ refused", ["EW-2719-KQ"], exact)).toBe("code <redacted> refused")
-    expect(scrub("code ew-2719kq refused", ["EW-2719-KQ"], exact)).toBe("code <redacted> refused")
+  it("a secret with hyphens is found without them too, or with other separators (a service may normalise a pass code)", () => {
+    for (const echoed of ["EW2719KQ", "ew-2719kq", "EW 2719 KQ", "EW\u20132719\u2013KQ", "EW+2719+KQ"]) {
+      expect(scrub(`code ${echoed} refused`, ["EW-2719-KQ"], exact), echoed).toBe("code <redacted> refused")
+    }
   })
 
   it("a secret encoded alone in base64 or base64url, padded or not, is found however short its encoding", () => {
@@ -493,7 +494,11 @@ describe("scrub: forms a real ASP.NET/IIS service could echo (issue 22)", () => 
     ["a date as eight digits", "19700131"],
     ["a date percent-encoded", encodeURIComponent("01/31/1970")],
     ["a date as milliseconds since 1970", "-783302400000"],
-    ["a date as seconds since 1970", "-783302400"]
+    ["a date as seconds since 1970", "-783302400"],
+    ["a date as eight digits, month first", "03141945"],
+    ["a date as eight digits, day first", "14031945"],
+    ["a date as East Asian cultures write it", "1945年3月14日"],
+    ["the first 16 characters of a token", "Qk9CL3BlcnNvbi91"]
   ]
   for (const [title, echoed, expected = "<redacted>"] of shapeForms) {
     it(`redacted by shape: ${title}`, () => {
