@@ -181,12 +181,20 @@ for (const kind of ["ioredis", "node-redis"] as const) {
         generation: -1,
         unreadable: { reason: "the stored generation is not a number", sealedOtherwise: false }
       })
-      // A key of the wrong type: Redis's own error, typed.
+      // A key of another type is read around (GET on it would fail with WRONGTYPE), as unreadable.
       await redis.send(["DEL", `${base}:generation`, `${base}:token`])
       await redis.send(["HSET", `${base}:token`, "a", "b"])
-      expect(await Effect.runPromiseExit(store.read(KEY))).toMatchObject({
+      await redis.send(["PEXPIRE", `${base}:token`, "60000"])
+      expect(await run(store.read(KEY))).toMatchObject({
+        stored: undefined,
+        generation: 0,
+        unreadable: { sealedOtherwise: false }
+      })
+      // A reply the store cannot read at all is still a typed failure.
+      const broken = storeOf(TokenStore.fromSend(() => Promise.resolve("not a list")))
+      expect(await Effect.runPromiseExit(broken.read(KEY))).toMatchObject({
         _tag: "Failure",
-        cause: { error: { _tag: "TokenStoreError", reason: "Unavailable" } }
+        cause: { error: { _tag: "TokenStoreError", reason: "Unreadable" } }
       })
     })
   })
@@ -387,6 +395,25 @@ describe("clients over one Redis and the mock on loopback", () => {
         expect(await repairs()).toBe(before + 1)
       })
     }
+
+    it("keys of another type (a hash planted with HSET) are read as unreadable and replaced (from review)", async () => {
+      const { redis } = await open("ioredis")
+      const a = await client({ onUnavailable: "fail" })
+      await a(TokenService.get)
+      // Every key of the token a hash: GET on any of them failed with WRONGTYPE, every refresh after.
+      for (const key of [names().token, names().generation, names().token.replace(/:token$/, ":lease")]) {
+        await redis.send(["DEL", key])
+        await redis.send(["HSET", key, "planted", "1"])
+      }
+      await mock.resetCounters()
+      const b = await client({ onUnavailable: "fail" })
+      const c = await client({ onUnavailable: "fail" })
+      expect(await b(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 1 })
+      expect(await c(TokenService.get)).toMatchObject({ source: "store", storeGeneration: 1 })
+      expect(await redis.send(["TYPE", names().generation])).toBe("string")
+      expect(await redis.send(["TYPE", names().token])).toBe("string")
+      expect((await mock.counters()).tokenRequests).toBe(1)
+    })
 
     it("a token value no instance wrote, set to last ten years, is replaced: the fleet shares one token again", async () => {
       const { redis } = await open("ioredis")

@@ -75,35 +75,50 @@ export interface Settings {
 }
 
 /**
- * The token (or a mark when it is longer than any token), its TTL, the last generation and the
- * lease's holder, in one step. A lease without an expiry (written by hand, or left by `PERSIST`)
- * would never end: it counts as none, and the next lease replaces it.
+ * Whether a key holds a string or nothing: a key of another type (planted with HSET, say) makes
+ * GET fail with WRONGTYPE, so every script reads around it, and replaces it when it writes.
  */
-const READ = redisScript(`
+const STRING_OR_NONE = `local function usable(key)
+  local kind = redis.call('TYPE', key).ok
+  return kind == 'string' or kind == 'none'
+end
+`
+
+/**
+ * The token (or a mark when it is longer than any token, or not a string), its TTL, the last
+ * generation (a mark when not a string) and the lease's holder, in one step. A lease without an
+ * expiry (written by hand, or left by `PERSIST`) would never end: it counts as none, and the next
+ * lease replaces it.
+ */
+const READ = redisScript(`${STRING_OR_NONE}
 local entry = false
-if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then entry = 'oversized' else entry = redis.call('GET', KEYS[1]) end
+if not usable(KEYS[1]) then entry = 'not a string'
+elseif redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then entry = 'oversized'
+else entry = redis.call('GET', KEYS[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
-local generation = redis.call('GET', KEYS[2])
+local generation = 'not a string'
+if usable(KEYS[2]) then generation = redis.call('GET', KEYS[2]) end
 local holder = false
-if redis.call('PTTL', KEYS[3]) > 0 then holder = redis.call('GET', KEYS[3]) end
+if usable(KEYS[3]) and redis.call('PTTL', KEYS[3]) > 0 then holder = redis.call('GET', KEYS[3]) end
 return {entry, ttl, generation, holder}
 `)
 
 /** The lease for `owner`, unless another holds one that expires. */
-const ACQUIRE = redisScript(`
-if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+const ACQUIRE = redisScript(`${STRING_OR_NONE}
+if not usable(KEYS[1]) or redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
 return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 `)
 
 /**
  * Compare-and-set on the generation: a publisher who read an older one loses. Gives the lease back
- * either way. A generation that is not a number (1 to 15 digits, as {@link generationOf} reads one)
- * counts as -1, which a publisher that read it so replaces with 1: what no instance can read is
- * repaired, under the lease.
+ * either way. A generation that is not a number (1 to 15 digits, as {@link generationOf} reads one,
+ * and a string) counts as -1, which a publisher that read it so replaces with 1: what no instance
+ * can read is repaired, under the lease. SET replaces a key of any type.
  */
-const PUBLISH = redisScript(`
-if redis.call('GET', KEYS[3]) == ARGV[4] then redis.call('DEL', KEYS[3]) end
-local stored = redis.call('GET', KEYS[2])
+const PUBLISH = redisScript(`${STRING_OR_NONE}
+if usable(KEYS[3]) and redis.call('GET', KEYS[3]) == ARGV[4] then redis.call('DEL', KEYS[3]) end
+local stored = 'not a string'
+if usable(KEYS[2]) then stored = redis.call('GET', KEYS[2]) end
 local current = 0
 if stored then
   if string.len(stored) <= 15 and string.match(stored, '^%d+$') then current = tonumber(stored) else current = -1 end
@@ -116,15 +131,16 @@ return {1, generation}
 `)
 
 /** Drops the token only if it is still the one refused: its value begins with that fingerprint. */
-const INVALIDATE = redisScript(`
+const INVALIDATE = redisScript(`${STRING_OR_NONE}
+if not usable(KEYS[1]) then return 0 end
 local entry = redis.call('GET', KEYS[1])
 if entry and string.sub(entry, 1, 33) == ARGV[1] .. '|' then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
 
 /** Gives the lease back only if its holder is still `owner`. */
-const RELEASE = redisScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+const RELEASE = redisScript(`${STRING_OR_NONE}
+if usable(KEYS[1]) and redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
 
