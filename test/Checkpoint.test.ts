@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type Checkpoint, isFinal, keptLine, mismatch, readLine, resultLine } from "../src/cli/checkpoint.js"
+import { hideTypedValues } from "../src/cli/outcome.js"
 
 const wanted: Checkpoint = {
   version: 1,
@@ -102,5 +103,17 @@ describe("checkpoint: which results lines a resumed batch keeps", () => {
     expect(keptLine("garbage")).toBeUndefined()
     expect(isFinal(null)).toBe(false)
     expect(isFinal("ApiError")).toBe(false)
+  })
+})
+
+describe("hideTypedValues (from review)", () => {
+  it("keeps the names an error quotes, and hides from the first quoted value to the last quote", () => {
+    expect(hideTypedValues("Received unknown argument: '--foo'. Did you mean '--format'?"))
+      .toBe("Received unknown argument: '--foo'. Did you mean '--format'?")
+    expect(hideTypedValues("Path '/nope/a'SECRET' must exist")).toBe("Path '<hidden>' must exist")
+    expect(hideTypedValues("Path '/nope/a\nSECRET' must exist")).toBe("Path '<hidden>' must exist")
+    expect(hideTypedValues("Expected '--out' but got 'SECRET'")).toBe("Expected '--out' but got '<hidden>'")
+    expect(hideTypedValues("it's a value")).toBe("it'<hidden>")
+    expect(hideTypedValues("nothing quoted")).toBe("nothing quoted")
   })
 })

@@ -105,7 +105,11 @@ describe("effect-clinical --help", { timeout: 60_000 }, () => {
       ["authenticate", ELEANOR!.passCode, ELEANOR!.dateOfBirth],
       ["probe", ELEANOR!.personUid, MARCUS!.personUid],
       ["medications", "--persons-file", ELEANOR!.personUid],
-      ["batch", "medications", ELEANOR!.personUid, "--persons-file", "x", "--out", "y"]
+      ["batch", "medications", ELEANOR!.personUid, "--persons-file", "x", "--out", "y"],
+      // A value holding a quote or a line break, which pairs the usage error's quotes otherwise (from review).
+      ["medications", "--persons-file", `/nope/a'${ELEANOR!.personUid}`],
+      ["batch", "medications", "--concurrency", `1'${APP}`, "--persons-file", "x", "--out", "y"],
+      ["medications", "--persons-file", `/nope/a\n${APP}'x`]
     ]
     const runs = await Promise.all(mistakes.map((args) => Cli.run(args, { env: envOf(mock.url) })))
     runs.forEach((ran, i) => {

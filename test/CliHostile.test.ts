@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -124,6 +125,22 @@ describe("batch never writes through a link someone planted", { timeout: 60_000 
     )
   })
 
+  it("a FIFO planted at the checkpoint or at --out is refused at once, never opened (from review)", async () => {
+    const { args, here, out } = await finishedBatch("fifo")
+    Fs.unlinkSync(`${out}.checkpoint.json`)
+    execFileSync("mkfifo", [`${out}.checkpoint.json`])
+    const resumed = await Cli.run([...args, "--resume"], { env: envOf(mock.url), timeoutMillis: 20_000 })
+    expect(resumed.code).toBe(2)
+    expect(resumed.stderr).toContain(`${out}.checkpoint.json is not a regular file`)
+    const fresh = Path.join(here, "fifo.ndjson")
+    execFileSync("mkfifo", [fresh])
+    const started = await Cli.run(
+      ["batch", "medications", "--persons-file", Path.join(here, "persons.txt"), "--out", fresh],
+      { env: envOf(mock.url), timeoutMillis: 20_000 }
+    )
+    expect(started.code).toBe(2)
+  })
+
   it("a directory others may write to is named in a warning on stderr", async () => {
     const here = workspace("shared-dir", { "persons.txt": PERSONS })
     Fs.chmodSync(here, 0o1777)
@@ -136,7 +153,9 @@ describe("batch never writes through a link someone planted", { timeout: 60_000 
     )
     expect(ran.code).toBe(0)
     expect(ran.stderr).toContain(`warning: other users may create files in the directory of ${out}`)
+    // Writable by the user's own group (each user a group of their own): no one else's.
     const own = workspace("own-dir", { "persons.txt": PERSONS })
+    Fs.chmodSync(own, 0o770)
     const quiet = await Cli.run([
       "batch",
       "medications",
@@ -151,8 +170,8 @@ describe("batch never writes through a link someone planted", { timeout: 60_000 
 })
 
 /** Anything a terminal acts on rather than shows; line breaks apart (checked by counting lines). */
-const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/
-const ESCAPES = "\u001b]0;owned\u0007\u001b[2J\u009b31m\u202e"
+const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\p{Cf}\u2028\u2029]/u
+const ESCAPES = "\u001b]0;owned\u0007\u001b[2J\u009b31m\u202e\u00ad\u{e0041}"
 
 describe("a server's text never drives the terminal or adds lines", { timeout: 60_000 }, () => {
   const hostileItem = {
@@ -172,7 +191,7 @@ describe("a server's text never drives the terminal or adds lines", { timeout: 6
       expect(ran.stdout).not.toMatch(UNSAFE)
       const lines = ran.stdout.trimEnd().split("\n")
       expect(lines).toHaveLength(4)
-      expect(lines[1]).toContain("?]0;owned??[2J?31m?Name")
+      expect(lines[1]).toContain("?]0;owned??[2J?31m???Name")
       expect(ran.stdout).not.toMatch(/^error: /m)
     } finally {
       await server.close()
@@ -218,7 +237,7 @@ describe("a server's text never drives the terminal or adds lines", { timeout: 6
         { env: envOf(server.url) }
       )
       expect(batch.code).toBe(3)
-      expect(batch.stderr).toContain("1 ApiError Refused?]0;owned??[2J?31m??results: /somewhere/else")
+      expect(batch.stderr).toContain("1 ApiError Refused?]0;owned??[2J?31m????results: /somewhere/e…")
       expect(batch.stderr).not.toMatch(UNSAFE)
       expect(batch.stderr).not.toMatch(/^results: \/somewhere/m)
     } finally {

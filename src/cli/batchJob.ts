@@ -114,11 +114,13 @@ const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle 
     return { indices, failed, handle: writer }
   })()
 
-/** A file the batch writes must not be a link someone planted: refused before anything is read or written. */
+/** A file the batch writes must not be a link (or a FIFO) someone planted: refused before anything is read or written. */
 const refuseLink = (path: string) =>
   Effect.flatMap(io(`cannot read ${Render.typed(path)}`, () => kindAt(path), ExitCode.Usage), (kind) =>
     kind === "link"
       ? Effect.fail(usage(`${Render.typed(path)} is a symbolic link: give the path of the file itself`))
+      : kind === "other"
+      ? Effect.fail(usage(`${Render.typed(path)} is not a regular file`))
       : Effect.succeed(kind))
 
 /** The positions already done, and the results file open to go on; refuses to resume another batch. */

@@ -23,13 +23,23 @@ export const createNew = async (path: string): Promise<FileHandle> => {
   return handle
 }
 
-/** Opens an existing file to read; fails (`ELOOP`) when it is a link. */
-export const openToRead = (path: string): Promise<FileHandle> => open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
+/**
+ * Opens an existing regular file to read; fails when it is a link (`ELOOP`) or anything but a
+ * regular file (a FIFO planted there would block the open, and every read, for good).
+ */
+export const openToRead = async (path: string): Promise<FileHandle> => {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  if (!(await handle.stat()).isFile()) {
+    await handle.close()
+    throw Object.assign(new Error(`${path} is not a regular file`), { code: "ENOTREG" })
+  }
+  return handle
+}
 
-/** What stands at `path`, without following a link: `none`, `link` or `file` (anything else). */
-export const kindAt = (path: string): Promise<"none" | "link" | "file"> =>
+/** What stands at `path`, without following a link: nothing, a link, a regular file, or something else (a FIFO, a directory). */
+export const kindAt = (path: string): Promise<"none" | "link" | "file" | "other"> =>
   lstat(path).then(
-    (found) => (found.isSymbolicLink() ? "link" : "file"),
+    (found) => (found.isSymbolicLink() ? "link" : found.isFile() ? "file" : "other"),
     (error: NodeJS.ErrnoException) => {
       if (error.code === "ENOENT") return "none"
       throw error
@@ -64,8 +74,13 @@ export const writeReplacing = async (target: string, text: string): Promise<void
 }
 
 /**
- * Whether users other than the owner may create files in the directory of `path` (write
- * permission for others): they could plant names there, or, without the sticky bit, rename ours.
+ * Whether users other than the owner may create files in the directory of `path`: write
+ * permission for others, or for a group that is not the user's own (where each user has a group
+ * of their own, a directory writable by it is theirs alone). They could plant names there, or,
+ * without the sticky bit, rename ours.
  */
 export const othersMayWriteBeside = (path: string): Promise<boolean> =>
-  stat(Path.dirname(Path.resolve(path))).then((found) => (found.mode & 0o002) !== 0, () => false)
+  stat(Path.dirname(Path.resolve(path))).then(
+    (found) => (found.mode & 0o002) !== 0 || ((found.mode & 0o020) !== 0 && found.gid !== process.getgid?.()),
+    () => false
+  )

@@ -83,7 +83,19 @@ const NAME = /^(-{1,2}[A-Za-z][A-Za-z-]*|[a-z][a-z-]*)$/
 /**
  * A usage message from `@effect/cli` with every quoted value but a name hidden: it quotes what the
  * user typed (`Received unknown argument: '--application-id=...'`, `Path '...' must exist`), and a
- * mistyped command line is exactly where a secret ends up as an argument.
+ * mistyped command line is exactly where a secret ends up as an argument. Quotes are paired across
+ * the whole text; from the first pair that holds anything but a name (or a quote left unpaired: a
+ * value that held one) to the last quote, everything is hidden, line breaks included.
  */
-export const hideTypedValues = (text: string): string =>
-  text.replace(/'([^'\n]*)'/g, (quoted, inner: string) => (NAME.test(inner) ? quoted : "'<hidden>'"))
+export const hideTypedValues = (text: string): string => {
+  const quotes: Array<number> = []
+  for (let at = text.indexOf("'"); at >= 0; at = text.indexOf("'", at + 1)) quotes.push(at)
+  let from: number | undefined
+  for (let pair = 0; pair + 1 < quotes.length && from === undefined; pair += 2) {
+    if (!NAME.test(text.slice(quotes[pair]! + 1, quotes[pair + 1]!))) from = quotes[pair]!
+  }
+  if (from === undefined && quotes.length % 2 === 1) from = quotes[quotes.length - 1]!
+  if (from === undefined) return text
+  const to = quotes[quotes.length - 1]!
+  return to > from ? `${text.slice(0, from)}'<hidden>'${text.slice(to + 1)}` : `${text.slice(0, from)}'<hidden>`
+}

@@ -117,9 +117,9 @@ export const fieldNamesOf = (
   }
   const clean = scrubber(secrets)
   return {
-    body: names.map(clean),
+    body: names.map((name) => clean(name)),
     collection: collection === null ? null : clean(collection),
-    item: [...item].map(clean)
+    item: [...item].map((name) => clean(name))
   }
 }
 

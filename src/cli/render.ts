@@ -9,10 +9,10 @@ import { credentialShapesIn } from "../internal/secretShapes.js"
 /**
  * What a terminal would act on rather than show: control characters (C0, DEL and C1: an escape
  * sequence could rewrite the screen or the window's title), line and paragraph breaks (a server
- * could add lines that look like ours), bidirectional overrides and isolates (they reorder what
- * is shown), and invisible format characters.
+ * could add lines that look like ours), and every format character (Unicode's Cf: bidirectional
+ * overrides and isolates reorder what is shown; zero-width, soft hyphen, tag characters hide).
  */
-const UNSAFE = /[\p{Cc}\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/gu
+const UNSAFE = /[\p{Cc}\p{Cf}\u2028\u2029]/gu
 
 /**
  * Text that may hold a server's words, safe to print to a terminal: everything {@link UNSAFE}
@@ -25,7 +25,7 @@ export const printable = (text: string): string => text.replace(UNSAFE, "?")
 export const printableLines = (text: string): string => text.split("\n").map(printable).join("\n")
 
 /** {@link UNSAFE} but C0 (which `JSON.stringify` escapes in strings; its own line breaks are layout). */
-const LEFT_RAW_BY_JSON = /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
+const LEFT_RAW_BY_JSON = /[\u007f-\u009f\p{Cf}\u2028\u2029]/gu
 
 /**
  * A value as JSON, safe to print: what `JSON.stringify` leaves raw of {@link UNSAFE} (DEL, C1,
@@ -34,7 +34,8 @@ const LEFT_RAW_BY_JSON = /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\
 export const json = (value: unknown, indent?: number): string =>
   JSON.stringify(value, null, indent).replace(
     LEFT_RAW_BY_JSON,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+    // A character outside the BMP (a tag character) is escaped as its two surrogates.
+    (c) => c.split("").map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")
   )
 
 /** Longest value a user typed that a message repeats. */
