@@ -3,7 +3,7 @@
  * with "effect-clinical" pointed at the library as built, `dist/`): its own Redis connection, its own client. It prints `ready` once connected,
  * waits for `go` on standard input, makes CALLS medication calls (0: until `stop`), CONCURRENCY at
  * a time, spread over the persons, and prints one JSON line: how many succeeded, and the failures
- * by tag.
+ * by tag. Meanwhile it prints `token <fingerprint> <count>` for its first 16 calls that succeed with each token.
  *
  * Settings from the environment: MOCK_URL, APPLICATION_ID, PERSON_UIDS (comma-separated),
  * REDIS_PORT, REDIS_CLIENT (ioredis | node-redis), CALLS, CONCURRENCY, CLIENT_SETTINGS and
@@ -82,6 +82,17 @@ const main = async () => {
   process.stdout.write("ready\n")
   await started
 
+  // For its first 16 calls that succeed with a token, a line `token <fingerprint> <count>`: the test
+  // can wait until every instance's calls have gone on with the fleet's new token a while, all
+  // their refused calls resent (an event, not a time).
+  let current = ""
+  let count = 0
+  const reportToken = async () => {
+    const fingerprint = TokenStore.fingerprint((await runtime.runPromise(TokenService.get)).token)
+    if (fingerprint !== current) [current, count] = [fingerprint, 0]
+    if (++count <= 16) process.stdout.write(`token ${current} ${count}\n`)
+  }
+
   let succeeded = 0
   const failed: Record<string, number> = {}
   let next = 0
@@ -90,8 +101,10 @@ const main = async () => {
     while (more()) {
       const personUid = persons[next++ % persons.length]!
       const exit = await runtime.runPromiseExit(MedicationService.get(personUid))
-      if (exit._tag === "Success") succeeded++
-      else {
+      if (exit._tag === "Success") {
+        succeeded++
+        await reportToken()
+      } else {
         const tag = exit.cause._tag === "Fail" ? (exit.cause.error as { _tag: string })._tag : exit.cause._tag
         failed[tag] = (failed[tag] ?? 0) + 1
       }
