@@ -8,9 +8,9 @@
  * To try it without credentials, start `npm run mock-server` and use the values it prints.
  */
 // #region backend
+import { NodeRuntime } from "@effect/platform-node"
 import { Config, Console, Effect, Redacted } from "effect"
 import { ClinicalClient, MedicationService } from "effect-clinical"
-import { runMain } from "./support/runMain.js"
 
 const program = Effect.gen(function*() {
   // Read as a string, then redacted: a missing variable then says it is missing.
@@ -27,7 +27,11 @@ const program = Effect.gen(function*() {
   })
 )
 
-// Settings from CLINICAL_* variables; the default undici transport included. A failure prints its
-// message (`--stack` for Effect's whole cause).
-runMain(program.pipe(Effect.provide(ClinicalClient.layerUndiciConfig())))
+program.pipe(
+  // Settings from CLINICAL_* variables; the default undici transport included.
+  Effect.provide(ClinicalClient.layerUndiciConfig()),
+  // Any other failure on one line (Effect's own report is the whole cause, with its stack).
+  Effect.tapError((error) => Console.error(`error: ${error}`)),
+  NodeRuntime.runMain({ disableErrorReporting: true })
+)
 // #endregion

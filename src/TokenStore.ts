@@ -23,6 +23,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import { InvalidConfig, type TokenStoreError } from "./ClinicalError.js"
+import { type Events, firstConnection } from "./internal/redisReady.js"
 import * as RedisStore from "./internal/redisTokenStore.js"
 import { type Entry, fingerprint as storedFingerprint, sealingKey } from "./internal/storedEntry.js"
 import * as validate from "./internal/validate.js"
@@ -107,6 +108,12 @@ export interface Service {
   readonly retryAfterMillis: number
   /** What a refresh does while the store fails. */
   readonly onUnavailable: OnUnavailable
+  /**
+   * Resolves once the store's client has made its first connection (bounded), when it is still
+   * making it: waited for before an operation's timeout starts. Absent for a store that is always
+   * ready.
+   */
+  readonly ready?: Effect.Effect<void> | undefined
 }
 
 /** The tag of the token store. Without one in context, `TokenService` uses {@link layerMemory}'s. */
@@ -199,21 +206,41 @@ export const fromSend: (send: (command: ReadonlyArray<string>) => Promise<unknow
   RedisStore.fromSend
 
 /** What the library uses of an `ioredis` client (`Redis` or `Cluster`, ioredis 5). */
-export interface IoredisLike {
+export interface IoredisLike extends Events {
   readonly call: (command: string, ...args: Array<string>) => Promise<unknown>
+  /** `connecting`, `connect`, `reconnecting`, `ready`, ...: the first connection is waited for. */
+  readonly status?: string | undefined
 }
 
-/** The port over an `ioredis` client the application created (and connects and closes). */
-export const ioredis = (client: IoredisLike): RedisCommands =>
-  fromSend((command) => client.call(command[0]!, ...command.slice(1)))
+/** The states of an ioredis client on its way to `ready`. */
+const IOREDIS_CONNECTING: ReadonlySet<string> = new Set(["connecting", "connect", "reconnecting"])
+
+/**
+ * The port over an `ioredis` client the application created (and connects and closes). Its first
+ * connection is waited for (see {@link RedisCommands.ready}).
+ */
+export const ioredis = (client: IoredisLike): RedisCommands => ({
+  ...fromSend((command) => client.call(command[0]!, ...command.slice(1))),
+  ready: firstConnection(client, () => IOREDIS_CONNECTING.has(String(client.status)))
+})
 
 /** What the library uses of a `redis` (node-redis 4 or 5) client. */
-export interface NodeRedisLike {
+export interface NodeRedisLike extends Events {
   readonly sendCommand: (args: ReadonlyArray<string>) => Promise<unknown>
+  /** Connecting or connected (`connect()` was called). */
+  readonly isOpen?: boolean | undefined
+  /** Connected and ready for commands. */
+  readonly isReady?: boolean | undefined
 }
 
-/** The port over a `redis` (node-redis) client the application created (and connects and closes). */
-export const nodeRedis = (client: NodeRedisLike): RedisCommands => fromSend((command) => client.sendCommand(command))
+/**
+ * The port over a `redis` (node-redis) client the application created (and connects and closes).
+ * Its first connection (`connect()` called, not yet ready) is waited for.
+ */
+export const nodeRedis = (client: NodeRedisLike): RedisCommands => ({
+  ...fromSend((command) => client.sendCommand(command)),
+  ready: firstConnection(client, () => client.isOpen === true && client.isReady === false)
+})
 
 /** What {@link layerRedis} takes. */
 export interface RedisOptions {

@@ -236,6 +236,24 @@ describe("a fleet of processes sharing one token through Redis", () => {
   )
 
   it(
+    "processes wired as the docs show, calling at start-up against an empty store: one token request (issue 23)",
+    async () => {
+      // Before the adapters waited for a client still connecting, each instance's first read failed
+      // ("Stream isn't writeable"), and each fetched its own token: 8 processes, 8 token requests.
+      const mock = await MockClinicalServer.start()
+      try {
+        const workers = await fleet(8, baseEnv(mock, { CALLS: "20", CONCURRENCY: "4", START_AT_ONCE: "1" }))
+        const reports = await Promise.all(workers.map((worker) => worker.report))
+        expect(reports.map((report) => report.succeeded)).toEqual(Array(8).fill(20))
+        expect((await mock.counters()).tokenRequests).toBe(1)
+      } finally {
+        await mock.close()
+      }
+    },
+    60_000
+  )
+
+  it(
     "a leaseholder paused past its lease (between its token and its publication) publishes late, loses to the newer token, and takes it",
     async () => {
       const mock = await MockClinicalServer.start()

@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Either, Fiber, Layer, Metric, Redacted, TestClock } from "effect"
 import { type ClinicalClient, ClinicalError, MedicationService, TokenService, TokenStore } from "effect-clinical"
 import * as Crypto from "node:crypto"
+import { firstConnection } from "../src/internal/redisReady.js"
 import * as StoredEntry from "../src/internal/storedEntry.js"
 import * as Telemetry from "../src/internal/telemetry.js"
 import * as TokenSharing from "../src/internal/tokenSharing.js"
@@ -721,5 +722,31 @@ describe("unit: what a read of something unreadable stands for (issue 22)", () =
     expect(TokenSharing.unreadableFailure(snapshot(true, Infinity), limits)).toBeUndefined()
     expect(TokenSharing.unreadableFailure({ stored: undefined, generation: 0, lease: undefined }, limits))
       .toBeUndefined()
+  })
+})
+
+describe("a Redis client still making its first connection (issue 23)", () => {
+  it("is waited for until ready, error or end; then never again; no listener is left", async () => {
+    const { EventEmitter } = await import("node:events")
+    for (const event of ["ready", "error", "end"]) {
+      const client = Object.assign(new EventEmitter(), { status: "connecting" })
+      const ready = firstConnection(client, () => client.status !== "ready")
+      let settled = false
+      const waiting = ready().then(() => (settled = true))
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(settled, event).toBe(false)
+      if (event === "ready") client.status = "ready"
+      client.emit(event, new Error("refused"))
+      await waiting
+      expect(["ready", "error", "end"].map((name) => client.listenerCount(name))).toEqual([0, 0, 0])
+    }
+    // Ready once: a later loss of the connection is an outage, not waited for.
+    const client = Object.assign(new EventEmitter(), { status: "ready" })
+    const ready = firstConnection(client, () => client.status !== "ready")
+    await ready()
+    client.status = "reconnecting"
+    let settled = false
+    await Promise.race([ready().then(() => (settled = true)), new Promise((resolve) => setTimeout(resolve, 20))])
+    expect(settled).toBe(true)
   })
 })

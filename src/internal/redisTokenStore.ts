@@ -33,6 +33,12 @@ export interface RedisCommands {
     keys: ReadonlyArray<string>,
     args: ReadonlyArray<string>
   ) => Promise<unknown>
+  /**
+   * Resolves once the client has made its first connection, when it is still making it (a client
+   * whose offline queue is off fails commands until then). Optional: a client that is always ready
+   * leaves it out. `TokenStore.ioredis` and `TokenStore.nodeRedis` have it.
+   */
+  readonly ready?: (() => Promise<void>) | undefined
 }
 
 /** A Lua script and its SHA-1, as EVALSHA wants it. */
@@ -248,6 +254,7 @@ export const make = (redis: RedisCommands, settings: Settings): Service => {
       Effect.asVoid(call(() => redis.script(INVALIDATE, [names(key).token], [fingerprint]))),
     timeoutMillis: settings.timeoutMillis,
     retryAfterMillis: settings.retryAfterMillis,
-    onUnavailable: settings.onUnavailable
+    onUnavailable: settings.onUnavailable,
+    ready: redis.ready === undefined ? undefined : Effect.promise(redis.ready)
   }
 }

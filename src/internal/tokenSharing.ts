@@ -138,6 +138,9 @@ export const MAX_WAIT_LEASES = 3
 export const waitedTooLong = (started: number, now: number, leaseMillis: number): boolean =>
   now - started >= MAX_WAIT_LEASES * leaseMillis
 
+/** Longest an operation waits for the store's client to make its first connection, before its own timeout. */
+export const FIRST_CONNECTION_MILLIS = 2_000
+
 /** The pause before poll number `poll` (0 first) for another instance's publication: 25 ms doubling to 400, half jittered. */
 export const pollDelayMillis = (poll: number, random: number): number => {
   const base = Math.min(400, 25 * 2 ** poll)
@@ -228,6 +231,11 @@ export const make = (options: Options): Sharing => {
         Effect.tapBoth({ onFailure: failure, onSuccess: () => recovered })
       )
 
+  /** Waits (a bounded while) for a store client still making its first connection. */
+  const firstConnection = store.ready === undefined
+    ? Effect.void
+    : Effect.timeout(store.ready, FIRST_CONNECTION_MILLIS).pipe(Effect.ignore)
+
   /**
    * One store operation: bounded by the timeout, its failure counted; skipped while the store is
    * left alone after a failure, unless it is owed (a lease to give back, a token to publish).
@@ -242,7 +250,12 @@ export const make = (options: Options): Sharing => {
             detail: `left alone for ${store.retryAfterMillis} ms after a failure`
           })
         )
-        : bounded(operation)
+        // A client still making its first connection (an instance calling at start-up) is waited
+        // for before the operation's timeout starts: else every instance would find the store down
+        // and fetch a token of its own.
+        : store.ready === undefined
+        ? bounded(operation)
+        : Effect.zipRight(firstConnection, bounded(operation))
     )
 
   const read: Effect.Effect<Read, TokenStoreError> = Effect.flatMap(

@@ -42,14 +42,17 @@ describe("docs/scaling.md", () => {
     // #region ioredis
     // Fail fast while Redis is unreachable: no queue of commands to run late, no resending.
     const redis = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
+    // Say when Redis goes away (the client reconnects by itself; the library goes on without it).
+    redis.on("error", (error) => console.error(`redis: ${error.message}`))
     const client = ClinicalClient.layerUndici(options).pipe(
       Layer.provide(TokenStore.layerRedis({
         redis: TokenStore.ioredis(redis),
-        sealingKey: Redacted.make(sealingKeyFromYourSecrets) // 32 bytes, base64 or hex; the same on every instance
+        // `openssl rand -base64 32`, kept with your secrets: the same on every instance.
+        sealingKey: Redacted.make(sealingKeyFromYourSecrets)
       }))
     )
     // #endregion
-    await new Promise((resolve) => redis.once("ready", resolve))
+    // Called at once, the client still connecting: the store waits for it.
     const token = await Effect.runPromise(Effect.provide(TokenService.get, client))
     expect(token.storeGeneration).toBe(1)
     redis.disconnect()
@@ -58,14 +61,16 @@ describe("docs/scaling.md", () => {
 
   it("the README's wiring", async () => {
     const options = { baseUrl: mock.url, applicationId: mock.applicationId }
-    const redis = new Redis(server.url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
+    const redisUrl = server.url
     const sealingKey = Redacted.make(Keys.sealingKey(5))
     // #region readme
+    const redis = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
+    redis.on("error", (error) => console.error(`redis: ${error.message}`))
+    // sealingKey: `openssl rand -base64 32`, the same on every instance
     const client = ClinicalClient.layerUndici(options).pipe(
       Layer.provide(TokenStore.layerRedis({ redis: TokenStore.ioredis(redis), sealingKey }))
     )
     // #endregion
-    await new Promise((resolve) => redis.once("ready", resolve))
     const token = await Effect.runPromise(Effect.provide(TokenService.get, client))
     expect(token.storeGeneration).toBe(1)
     redis.disconnect()
@@ -77,6 +82,8 @@ describe("docs/scaling.md", () => {
     const options = { baseUrl: mock.url, applicationId: mock.applicationId }
     // #region node-redis
     const redis = createClient({ url: redisUrl, disableOfflineQueue: true })
+    // Without a listener, node-redis ends the process when Redis goes away.
+    redis.on("error", (error) => console.error(`redis: ${error.message}`))
     await redis.connect()
     const client = ClinicalClient.layerUndici(options).pipe(
       Layer.provide(TokenStore.layerRedis({ redis: TokenStore.nodeRedis(redis) }))
@@ -93,13 +100,13 @@ describe("docs/scaling.md", () => {
     const [baseUrl, applicationId] = [mock.url, mock.applicationId]
     // #region promise
     const redis = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
+    redis.on("error", (error) => console.error(`redis: ${error.message}`))
     const clinical = createClinicalClient({
       baseUrl,
       applicationId,
       tokenStore: { redis: TokenStore.ioredis(redis), onUnavailable: "local" }
     })
     // #endregion
-    await new Promise((resolve) => redis.once("ready", resolve))
     expect((await clinical.token()).generation).toBe(1)
     await clinical.close()
     redis.disconnect()
