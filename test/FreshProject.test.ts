@@ -4,6 +4,7 @@
  * (an ES module over each entry point, a CommonJS file that require()s them) and type-check a
  * `.cts` and an ESM file against the published declarations. Needs the npm registry.
  */
+import { MockClinicalServer } from "effect-clinical/testing"
 import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -89,6 +90,15 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
 console.log(names.sort().join(","))
 `
 
+/** The README's first program: the code block of its "Use it in a backend" section, as a user pastes it. */
+const readmeFirstProgram = (): string => {
+  const readme = Fs.readFileSync(Path.join(root, "README.md"), "utf8")
+  const section = readme.slice(readme.indexOf("## Use it in a backend"))
+  const match = /```ts\n([\s\S]*?)\n```/.exec(section)
+  if (match === null) throw new Error("the README's first program is not in its Use it in a backend section")
+  return match[1]!
+}
+
 /** An install line of a Markdown file's sh blocks, its continuation lines joined. */
 const installLineOf = (file: string, startsWith: string): string => {
   const text = Fs.readFileSync(Path.join(root, file), "utf8").replace(/\\\n\s*/g, "")
@@ -145,50 +155,95 @@ describe("a fresh project that installs the packed library with the README's ins
     project = fresh
   }, 300_000)
 
-  it("installs Effect 3, not the registry's latest", () => {
+  /** The fresh project, or a failure: a test that cannot set up must fail, never run in the repository. */
+  const fresh = (): string => {
     expect(project, "the install failed").not.toBe("")
+    return project
+  }
+
+  it("runs the README's first program as pasted, against the mock on loopback", async () => {
+    const mock = await MockClinicalServer.start()
+    try {
+      Fs.writeFileSync(Path.join(fresh(), "first.mjs"), readmeFirstProgram())
+      const person = mock.persons[0]!
+      const { stdout } = await run(process.execPath, ["first.mjs"], {
+        cwd: fresh(),
+        timeout: 60_000,
+        env: {
+          PATH: process.env.PATH ?? "",
+          CLINICAL_BASE_URL: mock.url,
+          CLINICAL_APPLICATION_ID: mock.applicationId,
+          CLINICAL_PERSON_UID: person.personUid
+        }
+      })
+      // One line per medication of the person's since 2020, as the program prints them.
+      const lines = stdout.trim().split("\n")
+      expect(lines.length).toBeGreaterThan(0)
+      for (const line of lines) {
+        expect(person.medications.some((m) => line === `${m.Name} ${m.Strength}: ${m.Instructions}`), line).toBe(true)
+      }
+    } finally {
+      await mock.close()
+    }
+  }, 60_000)
+
+  it("type-checks the README's first program under the defaults tsc --init writes", async () => {
+    const tsc = Path.join(root, "node_modules/typescript/bin/tsc")
+    const directory = Path.join(fresh(), "init-defaults")
+    Fs.mkdirSync(directory)
+    Fs.writeFileSync(Path.join(directory, "package.json"), JSON.stringify({ type: "module" }))
+    await run(process.execPath, [tsc, "--init"], { cwd: directory })
+    Fs.writeFileSync(Path.join(directory, "main.ts"), readmeFirstProgram())
+    const checked = await run(process.execPath, [tsc, "-p", "."], { cwd: directory }).then(
+      () => ({ ok: true, out: "" }),
+      (error: { stdout?: string }) => ({ ok: false, out: error.stdout ?? "" })
+    )
+    expect(checked.out).toBe("")
+    expect(checked.ok).toBe(true)
+  }, 60_000)
+
+  it("installs Effect 3, not the registry's latest", () => {
     const version = (name: string) =>
-      JSON.parse(Fs.readFileSync(Path.join(project, "node_modules", name, "package.json"), "utf8")).version as string
+      JSON.parse(Fs.readFileSync(Path.join(fresh(), "node_modules", name, "package.json"), "utf8")).version as string
     expect(version("effect")).toMatch(/^3\./)
     expect(version("@effect/platform")).toMatch(/^0\.9\d\./)
     expect(version("@effect/platform-node")).toMatch(/^0\.1\d\d\./)
-    expect(Fs.existsSync(Path.join(project, "node_modules/effect-clinical/LICENSE"))).toBe(true)
-    expect(Fs.existsSync(Path.join(project, "node_modules/effect-clinical/examples/quick-start.ts"))).toBe(true)
+    expect(Fs.existsSync(Path.join(fresh(), "node_modules/effect-clinical/LICENSE"))).toBe(true)
+    expect(Fs.existsSync(Path.join(fresh(), "node_modules/effect-clinical/examples/quick-start.ts"))).toBe(true)
   })
 
   it("runs an ES module over the Effect, Promise and testing entry points", async () => {
-    Fs.writeFileSync(Path.join(project, "main.mjs"), ESM_PROGRAM)
-    const { stdout } = await run(process.execPath, ["main.mjs"], { cwd: project, timeout: 60_000 })
+    Fs.writeFileSync(Path.join(fresh(), "main.mjs"), ESM_PROGRAM)
+    const { stdout } = await run(process.execPath, ["main.mjs"], { cwd: fresh(), timeout: 60_000 })
     expect(stdout.trim().split("\n")).toEqual(["effect 5", "promise 2"])
   }, 60_000)
 
   it("installs the effect-clinical executable, and it runs", async () => {
-    const bin = Path.join(project, "node_modules/.bin/effect-clinical")
-    const help = await run(bin, ["--help"], { cwd: project, timeout: 60_000, env: { ...process.env, NO_COLOR: "1" } })
+    const bin = Path.join(fresh(), "node_modules/.bin/effect-clinical")
+    const help = await run(bin, ["--help"], { cwd: fresh(), timeout: 60_000, env: { ...process.env, NO_COLOR: "1" } })
     expect(help.stdout).toContain("130 interrupted")
   }, 60_000)
 
   it("require()s it from CommonJS", async () => {
-    Fs.writeFileSync(Path.join(project, "main.cjs"), CJS_PROGRAM)
-    const { stdout } = await run(process.execPath, ["main.cjs"], { cwd: project, timeout: 60_000 })
+    Fs.writeFileSync(Path.join(fresh(), "main.cjs"), CJS_PROGRAM)
+    const { stdout } = await run(process.execPath, ["main.cjs"], { cwd: fresh(), timeout: 60_000 })
     expect(stdout.trim()).toBe("require 6 true ApiError")
   }, 60_000)
 
   it("installs docs/observability.md's line and exports the client's spans with @effect/opentelemetry", async () => {
-    expect(project, "the install failed").not.toBe("")
     const [npm, ...args] = installLineOf("docs/observability.md", "npm install @effect/opentelemetry").split(/\s+/)
-    await run(npm!, args, { cwd: project, timeout: 240_000 })
-    Fs.writeFileSync(Path.join(project, "otel.mjs"), OTEL_PROGRAM)
-    const { stdout } = await run(process.execPath, ["otel.mjs"], { cwd: project, timeout: 60_000 })
+    await run(npm!, args, { cwd: fresh(), timeout: 240_000 })
+    Fs.writeFileSync(Path.join(fresh(), "otel.mjs"), OTEL_PROGRAM)
+    const { stdout } = await run(process.execPath, ["otel.mjs"], { cwd: fresh(), timeout: 60_000 })
     // The call and the token refresh, and one CLIENT span per HTTP attempt (the token request, the data request).
     expect(stdout.trim()).toBe("POST,POST,PersonData.medications,TokenService.refresh")
   }, 300_000)
 
   it("type-checks a .cts and an ES module against the published declarations", async () => {
-    Fs.writeFileSync(Path.join(project, "count.cts"), CTS_FILE)
-    Fs.writeFileSync(Path.join(project, "program.ts"), ESM_TYPES_FILE)
+    Fs.writeFileSync(Path.join(fresh(), "count.cts"), CTS_FILE)
+    Fs.writeFileSync(Path.join(fresh(), "program.ts"), ESM_TYPES_FILE)
     Fs.writeFileSync(
-      Path.join(project, "tsconfig.json"),
+      Path.join(fresh(), "tsconfig.json"),
       JSON.stringify({
         compilerOptions: {
           module: "nodenext",
@@ -204,7 +259,7 @@ describe("a fresh project that installs the packed library with the README's ins
       })
     )
     const checked = await run(process.execPath, [Path.join(root, "node_modules/typescript/bin/tsc"), "-p", "."], {
-      cwd: project
+      cwd: fresh()
     }).then(() => ({ ok: true, out: "" }), (error: { stdout?: string }) => ({ ok: false, out: error.stdout ?? "" }))
     expect(checked.out).toBe("")
     expect(checked.ok).toBe(true)
