@@ -230,6 +230,29 @@ describe("a fresh project that installs the packed library with the README's ins
     expect(stdout.trim()).toBe("require 6 true ApiError")
   }, 60_000)
 
+  it(
+    "installs the testing section's line, and docs/testing.md's test written without Effect passes there",
+    async () => {
+      const [npm, ...args] = installLineOf("README.md", "npm install -D vitest").split(/\s+/)
+      expect(installLineOf("docs/testing.md", "npm install -D vitest")).toBe([npm, ...args].join(" "))
+      await run(npm!, args, { cwd: fresh(), timeout: 240_000 })
+      const version = (name: string) =>
+        JSON.parse(Fs.readFileSync(Path.join(fresh(), "node_modules", name, "package.json"), "utf8")).version as string
+      expect(version("vitest")).toMatch(/^3\./)
+      expect(version("@effect/vitest")).toMatch(/^0\.30\./)
+      const test = Fs.readFileSync(Path.join(root, "test/docs/TestingWithoutEffect.test.ts"), "utf8")
+      Fs.writeFileSync(Path.join(fresh(), "mock.test.ts"), test)
+      const vitest = Path.join(fresh(), "node_modules/vitest/vitest.mjs")
+      const { stdout } = await run(process.execPath, [vitest, "run", "mock.test.ts"], {
+        cwd: fresh(),
+        timeout: 120_000,
+        env: { ...process.env, NO_COLOR: "1" }
+      })
+      expect(stdout).toMatch(/Tests\s+1 passed/)
+    },
+    300_000
+  )
+
   it("installs docs/observability.md's line and exports the client's spans with @effect/opentelemetry", async () => {
     const [npm, ...args] = installLineOf("docs/observability.md", "npm install @effect/opentelemetry").split(/\s+/)
     await run(npm!, args, { cwd: fresh(), timeout: 240_000 })

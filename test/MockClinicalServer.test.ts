@@ -2,6 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { ClinicalClient, ClinicalError, HttpDate, HttpTransport, MedicationService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { execFile } from "node:child_process"
+import * as Path from "node:path"
 
 const APP = MockClinicalServer.demoApplicationId
 const [ELEANOR, MARCUS] = MockClinicalServer.fixturePersons
@@ -462,4 +464,37 @@ describe("MockClinicalServer served without a hand-managed scope", () => {
     expect(refused).toBeInstanceOf(ClinicalError.InvalidConfig)
     expect(refused).toMatchObject({ setting: "persons" })
   })
+})
+
+describe("MockClinicalServer.start().close() (issue 23)", () => {
+  it(
+    "drops the answers still delayed: a program that closes its mock exits at once, not when they are due",
+    async () => {
+      // The package as built, in a process of its own: it ends only when nothing of the mock is left.
+      const program = `
+      import { MockClinicalServer } from ${JSON.stringify(Path.resolve(import.meta.dirname, "../dist/testing.js"))}
+      const mock = await MockClinicalServer.start()
+      await mock.injectFaults("medications", [MockClinicalServer.Fault.delay("60 seconds")])
+      const answer = fetch(mock.url + "/api/clinical/medication/get", { method: "POST", body: "{}" }).then(
+        () => "answered",
+        () => "dropped"
+      )
+      while ((await mock.counters()).medicationRequests === 0) await new Promise((r) => setTimeout(r, 10))
+      await mock.close()
+      console.log(await answer)
+    `
+      const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = execFile(
+          process.execPath,
+          ["--input-type=module", "-e", program],
+          { timeout: 20_000 },
+          (_, out) => resolve({ code: child.exitCode, stdout: out })
+        )
+      })
+      // Killed at the timeout otherwise (exit code null), 60 s before the delayed answer was due.
+      expect(code).toBe(0)
+      expect(stdout.trim()).toBe("dropped")
+    },
+    30_000
+  )
 })

@@ -21,6 +21,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -395,6 +396,9 @@ export interface ServeOptions {
   readonly port?: number | undefined
 }
 
+/** What a request still being answered when the mock closes gets: its connection closed. */
+const DROPPED: Outcome = { _tag: "Drop" }
+
 /**
  * Serves `mock` over real HTTP on 127.0.0.1 until the scope closes, and returns its base URL
  * (`http://127.0.0.1:<port>`). Closing the scope closes every open connection at once.
@@ -406,18 +410,26 @@ export const serve = (
   Effect.gen(function*() {
     const nodeServer = Http.createServer()
     const server = yield* NodeHttpServer.make(() => nodeServer, { port: options.port ?? 0, host: "127.0.0.1" })
-    // Registered after the server, so it runs first on close: the server stops now, mid-request too.
+    // Registered after the server, so they run first on close: the server stops now, mid-request
+    // too, and an answer still delayed is dropped (its timer would keep the process alive).
+    const closing = yield* Deferred.make<void>()
     yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
+    yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
     yield* server.serve(
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const body = yield* Effect.orElseSucceed(request.text, () => "")
-        const outcome = yield* mock.respond({
-          method: request.method,
-          url: `http://127.0.0.1${request.url}`,
-          headers: request.headers,
-          body
-        })
+        // Interruptible: the server runs its handler in a region that is not, and a delayed
+        // answer's timer would then outlive the mock.
+        const outcome = yield* Effect.interruptible(Effect.raceFirst(
+          mock.respond({
+            method: request.method,
+            url: `http://127.0.0.1${request.url}`,
+            headers: request.headers,
+            body
+          }),
+          Effect.as(Deferred.await(closing), DROPPED)
+        ))
         if (outcome._tag === "Drop") {
           NodeHttpServerRequest.toIncomingMessage(request).socket.destroy()
           return HttpServerResponse.empty({ status: 500 })
