@@ -21,10 +21,11 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
@@ -412,24 +413,25 @@ export const serve = (
     const server = yield* NodeHttpServer.make(() => nodeServer, { port: options.port ?? 0, host: "127.0.0.1" })
     // Registered after the server, so they run first on close: the server stops now, mid-request
     // too, and an answer still delayed is dropped (its timer would keep the process alive).
-    const closing = yield* Deferred.make<void>()
     yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
-    yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
+    const answering = yield* FiberSet.make<Outcome>()
     yield* server.serve(
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const body = yield* Effect.orElseSucceed(request.text, () => "")
-        // Interruptible: the server runs its handler in a region that is not, and a delayed
-        // answer's timer would then outlive the mock.
-        const outcome = yield* Effect.interruptible(Effect.raceFirst(
-          mock.respond({
+        // Answered in a fiber of the mock's own, not the handler's: a client that gives up does
+        // not stop the mock (it records what it answered), and closing the mock stops every answer.
+        const answer = yield* FiberSet.run(
+          answering,
+          // Interruptible, though the server runs its handler in a region that is not.
+          Effect.interruptible(mock.respond({
             method: request.method,
             url: `http://127.0.0.1${request.url}`,
             headers: request.headers,
             body
-          }),
-          Effect.as(Deferred.await(closing), DROPPED)
-        ))
+          }))
+        )
+        const outcome = Exit.getOrElse(yield* Fiber.await(answer), () => DROPPED)
         if (outcome._tag === "Drop") {
           NodeHttpServerRequest.toIncomingMessage(request).socket.destroy()
           return HttpServerResponse.empty({ status: 500 })
@@ -442,6 +444,8 @@ export const serve = (
         })
       })
     )
+    // After serve's own finalizer in the list, so before it on close: serve waits for its handlers.
+    yield* Effect.addFinalizer(() => FiberSet.clear(answering))
     const address = server.address
     return address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : `http://127.0.0.1`
   })
