@@ -3,6 +3,7 @@
  * wait. Built from an options object (`layer`) or from the environment (`layerConfig`); both run
  * the same validation, and a refused setting fails the layer with `InvalidConfig` naming it.
  */
+import * as Arr from "effect/Array"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -12,7 +13,14 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { InvalidConfig } from "./ClinicalError.js"
+import { misspelledSettings, type Misspelling, misspellingWarning } from "./internal/settingTypos.js"
 import * as validate from "./internal/validate.js"
+
+/**
+ * A duration as a setting takes it: anything Effect's `Duration` reads (`"10 seconds"`, a number of
+ * milliseconds, a `Duration`) or the short form (`"30s"`, `"2m"`, `"1500ms"`, `"1h"`, `"1d"`).
+ */
+export type DurationSetting = Duration.DurationInput | `${number}${"ms" | "s" | "m" | "h" | "d"}`
 
 /** What a user passes to {@link layer}. Only `baseUrl` and `applicationId` are required. */
 export interface Options {
@@ -37,38 +45,38 @@ export interface Options {
    */
   readonly dateOfBirthFormat?: string | undefined
   /** Longest wait for one token request. Default 10 seconds. */
-  readonly tokenTimeout?: Duration.DurationInput | undefined
+  readonly tokenTimeout?: DurationSetting | undefined
   /** Longest wait for one data request attempt. Default 30 seconds. */
-  readonly requestTimeout?: Duration.DurationInput | undefined
+  readonly requestTimeout?: DurationSetting | undefined
   /**
    * Soft refresh window: this close to expiry, a caller starts a background refresh and still gets
    * the current token. The window used is the smaller of this and half the token's lifetime.
    * Default 5 minutes.
    */
-  readonly softRefreshWindow?: Duration.DurationInput | undefined
+  readonly softRefreshWindow?: DurationSetting | undefined
   /**
    * Hard refresh window: this close to expiry, callers wait for a new token. The window used is the
    * smaller of this and a tenth of the token's lifetime. Default 30 seconds.
    */
-  readonly hardRefreshWindow?: Duration.DurationInput | undefined
+  readonly hardRefreshWindow?: DurationSetting | undefined
   /** Retries after the first attempt of a call (transport failures, timeouts, 429, 500, 502-504). 0 turns retries off. Default 3. */
   readonly maxRetries?: number | undefined
   /** First backoff delay; each retry doubles it, with jitter (half to all of it). Default 1 second. */
-  readonly retryBaseDelay?: Duration.DurationInput | undefined
+  readonly retryBaseDelay?: DurationSetting | undefined
   /** Cap on one backoff delay (a longer `Retry-After` is still honoured). Default 30 seconds. */
-  readonly retryMaxDelay?: Duration.DurationInput | undefined
+  readonly retryMaxDelay?: DurationSetting | undefined
   /**
    * Cap on a server's `Retry-After`: the longest the client waits before one retry, and the longest
    * it remembers a throttled token endpoint. At most 1 hour. Default 60 seconds.
    */
-  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly maxRetryAfter?: DurationSetting | undefined
   /**
    * Cap on a token's lifetime: a longer one (a `TOKEN_EXPIRES` years ahead) is cut to this, with a
    * warning. The documented lifetime is one hour. Default 24 hours.
    */
-  readonly maxTokenLifetime?: Duration.DurationInput | undefined
+  readonly maxTokenLifetime?: DurationSetting | undefined
   /** Longest a whole call may take, retries and waits included. Default 60 seconds. */
-  readonly deadline?: Duration.DurationInput | undefined
+  readonly deadline?: DurationSetting | undefined
   /** Whether operations that write may be retried too. The documented operations only read. Default false. */
   readonly retryWrites?: boolean | undefined
   /** Most data requests in flight at once per client; more callers wait for a turn. Default 64. */
@@ -201,28 +209,40 @@ export const environment: { readonly [K in Name]: string } = Object.fromEntries(
 /** What was given for each setting (an option's value, or a variable's text), before it is read. */
 type Given = { readonly [K in Name]?: unknown }
 
+/** One refusal per setting, in the order of {@link settings}: `setting` is its label. */
+type Refusal = { readonly setting: string; readonly reason: string }
+
+/** The first refusal as the error, every other one with it: one run names every missing variable. */
+const refusedAll = ([first, ...others]: readonly [Refusal, ...Array<Refusal>]): InvalidConfig =>
+  new InvalidConfig({ ...first, ...(others.length > 0 ? { others } : {}) })
+
 /**
- * Reads every setting from what was given, then checks the rules between them. Fails with the
- * first refusal, naming the setting through `label` (the option's name, or the variable's).
+ * Reads every setting from what was given, then checks the rules between them. Fails with every
+ * refusal at once (the first as `setting`/`reason`, the rest as `others`), naming each setting
+ * through `label` (the option's name, or the variable's).
  */
 const resolve = (given: Given, label: (name: Name) => string): Either.Either<Service, InvalidConfig> => {
-  const refuse = (name: Name, reason: string) => Either.left(new InvalidConfig({ setting: label(name), reason }))
+  const refusals: Array<Refusal> = []
   const resolved: Record<string, unknown> = {}
   for (const name of names) {
     const value = given[name]
     if (value === undefined) {
       const fallback = settings[name].fallback
-      if (fallback === undefined && (name === "baseUrl" || name === "applicationId")) return refuse(name, "is not set")
+      if (fallback === undefined && (name === "baseUrl" || name === "applicationId")) {
+        refusals.push({ setting: label(name), reason: "is not set" })
+      }
       resolved[name] = fallback
       continue
     }
     const parsed: Either.Either<unknown, string> = settings[name].parse(value)
-    if (Either.isLeft(parsed)) return refuse(name, parsed.left)
-    resolved[name] = parsed.right
+    if (Either.isLeft(parsed)) refusals.push({ setting: label(name), reason: parsed.left })
+    else resolved[name] = parsed.right
   }
+  if (Arr.isNonEmptyArray(refusals)) return Either.left(refusedAll(refusals))
   const service = resolved as { -readonly [K in Name]: Service[K] }
   service.authUrl ??= service.baseUrl
   service.authenticateUrl ??= service.baseUrl
+  const refuse = (name: Name, reason: string) => Either.left(new InvalidConfig({ setting: label(name), reason }))
   if (Duration.greaterThan(service.hardRefreshWindow, service.softRefreshWindow)) {
     return refuse("hardRefreshWindow", "must not be longer than softRefreshWindow")
   }
@@ -232,7 +252,7 @@ const resolve = (given: Given, label: (name: Name) => string): Either.Either<Ser
   return Either.right(service)
 }
 
-/** Validates options into the resolved settings. Fails with `InvalidConfig` naming the first bad setting. */
+/** Validates options into the resolved settings. Fails with `InvalidConfig` naming every bad setting. */
 export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
   // JavaScript callers and JSON configuration can pass anything at all.
   typeof options !== "object" || options === null
@@ -263,5 +283,33 @@ export const fromEnvironment: Effect.Effect<Service, InvalidConfig> = Effect.fla
   (entries) => resolve(Object.fromEntries(entries) as Given, (name) => settings[name].variable)
 )
 
-/** The settings from the environment. */
-export const layerConfig: Layer.Layer<ClinicalConfig, InvalidConfig> = Layer.effect(ClinicalConfig, fromEnvironment)
+/** Variables the library's own tools read (the command line, the demo): no typo of a setting. */
+const TOOL_VARIABLES: ReadonlySet<string> = new Set(["CLINICAL_STACK", "CLINICAL_PERSON_UIDS"])
+
+/**
+ * The variables of `present` (an environment's names) that look like a mistyped setting
+ * (`CLINICAL_REQUEST_TIMOUT`), each with the setting it is nearest to. A misspelled setting is
+ * silently unset: worth a warning, which names variables only, never a value.
+ */
+export const misspelledVariables = (present: Iterable<string>): ReadonlyArray<Misspelling> =>
+  misspelledSettings(Array.from(present).filter((name) => !TOOL_VARIABLES.has(name)), Object.values(environment))
+
+/**
+ * The settings from the environment; a `CLINICAL_*` variable of `process.env` a few letters away
+ * from a setting's is logged as a warning naming the setting it is nearest to.
+ */
+export const layerConfig: Layer.Layer<ClinicalConfig, InvalidConfig> = Layer.effect(
+  ClinicalConfig,
+  Effect.zipRight(
+    Effect.suspend(() =>
+      Effect.forEach(
+        misspelledVariables(Object.keys(process.env)),
+        (found) => Effect.logWarning(misspellingWarning(found)),
+        {
+          discard: true
+        }
+      )
+    ),
+    fromEnvironment
+  )
+)

@@ -43,13 +43,23 @@ const tokenAdvice = (operation: Operation): string =>
     : ", with a fresh token too. Check that the token host (authUrl) and this host belong to the same environment, " +
       "test or production, and that the ApplicationId may use this operation"
 
-/** A setting given to `ClinicalConfig` was refused; `setting` names it. Fails the layer. */
+/** One refused setting: its name (an option's or a variable's) and why, never its value. */
+export const SettingRefusal = Schema.Struct({ setting: Schema.String, reason: Schema.String })
+
+/**
+ * A setting given to `ClinicalConfig` was refused; `setting` names it. Fails the layer. When
+ * several were refused, `setting` and `reason` are the first and `others` the rest, so that one
+ * run names every missing variable.
+ */
 export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
   setting: Schema.String,
-  reason: Schema.String
+  reason: Schema.String,
+  others: Schema.optional(Schema.Array(SettingRefusal))
 }) {
   override get message(): string {
-    return `invalid setting ${this.setting}: ${this.reason}`
+    if (this.others === undefined || this.others.length === 0) return `invalid setting ${this.setting}: ${this.reason}`
+    const all = [{ setting: this.setting, reason: this.reason }, ...this.others]
+    return `invalid settings: ${all.map(({ reason, setting }) => `${setting} ${reason}`).join("; ")}`
   }
 }
 
@@ -258,5 +268,20 @@ export type ClinicalError = typeof ClinicalError.Type
 /** What a failed HTTP exchange can end in (everything but `InvalidRequest`). */
 export type HttpError = Exclude<ClinicalError, InvalidRequest>
 
-/** True for any error of this family. */
-export const isClinicalError: (u: unknown) => u is ClinicalError = Schema.is(ClinicalError)
+/** True for a failure of a request (the {@link ClinicalError} union), the channel of every operation. */
+export const isRequestError: (u: unknown) => u is ClinicalError = Schema.is(ClinicalError)
+
+/**
+ * Every error the library fails, throws or rejects with: a request's failure, a refused setting,
+ * and (from `effect-clinical/promise`) a call on a closed client.
+ */
+export const AnyClinicalError = Schema.Union(ClinicalError, InvalidConfig, ClientClosed)
+
+/** Every error the library fails, throws or rejects with. */
+export type AnyClinicalError = typeof AnyClinicalError.Type
+
+/**
+ * True for every error the library fails, throws or rejects with (`InvalidConfig` and
+ * `ClientClosed` included); {@link isRequestError} for a request's failures alone.
+ */
+export const isClinicalError: (u: unknown) => u is AnyClinicalError = Schema.is(AnyClinicalError)

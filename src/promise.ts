@@ -25,7 +25,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
+import * as Redacted from "effect/Redacted"
 import type * as Schema from "effect/Schema"
 import type { Agent } from "undici"
 import * as ClinicalClient from "./ClinicalClient.js"
@@ -34,6 +34,7 @@ import { ClientClosed, type ClinicalError, InvalidConfig, InvalidRequest } from 
 import * as HttpTransport from "./HttpTransport.js"
 import { updater } from "./internal/metricUpdater.js"
 import { nameOf } from "./internal/operationName.js"
+import { misspellingWarning } from "./internal/settingTypos.js"
 import * as Telemetry from "./internal/telemetry.js"
 import * as MedicationService from "./MedicationService.js"
 import * as PersonAuthentication from "./PersonAuthentication.js"
@@ -42,6 +43,7 @@ import * as TokenService from "./TokenService.js"
 import * as TokenStore from "./TokenStore.js"
 
 export {
+  type AnyClinicalError,
   ApiError,
   BadRequest,
   ClientClosed,
@@ -49,6 +51,7 @@ export {
   InvalidConfig,
   InvalidRequest,
   isClinicalError,
+  isRequestError,
   RateLimited,
   ResponseDecodeError,
   ServerError,
@@ -140,13 +143,17 @@ export interface LogEntry {
   readonly date: Date
 }
 
-/** How the client logs, for clients created without Effect. */
+/**
+ * How the client logs, for clients created without Effect. Silent unless asked, as a Node SDK is:
+ * every failure reaches the caller as a rejection, and nothing is ever written to stdout.
+ */
 export interface LoggingOptions {
-  /** Where the library's log lines go. Default: Effect's logger, on the console. */
+  /** Where the library's log lines go. Default: standard error, in logfmt, once `logLevel` asks for lines. */
   readonly logger?: ((entry: LogEntry) => void) | undefined
   /**
-   * The lowest level logged. Default `info`, which shows only the library's warnings (a token
-   * refresh that failed, a lifetime cut); `debug` adds every refresh and retry.
+   * The lowest level logged. Default `none` without a `logger` (nothing is logged) and `info` with
+   * one. `info` shows only the library's warnings (a token refresh that failed, a lifetime cut);
+   * `debug` adds every refresh and retry.
    */
   readonly logLevel?: LogLevelName | undefined
 }
@@ -199,8 +206,9 @@ const countDropped = updater(Telemetry.logLinesDroppedKey)
  * application's logger never changes what a call does.
  */
 const loggingLayer = ({ logLevel, logger }: LoggingOptions): Layer.Layer<never> => {
-  const level = Logger.minimumLogLevel(LEVELS[logLevel ?? "info"])
-  if (logger === undefined) return level
+  const level = Logger.minimumLogLevel(LEVELS[logLevel ?? (logger === undefined ? "none" : "info")])
+  // Effect's own logger writes to stdout, which is an application's output (a CLI's, a pipe's).
+  if (logger === undefined) return Layer.merge(level, Logger.replace(Logger.defaultLogger, toStandardError))
   const dropped = () => countDropped(1, NO_LABELS)
   const routed = Logger.make(({ annotations, date, logLevel: entryLevel, message }) => {
     try {
@@ -220,6 +228,14 @@ const loggingLayer = ({ logLevel, logger }: LoggingOptions): Layer.Layer<never> 
 }
 
 const NO_LABELS: ReadonlyArray<never> = []
+
+const toStandardError = Logger.withConsoleError(Logger.logfmtLogger)
+
+/**
+ * A PersonUid's own text, to store it (`authenticate` gives it `Redacted`, so that it is never
+ * logged by mistake: `JSON.stringify` of it is `"<redacted>"`). Keep it as a patient identifier.
+ */
+export const reveal = (value: Redacted.Redacted<string>): string => Redacted.value(value)
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   typeof value === "object" && value !== null && typeof (value as PromiseLike<unknown>).then === "function"
@@ -364,7 +380,7 @@ const checkAgentOptions = (agentOptions: unknown): Agent.Options | undefined => 
 
 /**
  * A client from an options object (`baseUrl` and `applicationId` required; see the README's
- * configuration table). Throws `InvalidConfig` naming the first bad setting.
+ * configuration table). Throws `InvalidConfig` naming every bad setting.
  */
 export const createClinicalClient = (options: Options): Client => {
   const config = checked(Effect.runSyncExit(ClinicalConfig.make(options)))
@@ -390,6 +406,11 @@ export const createClinicalClientFromEnv = (
     else if (value !== undefined && name.startsWith("CLINICAL_")) {
       throw new InvalidConfig({ setting: name, reason: "must be a string, as an environment variable is" })
     }
+  }
+  // Node's own channel for a mistake in how a program is set up (stderr, or process.on("warning")),
+  // before the settings are checked: a misspelled required variable is why one is missing.
+  for (const found of ClinicalConfig.misspelledVariables(entries.map(([name]) => name))) {
+    process.emitWarning(misspellingWarning(found), { code: "CLINICAL_UNKNOWN_SETTING" })
   }
   const config = checked(
     Effect.runSyncExit(

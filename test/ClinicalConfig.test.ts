@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Layer, Redacted } from "effect"
+import { ConfigProvider, Duration, Effect, Layer, Logger, Redacted } from "effect"
 import { ClinicalConfig } from "effect-clinical"
 
 const APPLICATION_ID = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
@@ -133,6 +133,22 @@ describe("ClinicalConfig.layer", () => {
 })
 
 describe("ClinicalConfig.layerConfig", () => {
+  it.effect("logs a warning for a CLINICAL_* variable of the environment a few letters from a setting (issue 23)", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => lines.push(`${logLevel.label} ${String(message)}`))
+      )
+      process.env.CLINICAL_MAX_RETRYS = "5"
+      const config = yield* fromEnv({ CLINICAL_BASE_URL: "https://x.org", CLINICAL_APPLICATION_ID: APPLICATION_ID })
+        .pipe(Effect.provide(capture), Effect.ensuring(Effect.sync(() => delete process.env.CLINICAL_MAX_RETRYS)))
+      expect(config.maxRetries).toBe(3)
+      expect(lines).toEqual([
+        "WARN CLINICAL_MAX_RETRYS is not a setting of effect-clinical and is ignored: did you mean CLINICAL_MAX_RETRIES?"
+      ])
+    }))
+
   it.effect("reads every setting from the environment", () =>
     Effect.gen(function*() {
       const config = yield* fromEnv({

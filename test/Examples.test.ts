@@ -205,7 +205,9 @@ describe.concurrent("examples", () => {
     async () => {
       const run = await tsx("examples/quick-start.ts")
       expect(run.code).toBe(1)
-      expect(run.stderr).toBe("error: InvalidConfig: invalid setting CLINICAL_BASE_URL: is not set\n")
+      expect(run.stderr).toBe(
+        "error: InvalidConfig: invalid settings: CLINICAL_BASE_URL is not set; CLINICAL_APPLICATION_ID is not set\n"
+      )
     },
     60_000
   )

@@ -12,9 +12,11 @@ import {
   InvalidConfig,
   InvalidRequest,
   isClinicalError,
+  isRequestError,
   PersonData,
   RateLimited,
   ResponseDecodeError,
+  reveal,
   ServerError,
   TokenExpired,
   TokenStoreError,
@@ -79,7 +81,22 @@ describe("createClinicalClient", () => {
       expect(thrown).toBeInstanceOf(InvalidConfig)
       expect(thrown).toMatchObject({ _tag: "InvalidConfig", setting })
       expect(String(thrown)).not.toContain(secret)
+      // The README's error table lists it: one guard for every error the library throws (issue 23).
+      expect(isClinicalError(thrown)).toBe(true)
+      expect(isRequestError(thrown)).toBe(false)
     }
+  })
+
+  it("reveal() gives the PersonUid authenticate returns, to store it; JSON of the Redacted one is '<redacted>' (issue 23)", async () => {
+    const mock = await startMock()
+    const person = mock.persons[0]!
+    const clinical = clientFor(mock.url, mock.applicationId)
+    const personUid = await clinical.authenticate({ passCode: person.passCode, dateOfBirth: person.dateOfBirth })
+    expect(JSON.stringify({ personUid })).toBe("{\"personUid\":\"<redacted>\"}")
+    const stored = JSON.stringify({ personUid: reveal(personUid) })
+    expect(JSON.parse(stored)).toEqual({ personUid: person.personUid })
+    const { medications } = await clinical.medications(JSON.parse(stored).personUid)
+    expect(medications).toHaveLength(person.medications.length)
   })
 
   it("from the environment: a variable that is not set is named", () => {
@@ -91,6 +108,61 @@ describe("createClinicalClient", () => {
     }
     expect(thrown).toBeInstanceOf(InvalidConfig)
     expect((thrown as InvalidConfig).message).toBe("invalid setting CLINICAL_APPLICATION_ID: is not set")
+  })
+
+  it("every missing or refused variable is named in one error, not one per run (issue 23)", () => {
+    let thrown: unknown
+    try {
+      createClinicalClientFromEnv({ CLINICAL_REQUEST_TIMEOUT: "soon", CLINICAL_MAX_RETRIES: "-1" })
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toBeInstanceOf(InvalidConfig)
+    expect(thrown).toMatchObject({ setting: "CLINICAL_BASE_URL", reason: "is not set" })
+    expect((thrown as InvalidConfig).message).toBe(
+      "invalid settings: CLINICAL_BASE_URL is not set; CLINICAL_APPLICATION_ID is not set; " +
+        "CLINICAL_REQUEST_TIMEOUT must be a duration, e.g. \"30s\", \"2m\", \"1500ms\" or \"10 seconds\"; " +
+        "CLINICAL_MAX_RETRIES must be a whole number from 0 to 100"
+    )
+  })
+
+  it("a CLINICAL_* variable a few letters from a setting gets a warning naming it, with no value (issue 23)", async () => {
+    const warnings: Array<Error & { code?: string }> = []
+    const listen = (warning: Error & { code?: string }) => warnings.push(warning)
+    process.on("warning", listen)
+    try {
+      started.push(createClinicalClientFromEnv({
+        CLINICAL_BASE_URL: "https://x.org",
+        CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId,
+        CLINICAL_REQUEST_TIMOUT: "secret-looking-value",
+        // An application's own variable, far from every setting, is its business.
+        CLINICAL_PERSON_UID: "x"
+      }))
+      // process.emitWarning delivers on a later tick.
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off("warning", listen)
+    }
+    expect(warnings.map((warning) => [warning.code, warning.message])).toEqual([[
+      "CLINICAL_UNKNOWN_SETTING",
+      "CLINICAL_REQUEST_TIMOUT is not a setting of effect-clinical and is ignored: did you mean CLINICAL_REQUEST_TIMEOUT?"
+    ]])
+  })
+
+  it("durations in the short form type-check as options, as the README writes them (issue 23)", async () => {
+    const mock = await startMock()
+    // The options object literal is checked against Options by tsc (npm test type-checks the tests).
+    const typed = createClinicalClient({
+      baseUrl: mock.url,
+      applicationId: mock.applicationId,
+      requestTimeout: "30s",
+      tokenTimeout: "1500ms",
+      deadline: "2m",
+      maxTokenLifetime: "1d",
+      softRefreshWindow: "5 minutes"
+    })
+    started.push(typed)
+    expect((await typed.token()).generation).toBe(1)
   })
 
   it("one client is one token for many calls of every kind", async () => {
@@ -208,6 +280,53 @@ describe("logging", () => {
     await rejection(silent.medications(person.personUid))
     expect(entries).toEqual([])
   })
+
+  /** Runs an ES module over the built package in a child process: its exit code and both outputs, as captured. */
+  const runChild = (program: string, env: Record<string, string>) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = execFile(process.execPath, ["--input-type=module", "-e", program], {
+        env: { ...process.env, ...env },
+        timeout: 20_000
+      }, (_, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }))
+    })
+
+  it(
+    "by default nothing is logged: a call retried and failed leaves stdout and stderr empty; logLevel alone logs to stderr (issue 23)",
+    async () => {
+      const mock = await startMock()
+      const program = `
+      import { createClinicalClient } from ${JSON.stringify(Path.resolve(import.meta.dirname, "../dist/promise.js"))}
+      const outcomes = []
+      // A call retried until it fails, and one whose ApplicationId is refused (a warning of the library's).
+      for (const applicationId of [process.env.APPLICATION_ID, "00000000-0000-4000-8000-000000000000"]) {
+        const clinical = createClinicalClient({
+          baseUrl: process.env.URL,
+          applicationId,
+          retryBaseDelay: "1ms",
+          ...(process.env.LEVEL === undefined ? {} : { logLevel: process.env.LEVEL })
+        })
+        outcomes.push(await clinical.medications(process.env.PERSON_UID).then(() => "resolved", (error) => error._tag))
+        await clinical.close()
+      }
+      process.exitCode = outcomes.join() === "ServerError,Unauthorized" ? 0 : 1
+    `
+      const env = { URL: mock.url, APPLICATION_ID: mock.applicationId, PERSON_UID: mock.persons[0]!.personUid }
+      const fourFailures = () =>
+        mock.injectFaults("medications", Array.from({ length: 4 }, () => MockClinicalServer.Fault.status(500)))
+      await fourFailures()
+      const silent = await runChild(program, env)
+      expect(silent).toEqual({ code: 0, stdout: "", stderr: "" })
+      await fourFailures()
+      const asked = await runChild(program, { ...env, LEVEL: "debug" })
+      expect(asked.code).toBe(0)
+      expect(asked.stdout).toBe("")
+      // Every retry's line, on stderr, in logfmt.
+      expect(asked.stderr.match(/^timestamp=\S+ level=DEBUG .*retry/gm)).toHaveLength(3)
+      expect(asked.stderr).toMatch(/^timestamp=\S+ level=WARN .*message="token refresh failed"/m)
+      expect(asked.stderr).not.toContain(mock.persons[0]!.personUid)
+    },
+    45_000
+  )
 
   it("a logLevel or logger that is not one is InvalidConfig", () => {
     for (const [options, setting] of [[{ logLevel: "loud" }, "logLevel"], [{ logger: "console" }, "logger"]] as const) {
@@ -480,7 +599,8 @@ describe("what a JavaScript caller can get wrong never hangs, crashes or leaks (
       expect(error).toBeInstanceOf(ClientClosed)
       expect(error).toMatchObject({ _tag: "ClientClosed", operation: "medications" })
       expect((error as Error).message).toBe("medications call ended: the client was closed while it ran")
-      expect(isClinicalError(error)).toBe(false)
+      expect(isClinicalError(error)).toBe(true)
+      expect(isRequestError(error)).toBe(false)
     }
     await Effect.runPromise(server.state.drained)
     expect(server.state.abandoned()).toBe(0)

@@ -6,7 +6,7 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Option from "effect/Option"
-import { isClinicalError } from "../ClinicalError.js"
+import { isRequestError } from "../ClinicalError.js"
 import { stopReasonOf } from "../internal/batchTally.js"
 
 /** The documented exit codes. */
@@ -44,7 +44,7 @@ export const exitCodeOfError = (error: unknown): number => {
   if (error instanceof CliError) return error.code
   if (ValidationError.isValidationError(error)) return ExitCode.Usage
   if (isTagged(error, "InvalidConfig") || isTagged(error, "InvalidRequest")) return ExitCode.Usage
-  if (isClinicalError(error) && stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
+  if (isRequestError(error) && stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
     return ExitCode.CredentialsRefused
   }
   return ExitCode.Failure

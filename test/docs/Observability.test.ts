@@ -17,7 +17,7 @@ it("routes the client's log lines to the application's logger (pino-like)", asyn
   const clinical = createClinicalClient({
     baseUrl,
     applicationId,
-    logLevel: "debug", // default "info": only the library's warnings
+    logLevel: "debug", // with a logger, default "info": only the library's warnings
     logger: ({ annotations, level, message }) => logger[level]({ ...annotations, lib: "effect-clinical" }, message)
   })
   // #endregion

@@ -4,8 +4,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, PersonAuthentication, PersonData } from "effect-clinical"
-import { ApiError, createClinicalClient } from "effect-clinical/promise"
+import { ApiError, createClinicalClient, isClinicalError, reveal } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
+import { EventEmitter } from "node:events"
 
 const eleanor = MockClinicalServer.fixturePersons[0]!
 
@@ -105,20 +106,36 @@ describe("README", () => {
   it("Without Effect: the Promise API", async () => {
     const mock = await MockClinicalServer.start()
     const [baseUrl, authUrl, applicationId] = [mock.url, mock.url, mock.applicationId]
-    const [passCode, request] = [mock.persons[0]!.passCode, { signal: new AbortController().signal }]
+    const passCode = mock.persons[0]!.passCode
+    // A user store, and an HTTP response as node:http and Express hand one to a handler.
+    const saved = new Map<string, string>()
+    const users = {
+      save: async (user: { personUid: string }) => void saved.set("me", JSON.stringify(user)),
+      load: async (): Promise<{ personUid: string }> => JSON.parse(saved.get("me")!)
+    }
+    const res = new EventEmitter()
     const answers: Array<unknown> = []
     try {
       // #region promise-api
       // Once per process: one token cache, one connection pool. A bad setting throws InvalidConfig here.
-      const clinical = createClinicalClient({ baseUrl, authUrl, applicationId })
+      const clinical = createClinicalClient({ baseUrl, authUrl, applicationId, requestTimeout: "10s" })
 
+      // Once per patient: authenticate gives the PersonUid Redacted (JSON of it is "<redacted>");
+      // reveal() gives its text, to store as the patient identifier it is.
       const personUid = await clinical.authenticate({ passCode, dateOfBirth: "1945-03-14" })
-      const { medications } = await clinical.medications(personUid, { signal: request.signal })
-      const { items } = await clinical.getAs(PersonData.ethnicities, PersonData.Ethnicity, personUid)
+      await users.save({ personUid: reveal(personUid) })
+
+      // In a request handler (node:http, Express): the call is cancelled when the caller hangs up.
+      const hangUp = new AbortController()
+      res.on("close", () => hangUp.abort())
+      const user = await users.load()
+      const { medications } = await clinical.medications(user.personUid, { signal: hangUp.signal })
+      const { items } = await clinical.getAs(PersonData.ethnicities, PersonData.Ethnicity, user.personUid)
       try {
         await clinical.medications("an-unknown-person")
       } catch (error) {
         if (error instanceof ApiError) console.log(error.errorType, error.message) // the library's own errors
+        else if (!isClinicalError(error)) throw error // InvalidConfig and ClientClosed are the library's too
       }
       await clinical.close() // at shutdown
       // #endregion
