@@ -4,8 +4,8 @@
  * With CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID set, it talks to that service and reads the
  * persons listed in CLINICAL_PERSON_UIDS (comma-separated). With no CLINICAL_* connection variable
  * set, it starts the mock server on loopback and reads every fixture person: no credentials, no
- * network. Setting some of them but not both required ones is a mistake it names, rather than
- * quietly falling back to the mock. It exits with 1 when nothing succeeded.
+ * network. Setting some of them but not all three is a mistake it names, rather than quietly
+ * falling back to the mock. It exits with 1 when nothing succeeded.
  */
 import { Console, Data, Effect, Layer, Redacted } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
@@ -25,7 +25,8 @@ const CONNECTION_VARIABLES = [
   "CLINICAL_AUTHENTICATE_PATH",
   "CLINICAL_PERSON_UIDS"
 ] as const
-const REQUIRED = ["CLINICAL_BASE_URL", "CLINICAL_APPLICATION_ID"] as const
+/** What a run against a real service needs: where, who, and whom to read. */
+const REQUIRED = ["CLINICAL_BASE_URL", "CLINICAL_APPLICATION_ID", "CLINICAL_PERSON_UIDS"] as const
 
 interface Target {
   readonly description: string
@@ -38,18 +39,21 @@ const fromEnvironment = (env: NodeJS.ProcessEnv): Effect.Effect<Target | undefin
   const isSet = (name: string) => (env[name] ?? "").trim() !== ""
   const set = CONNECTION_VARIABLES.filter(isSet)
   if (set.length === 0) return Effect.succeed(undefined)
-  const missing = REQUIRED.filter((name) => !isSet(name))
+  const uids = (env.CLINICAL_PERSON_UIDS ?? "").split(",").map((uid) => uid.trim()).filter((uid) => uid.length > 0)
+  const missing = REQUIRED.filter((name) => name === "CLINICAL_PERSON_UIDS" ? uids.length === 0 : !isSet(name))
   if (missing.length > 0) {
     return Effect.fail(
       new DemoFailed({
         message: `${set.join(", ")} ${set.length === 1 ? "is" : "are"} set, so the demo talks to that service, ` +
-          `but ${missing.join(" and ")} ${missing.length === 1 ? "is" : "are"} not. Set ${
+          `but ${missing.join(", ").replace(/, ([^,]*)$/, " and $1")} ${
+            missing.length === 1 ? "is" : "are"
+          } not (CLINICAL_PERSON_UIDS: ` +
+          `PersonUids, comma-separated). Set ${
             missing.length === 1 ? "it" : "them"
           } too, or unset every CLINICAL_* variable to use the built-in mock.`
       })
     )
   }
-  const uids = (env.CLINICAL_PERSON_UIDS ?? "").split(",").map((uid) => uid.trim()).filter((uid) => uid.length > 0)
   return Effect.succeed({
     description: `${env.CLINICAL_BASE_URL} (from CLINICAL_BASE_URL)`,
     client: ClinicalClient.layerConfig,
@@ -103,7 +107,6 @@ const main = Effect.gen(function*() {
     yield* Console.log(
       `Connected: token obtained; it expires at ${new Date(token.expiresAt).toISOString()} (in ${minutes} minutes)`
     )
-    if (target.persons.length === 0) yield* Console.log("No persons to read: set CLINICAL_PERSON_UIDS.")
 
     let read = 0
     for (const person of target.persons) {

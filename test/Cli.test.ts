@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { MockClinicalServer } from "effect-clinical/testing"
-import { spawn } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Cli from "./support/Cli.js"
@@ -74,12 +74,46 @@ describe("effect-clinical --help", { timeout: 60_000 }, () => {
       expect(help.stdout, command).toContain("Example: ")
       expect(help.stdout, command).toContain(`effect-clinical ${command}`)
       // docs/cli.md documents every option the command takes.
-      const usage = help.stdout.split("\n").find((line) => line.startsWith("$ "))!
+      // The usage line and its continuation lines, up to the blank line after them.
+      const usage = help.stdout.slice(help.stdout.indexOf("\n$ ")).split("\n\n")[0]!
       for (const option of usage.match(/--[a-z-]+/g) ?? []) {
         expect(docs, `${command} ${option}`).toContain(`\`${option}`)
       }
     })
   }, 60_000)
+
+  it("piped: no ANSI codes, every line within 100 columns, each usage line starts with effect-clinical (issue 23)", async () => {
+    const commands = ["token", "authenticate", "medications", "detailed-ethnicities", "batch", "probe", "mock-server"]
+    // NO_COLOR unset: a pipe alone means no colour.
+    const helps = await Promise.all(
+      [[], ["--help"], ...commands.map((command) => [command, "--help"])].map((args) =>
+        Cli.run(args, { env: { NO_COLOR: "" } })
+      )
+    )
+    helps.forEach((help, i) => {
+      expect(help.code).toBe(0)
+      expect(help.stdout).not.toContain("\u001b")
+      for (const line of help.stdout.split("\n")) expect(line.length, line).toBeLessThanOrEqual(100)
+      const usage = help.stdout.split("\n").find((line) => line.startsWith("$ "))
+      expect(usage).toMatch(i < 2 ? /^\$ effect-clinical$/ : new RegExp(`^\\$ effect-clinical ${commands[i - 2]}( |$)`))
+    })
+  })
+
+  it("at a terminal: colour, unless NO_COLOR is set (issue 23)", async () => {
+    const atTerminal = (env: Record<string, string>) =>
+      new Promise<string>((resolve) => {
+        const child = spawn("script", ["-qec", `"${process.execPath}" "${Cli.BIN}" --help`, "/dev/null"], {
+          env: { PATH: process.env.PATH ?? "", TERM: "xterm", ...env }
+        })
+        let screen = ""
+        child.stdout.on("data", (chunk: Buffer) => screen += chunk.toString("utf8"))
+        child.on("close", () => resolve(screen))
+      })
+    const [coloured, plain] = await Promise.all([atTerminal({}), atTerminal({ NO_COLOR: "1" })])
+    expect(coloured).toContain("\u001b[")
+    expect(plain).toContain("COMMANDS")
+    expect(plain).not.toContain("\u001b")
+  })
 
   it("a usage error exits 2: an unknown command, an unknown option, an unknown batch operation", async () => {
     expect((await Cli.run(["nonsense"])).code).toBe(2)
@@ -159,6 +193,40 @@ describe("effect-clinical token", { timeout: 60_000 }, () => {
     expect(ran.stdout).toBe("")
     expect(ran.stderr).toContain("the token host refused the ApplicationId")
     expectNone("stderr", ran.stderr, ["0f8fad5b-d9cb-469f-a165-70867728950e"])
+  })
+
+  it("a refused ApplicationId is said once, on one line: no log line unless --log-level asks (issue 23)", async () => {
+    const env = envOf(mock.url, "0f8fad5b-d9cb-469f-a165-70867728950e")
+    for (const args of [["token"], ["medications", UIDS[0]!], ["medications", "--json", UIDS[0]!]]) {
+      const ran = await Cli.run(args, { env })
+      expect(ran.code, args.join(" ")).toBe(4)
+      const lines = ran.stderr.split("\n").filter((line) => line !== "")
+      expect(lines, args.join(" ")).toEqual([
+        expect.stringMatching(/^error: .*the token host refused the ApplicationId/)
+      ])
+      // The table says nothing of it; --json still carries the person's error, as data.
+      if (args[1] === "--json") expect(JSON.parse(ran.stdout)[0].error._tag).toBe("Unauthorized")
+      else expect(ran.stdout, args.join(" ")).toBe("")
+    }
+    const logged = await Cli.run(["token", "--log-level", "warning"], { env })
+    expect(logged.stderr).toMatch(/^timestamp=\S+ level=WARN .*message="token refresh failed"/m)
+    expect(logged.stderr.match(/^error: /gm)).toHaveLength(1)
+  })
+
+  it("a variable a few letters from a setting, in the environment or the settings file, is a warning naming it (issue 23)", async () => {
+    const typo = await Cli.run(["token"], { env: { CLINICAL_BASEURL: mock.url, CLINICAL_APPLICATION_ID: APP } })
+    expect(typo.code).toBe(2)
+    expect(typo.stderr).toBe(
+      "warning: CLINICAL_BASEURL is not a setting of effect-clinical and is ignored: did you mean CLINICAL_BASE_URL?\n" +
+        "error: invalid setting CLINICAL_BASE_URL: is not set\n"
+    )
+    const settings = file("typo.env", "CLINICAL_REQUEST_TIMOUT=5s\n")
+    const fromFile = await Cli.run(["token", "--settings-file", settings], { env: envOf(mock.url) })
+    expect(fromFile.code).toBe(0)
+    expect(fromFile.stderr).toBe(
+      "warning: CLINICAL_REQUEST_TIMOUT is not a setting of effect-clinical and is ignored: did you mean " +
+        "CLINICAL_REQUEST_TIMEOUT?\n"
+    )
   })
 
   it("a missing setting exits 2 and names it; --settings-file fills in what the environment does not set", async () => {
@@ -275,6 +343,35 @@ describe("effect-clinical medications (and every person-data operation)", { time
     expect(ran.stderr).toContain("1 of 2 persons failed")
     await expectNoSecretIn(ran)
     expectNone("output", ran.stdout + ran.stderr, ["no-such-person"])
+  })
+
+  it("a bad --start-date is one usage error before the settings are read or anything is sent, for every command (issue 23)", async () => {
+    const persons = file("dates.txt", `${UIDS[0]}\n${UIDS[1]}\n`)
+    const before = await mock.counters()
+    const bad = ["--start-date", "2024-13-01"]
+    const commands = [
+      ["medications", UIDS[0]!, UIDS[1]!, ...bad],
+      ["ethnicities", "--json", "--persons-file", persons, ...bad],
+      ["detailed-ethnicities", "--ndjson", ...bad, "-"],
+      ["unique-device-identifiers", ...bad, UIDS[0]!],
+      ["batch", "medications", "--persons-file", persons, "--out", Path.join(dir, "dates.ndjson"), ...bad]
+    ]
+    for (const env of [{}, envOf(mock.url)]) {
+      for (const command of commands) {
+        const ran = await Cli.run(command, { env, input: `${UIDS[0]}\n` })
+        expect(ran.code, command[0]).toBe(2)
+        expect(ran.stdout, command[0]).toBe("")
+        expect(ran.stderr, command[0]).toMatch(/^error: --start-date is not a real calendar date\n$/)
+      }
+      // After a -, @effect/cli reads no option: said so, rather than sending "--start-date" as a PersonUid.
+      const after = await Cli.run(["medications", "-", ...bad], { env, input: `${UIDS[0]}\n` })
+      expect(after.code).toBe(2)
+      expect(after.stderr).toBe(
+        "error: --start-date after - is not read as an option: put the options before the PersonUids\n"
+      )
+    }
+    expect(await mock.counters()).toEqual(before)
+    expect(Fs.existsSync(Path.join(dir, "dates.ndjson"))).toBe(false)
   })
 
   it("no PersonUid at all is a usage error", async () => {
@@ -625,6 +722,7 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
   it("serves the mock until interrupted; the other commands work against it", async () => {
     let url = ""
     let token: Cli.Ran | undefined
+    let tried: { code: number; stdout: string } | undefined
     const ran = await Cli.run(["mock-server", "--port", "0"], {
       started: (child, output) => {
         const poll = setInterval(async () => {
@@ -633,6 +731,16 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
           clearInterval(poll)
           url = match[1]!
           token = await Cli.run(["token", "--json"], { env: envOf(url) })
+          // The command it suggests, as a user pastes it into a shell (here: the checkout, through npm).
+          const suggested = /Try, in another terminal: ([^]*)$/.exec(output.stdout)?.[1] ?? "false"
+          tried = await new Promise((resolve) =>
+            execFile(
+              "sh",
+              ["-c", suggested],
+              { cwd: Path.resolve(import.meta.dirname, "..") },
+              (error, stdout) => resolve({ code: error === null ? 0 : (error.code as number), stdout })
+            )
+          )
           child.kill("SIGINT")
         }, 50)
         child.on("close", () => clearInterval(poll))
@@ -647,8 +755,10 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
     for (const person of MockClinicalServer.fixturePersons) {
       expect(ran.stdout).toContain(`${person.personUid}  ${person.passCode}  ${person.dateOfBirth}`)
     }
-    expect(ran.stdout).toContain(`CLINICAL_BASE_URL=${url} CLINICAL_APPLICATION_ID=${APP}`)
-  })
+    expect(ran.stdout).toContain(`CLINICAL_BASE_URL=${url} \\\n  CLINICAL_APPLICATION_ID=${APP}`)
+    expect(tried?.code).toBe(0)
+    expect(tried?.stdout).toContain(`person #1: ${ELEANOR!.medications.length} items`)
+  }, 60_000)
 
   it("a port that is not one is a usage error: --port, or PORT", async () => {
     const flag = await Cli.run(["mock-server", "--port", "http"])

@@ -79,10 +79,32 @@ describe.concurrent("examples", () => {
     "npm start with only some CLINICAL_* variables set names the missing one and does not fall back to the mock",
     async () => {
       const cases = [
-        [{ CLINICAL_BASE_URL: "https://openapitest.intelichart.com" }, "CLINICAL_APPLICATION_ID is not"],
-        [{ CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId }, "CLINICAL_BASE_URL is not"],
+        [
+          { CLINICAL_BASE_URL: "https://openapitest.intelichart.com" },
+          "CLINICAL_APPLICATION_ID and CLINICAL_PERSON_UIDS are not"
+        ],
+        [
+          { CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId },
+          "CLINICAL_BASE_URL and CLINICAL_PERSON_UIDS are not"
+        ],
         [{ CLINICAL_PERSON_UIDS: "abc" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"],
-        [{ CLINICAL_TOKEN_PATH: "/api/server/token" }, "CLINICAL_BASE_URL and CLINICAL_APPLICATION_ID are not"]
+        [
+          { CLINICAL_TOKEN_PATH: "/api/server/token" },
+          "CLINICAL_BASE_URL, CLINICAL_APPLICATION_ID and CLINICAL_PERSON_UIDS are not"
+        ],
+        // The service named but nobody to read: not a quiet success (issue 23).
+        [
+          {
+            CLINICAL_BASE_URL: "https://openapitest.intelichart.com",
+            CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId
+          },
+          "but CLINICAL_PERSON_UIDS is not"
+        ],
+        [{
+          CLINICAL_BASE_URL: "https://x.org",
+          CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId,
+          CLINICAL_PERSON_UIDS: " , "
+        }, "but CLINICAL_PERSON_UIDS is not"]
       ] as const
       // Side by side: each is a whole process start (tsx compiling), several seconds on a busy machine.
       const runs = await Promise.all(cases.map(([set]) => tsxWith(set, "examples/medications.ts")))
@@ -102,6 +124,7 @@ describe.concurrent("examples", () => {
     const run = await tsxWith({
       CLINICAL_BASE_URL: "http://127.0.0.1:9",
       CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId,
+      CLINICAL_PERSON_UIDS: "someone",
       CLINICAL_MAX_RETRIES: "0"
     }, "examples/medications.ts")
     expect(run.code).toBe(1)

@@ -14,6 +14,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import { fileURLToPath } from "node:url"
 import * as ClinicalConfig from "../ClinicalConfig.js"
 import type { ClinicalError } from "../ClinicalError.js"
 import { refusedOption } from "../internal/batch.js"
@@ -95,7 +96,7 @@ const token = Command.make(
 ).pipe(
   Command.withDescription(
     "Obtain a token and print its host, lifetime, expiry and the server's clock skew; the token itself only with --reveal.\n" +
-      "Example: CLINICAL_BASE_URL=https://openapitest.intelichart.com CLINICAL_APPLICATION_ID=... effect-clinical token"
+      "Example: effect-clinical token --settings-file clinical.env"
   )
 )
 
@@ -160,6 +161,26 @@ const endDate = Options.text("end-date").pipe(
   Options.withDescription("last day to include, YYYY-MM-DD"),
   Options.optional
 )
+/**
+ * `--start-date` and `--end-date` (by the library's own rules) and the PersonUid arguments, checked
+ * before the settings are read and anything is sent: a bad one is one usage error, not one failure
+ * per person.
+ */
+const checkedDates = (options: {
+  readonly startDate: Option.Option<string>
+  readonly endDate: Option.Option<string>
+  /** The PersonUid arguments, checked too, when the command takes them. */
+  readonly persons?: ReadonlyArray<string>
+}): Effect.Effect<{ readonly startDate: string | undefined; readonly endDate: string | undefined }, CliError> => {
+  const dates = { startDate: Option.getOrUndefined(options.startDate), endDate: Option.getOrUndefined(options.endDate) }
+  const range = dateRange(dates)
+  if (Either.isLeft(range)) {
+    return Effect.fail(usage(`--${range.left[0] === "startDate" ? "start-date" : "end-date"} ${range.left[1]}`))
+  }
+  const refused = options.persons === undefined ? undefined : Persons.argumentsRefusal(options.persons)
+  return refused === undefined ? Effect.succeed(dates) : Effect.fail(refused)
+}
+
 const personArgs = Args.text({ name: "personUid" }).pipe(
   Args.withDescription("PersonUids; - reads them from standard input"),
   Args.repeated
@@ -197,66 +218,65 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
     name,
     { settingsFile, personsFile, format, json: jsonFlag, ndjson: ndjsonFlag, startDate, endDate, persons: personArgs },
     (options) =>
-      Effect.gen(function*() {
-        const chosen = options.json ? "json" : options.ndjson ? "ndjson" : options.format
-        const entries = PersonData.getMany(
-          operation,
-          Persons.fromArguments(options.persons, Option.getOrUndefined(options.personsFile)),
-          {
-            startDate: Option.getOrUndefined(options.startDate),
-            endDate: Option.getOrUndefined(options.endDate),
+      Effect.flatMap(checkedDates(options), (dates) =>
+        Effect.gen(function*() {
+          const chosen = options.json ? "json" : options.ndjson ? "ndjson" : options.format
+          const entries = PersonData.getMany(
+            operation,
+            Persons.fromArguments(options.persons, Option.getOrUndefined(options.personsFile)),
             // What is printed must not hold what the server echoed of the request.
-            redactEchoedSecrets: true
+            { ...dates, redactEchoedSecrets: true }
+          )
+          let count = 0
+          let failures = 0
+          let firstError: ClinicalError | undefined
+          const note = ({ outcome }: Entry) => {
+            count++
+            const error = outcome._tag === "Failure"
+              ? outcome.error
+              : outcome._tag === "Skipped"
+              ? outcome.stop.error
+              : undefined
+            if (error !== undefined) {
+              failures++
+              firstError ??= error
+            }
           }
-        )
-        let count = 0
-        let failures = 0
-        let firstError: ClinicalError | undefined
-        const note = ({ outcome }: Entry) => {
-          count++
-          const error = outcome._tag === "Failure"
-            ? outcome.error
-            : outcome._tag === "Skipped"
-            ? outcome.stop.error
-            : undefined
-          if (error !== undefined) {
-            failures++
-            firstError ??= error
+          if (chosen === "ndjson") {
+            yield* Stream.runForEach(entries, (entry) => {
+              note(entry)
+              return Console.log(Render.json(entryJson(entry)))
+            })
+          } else {
+            // Printed in the input's order, once all are in.
+            const all = [...Chunk.toReadonlyArray(yield* Stream.runCollect(entries))].sort((a, b) => a.index - b.index)
+            all.forEach(note)
+            // One person whose call failed: the error line says it, once (a table would say it again).
+            const alone = chosen === "table" && all.length === 1 && all[0]!.outcome._tag !== "Success"
+            if (all.length > 0 && !alone) {
+              yield* Console.log(
+                chosen === "json"
+                  ? Render.json(all.map(entryJson), 2)
+                  : all.map(entryTable).join("\n\n")
+              )
+            }
           }
-        }
-        if (chosen === "ndjson") {
-          yield* Stream.runForEach(entries, (entry) => {
-            note(entry)
-            return Console.log(Render.json(entryJson(entry)))
-          })
-        } else {
-          // Printed in the input's order, once all are in.
-          const all = [...Chunk.toReadonlyArray(yield* Stream.runCollect(entries))].sort((a, b) => a.index - b.index)
-          all.forEach(note)
-          if (all.length > 0) {
-            yield* Console.log(
-              chosen === "json"
-                ? Render.json(all.map(entryJson), 2)
-                : all.map(entryTable).join("\n\n")
+          if (count === 0) {
+            return yield* Effect.fail(usage("no PersonUid given: pass some, - for standard input, or --persons-file"))
+          }
+          if (firstError !== undefined) {
+            // One person: their error. Several: how many failed (each one's error is in the output).
+            return yield* Effect.fail(
+              count === 1 ? firstError : new CliError({
+                message: `${failures} of ${count} persons failed`,
+                code: exitCodeOfError(firstError)
+              })
             )
           }
-        }
-        if (count === 0) {
-          return yield* Effect.fail(usage("no PersonUid given: pass some, - for standard input, or --persons-file"))
-        }
-        if (firstError !== undefined) {
-          // One person: their error. Several: how many failed (each one's error is in the output).
-          return yield* Effect.fail(
-            count === 1 ? firstError : new CliError({
-              message: `${failures} of ${count} persons failed`,
-              code: exitCodeOfError(firstError)
-            })
-          )
-        }
-      }).pipe(
-        Effect.mapError((error) => error._tag === "InvalidRequest" ? usage(error.message) : error),
-        Effect.provide(client(options.settingsFile))
-      )
+        }).pipe(
+          Effect.mapError((error) => error._tag === "InvalidRequest" ? usage(error.message) : error),
+          Effect.provide(client(options.settingsFile))
+        ))
   ).pipe(
     Command.withDescription(
       `A person's ${operation.name} (POST ${operation.path}), for each PersonUid given.\n` +
@@ -290,38 +310,31 @@ const batch = Command.make("batch", {
   startDate,
   endDate
 }, (options) =>
-  Effect.gen(function*() {
-    const operation = yield* operationNamed(options.operation)
-    const interactive = process.stderr.isTTY === true
-    const every = Option.getOrElse(options.progressEvery, () => (interactive ? 0.2 : 10))
-    if (!(every >= 0.05 && every <= 86_400)) {
-      return yield* Effect.fail(usage("--progress-every must be from 0.05 to 86400 seconds"))
-    }
-    // Checked by the library's own rules before any file is created: a refused option leaves
-    // nothing behind.
-    const concurrency = Option.getOrUndefined(options.concurrency)
-    const startDate = Option.getOrUndefined(options.startDate)
-    const endDate = Option.getOrUndefined(options.endDate)
-    const refused = refusedOption({ concurrency })
-    if (refused !== undefined) return yield* Effect.fail(usage(`--${refused[0]} ${refused[1]}`))
-    const range = dateRange({ startDate, endDate })
-    if (Either.isLeft(range)) {
-      return yield* Effect.fail(
-        usage(`--${range.left[0] === "startDate" ? "start-date" : "end-date"} ${range.left[1]}`)
-      )
-    }
-    yield* BatchJob.run({
-      operation,
-      personsFile: options.personsFile,
-      out: options.out,
-      resume: options.resume,
-      concurrency,
-      startDate,
-      endDate,
-      interactive,
-      progressEvery: Duration.millis(every * 1000)
-    })
-  }).pipe(Effect.provide(client(options.settingsFile)))).pipe(
+  Effect.flatMap(checkedDates(options), ({ endDate, startDate }) =>
+    Effect.gen(function*() {
+      const operation = yield* operationNamed(options.operation)
+      const interactive = process.stderr.isTTY === true
+      const every = Option.getOrElse(options.progressEvery, () => (interactive ? 0.2 : 10))
+      if (!(every >= 0.05 && every <= 86_400)) {
+        return yield* Effect.fail(usage("--progress-every must be from 0.05 to 86400 seconds"))
+      }
+      // Checked by the library's own rules before any file is created: a refused option leaves
+      // nothing behind.
+      const concurrency = Option.getOrUndefined(options.concurrency)
+      const refused = refusedOption({ concurrency })
+      if (refused !== undefined) return yield* Effect.fail(usage(`--${refused[0]} ${refused[1]}`))
+      yield* BatchJob.run({
+        operation,
+        personsFile: options.personsFile,
+        out: options.out,
+        resume: options.resume,
+        concurrency,
+        startDate,
+        endDate,
+        interactive,
+        progressEvery: Duration.millis(every * 1000)
+      })
+    }).pipe(Effect.provide(client(options.settingsFile))))).pipe(
     Command.withDescription(
       "Run one operation for every person of a file: results to --out (NDJSON, by input position, no PersonUid), " +
         "progress on stderr, resumable with --resume after Ctrl-C.\n" +
@@ -367,6 +380,13 @@ const probe = Command.make("probe", {
 // ---------------------------------------------------------------------------------------------
 // mock-server
 
+/**
+ * How to run this command line where it runs now, from the path of this module: installed (under
+ * node_modules, `npx` finds it), or in the library's own checkout (its `cli` script).
+ */
+export const commandLineHere = (modulePath: string): string =>
+  modulePath.split(/[\\/]/).includes("node_modules") ? "npx effect-clinical" : "npm run -s cli --"
+
 const mockServer = Command.make("mock-server", {
   port: Options.integer("port").pipe(
     Options.withDescription("port on 127.0.0.1 (default: PORT, else any free one)"),
@@ -391,9 +411,9 @@ const mockServer = Command.make("mock-server", {
       yield* Console.log(`  ${person.displayName}: ${person.personUid}  ${person.passCode}  ${person.dateOfBirth}`)
     }
     yield* Console.log(
-      `\nTry: CLINICAL_BASE_URL=${baseUrl} CLINICAL_APPLICATION_ID=${MockClinicalServer.demoApplicationId} \\
-` +
-        `  CLINICAL_PERSON_UIDS=${mock.persons[0]!.personUid} npm start`
+      `\nTry, in another terminal: CLINICAL_BASE_URL=${baseUrl} \\\n` +
+        `  CLINICAL_APPLICATION_ID=${MockClinicalServer.demoApplicationId} \\\n` +
+        `  ${commandLineHere(fileURLToPath(import.meta.url))} medications ${mock.persons[0]!.personUid}`
     )
     return yield* Effect.never
   }).pipe(Effect.scoped)).pipe(

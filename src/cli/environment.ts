@@ -8,14 +8,17 @@
  */
 import * as Options from "@effect/cli/Options"
 import * as ConfigProvider from "effect/ConfigProvider"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { readFile, stat } from "node:fs/promises"
 import { parseEnv } from "node:util"
 import * as ClinicalClient from "../ClinicalClient.js"
+import * as ClinicalConfig from "../ClinicalConfig.js"
+import { misspellingWarning } from "../internal/settingTypos.js"
 import { type CliError, usage } from "./outcome.js"
-import { typed } from "./render.js"
+import { printable, typed } from "./render.js"
 
 /** `--settings-file F`: settings in dotenv form (`CLINICAL_BASE_URL=...`), for what the environment does not set. */
 export const settingsFile = Options.file("settings-file", { exists: "yes" }).pipe(
@@ -26,10 +29,23 @@ export const settingsFile = Options.file("settings-file", { exists: "yes" }).pip
 /** Largest settings file read: a few dozen lines of settings, not a file read whole into memory by mistake. */
 const MAX_SETTINGS_BYTES = 1024 * 1024
 
+/** A warning on stderr for each variable (of the environment or the file) that looks like a mistyped setting. */
+const warnMisspelled = (names: Iterable<string>): Effect.Effect<void> =>
+  Effect.forEach(
+    ClinicalConfig.misspelledVariables(names),
+    (found) => Console.error(`warning: ${printable(misspellingWarning(found))}`),
+    { discard: true }
+  )
+
 /** The settings' source: the environment, then the file. */
 export const configProvider = (file: Option.Option<string>): Effect.Effect<ConfigProvider.ConfigProvider, CliError> =>
+  Effect.tap(sourceOf(file), ({ names }) => warnMisspelled(names)).pipe(Effect.map(({ provider }) => provider))
+
+const sourceOf = (
+  file: Option.Option<string>
+): Effect.Effect<{ readonly provider: ConfigProvider.ConfigProvider; readonly names: Array<string> }, CliError> =>
   Option.match(file, {
-    onNone: () => Effect.succeed(ConfigProvider.fromEnv()),
+    onNone: () => Effect.succeed({ provider: ConfigProvider.fromEnv(), names: Object.keys(process.env) }),
     onSome: (path) =>
       Effect.tryPromise({
         try: async () => {
@@ -45,9 +61,10 @@ export const configProvider = (file: Option.Option<string>): Effect.Effect<Confi
         const fromFile = new Map(
           Object.entries(parseEnv(text)).flatMap(([name, value]) => value === undefined ? [] : [[name, value]])
         )
-        return Effect.succeed(
-          ConfigProvider.fromEnv().pipe(ConfigProvider.orElse(() => ConfigProvider.fromMap(fromFile)))
-        )
+        return Effect.succeed({
+          provider: ConfigProvider.fromEnv().pipe(ConfigProvider.orElse(() => ConfigProvider.fromMap(fromFile))),
+          names: [...Object.keys(process.env), ...fromFile.keys()]
+        })
       }))
   })
 

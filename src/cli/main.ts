@@ -9,8 +9,11 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import { cli } from "./app.js"
+import { asksForHelp, colourWanted, fitHelp, withoutColour } from "./help.js"
 import { describeCause, exitCodeOfCause, hideTypedValues, isTypedFailure, usage } from "./outcome.js"
 import { printable, printableLines } from "./render.js"
 
@@ -22,13 +25,35 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   throw error
 })
 
+const args = process.argv.slice(2)
+const colour = {
+  stdout: colourWanted(process.stdout.isTTY === true, process.env),
+  stderr: colourWanted(process.stderr.isTTY === true, process.env)
+}
+const showsHelp = asksForHelp(args)
+
+/** What @effect/cli prints: help fit for the terminal (or pipe), no colour where none is wanted. */
+const forStdout = (text: string): string =>
+  showsHelp
+    ? fitHelp(text, { colour: colour.stdout, name: "effect-clinical" })
+    : colour.stdout
+    ? text
+    : withoutColour(text)
+
 // @effect/cli prints usage errors with what was typed; no typed value is shown (it may be a secret).
+const forStderr = (text: string): string => {
+  const hidden = hideTypedValues(text)
+  return colour.stderr ? hidden : withoutColour(hidden)
+}
+
 const guarded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.console, (console) =>
     Effect.withConsole(effect, {
       ...console,
-      error: (...args: ReadonlyArray<unknown>) =>
-        console.error(...args.map((arg) => (typeof arg === "string" ? hideTypedValues(arg) : arg)))
+      log: (...parts: ReadonlyArray<unknown>) =>
+        console.log(...parts.map((part) => (typeof part === "string" ? forStdout(part) : part))),
+      error: (...parts: ReadonlyArray<unknown>) =>
+        console.error(...parts.map((part) => (typeof part === "string" ? forStderr(part) : part)))
     }))
 
 /**
@@ -39,7 +64,7 @@ const nodesOwn = (args: ReadonlyArray<string>): boolean =>
   args.some((arg) => arg === "--env-file" || arg.startsWith("--env-file="))
 
 const run = Effect.suspend(() =>
-  nodesOwn(process.argv.slice(2))
+  nodesOwn(args)
     ? Effect.fail(
       usage(
         "--env-file is Node's own option (Node 20 reads the file itself, NODE_OPTIONS lines included, " +
@@ -59,11 +84,13 @@ const program = guarded(run).pipe(
     })
   ),
   Effect.provide(NodeContext.layer),
-  // Log lines (the library's warnings) go to stderr, made printable: stdout carries data only, and
-  // logfmt writes a value without spaces as it is, escapes included.
-  Effect.provide(
-    Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.map(Logger.logfmtLogger, printable)))
-  )
+  // The library's log lines only when --log-level asks for them (it sets the level inside): a
+  // failure is said once, by its error line. They go to stderr, made printable: stdout carries
+  // data only, and logfmt writes a value without spaces as it is, escapes included.
+  Effect.provide(Layer.merge(
+    Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.map(Logger.logfmtLogger, printable))),
+    Logger.minimumLogLevel(LogLevel.None)
+  ))
 )
 
 NodeRuntime.runMain(program, {

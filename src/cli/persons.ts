@@ -81,18 +81,32 @@ export const linesOf = (path: string): Stream.Stream<string, CliError> =>
 export const fromFile = (path: string): Stream.Stream<string, CliError> =>
   Stream.filterMap(linesOf(path), (line) => Option.fromNullable(personOfLine(line)))
 
+/**
+ * Why these PersonUid arguments cannot be used, checked before anything is read or sent: a
+ * mistyped option must not go out as a PersonUid (no PersonUid starts with "-"), and standard
+ * input can be read once. `@effect/cli` reads no option after a `-`: that one is named as such.
+ */
+export const argumentsRefusal = (args: ReadonlyArray<string>): CliError | undefined => {
+  const at = args.findIndex((arg) => arg.startsWith("-") && arg !== "-")
+  if (at >= 0) {
+    const option = args[at]!
+    const shown = /^-{1,2}[A-Za-z][A-Za-z-]*$/.test(option) ? option : "(hidden)"
+    return usage(
+      args.slice(0, at).includes("-")
+        ? `${shown} after - is not read as an option: put the options before the PersonUids`
+        : `unknown option ${shown}`
+    )
+  }
+  return args.filter((arg) => arg === "-").length > 1 ? usage("- (standard input) may be given once") : undefined
+}
+
 /** The persons named by arguments (`-` reads standard input there) and by `--persons-file`, in that order. */
 export const fromArguments = (
   args: ReadonlyArray<string>,
   personsFile: string | undefined
 ): Stream.Stream<string, CliError> => {
-  // Checked before anything is read or sent: a mistyped option must not go out as a PersonUid
-  // (no PersonUid starts with "-"), and standard input can be read once.
-  const option = args.find((arg) => arg.startsWith("-") && arg !== "-")
-  if (option !== undefined) {
-    return Stream.fail(usage(`unknown option ${/^-{1,2}[A-Za-z][A-Za-z-]*$/.test(option) ? option : "(hidden)"}`))
-  }
-  if (args.filter((arg) => arg === "-").length > 1) return Stream.fail(usage("- (standard input) may be given once"))
+  const refused = argumentsRefusal(args)
+  if (refused !== undefined) return Stream.fail(refused)
   return Stream.concat(
     Stream.flatMap(Stream.fromIterable(args), (arg) => (arg === "-" ? fromFile("-") : Stream.succeed(arg))),
     personsFile === undefined ? Stream.empty : fromFile(personsFile)
