@@ -218,10 +218,75 @@ describe("a fresh project that installs the packed library with the README's ins
     expect(stdout.trim().split("\n")).toEqual(["effect 5", "promise 2"])
   }, 60_000)
 
-  it("installs the effect-clinical executable, and it runs", async () => {
+  it("installs the effect-clinical executable: its help fits a pipe, and mock-server's hint runs there", async () => {
     const bin = Path.join(fresh(), "node_modules/.bin/effect-clinical")
-    const help = await run(bin, ["--help"], { cwd: fresh(), timeout: 60_000, env: { ...process.env, NO_COLOR: "1" } })
+    const env = { PATH: process.env.PATH ?? "" }
+    const help = await run(bin, ["--help"], { cwd: fresh(), timeout: 60_000, env })
     expect(help.stdout).toContain("130 interrupted")
+    expect(help.stdout).not.toContain("\u001b")
+    for (const line of help.stdout.split("\n")) expect(line.length, line).toBeLessThanOrEqual(100)
+    // The mock on a port, and the command it suggests pasted into a shell in this project.
+    const server = execFile(bin, ["mock-server"], { cwd: fresh(), env })
+    try {
+      let printed = ""
+      server.stdout!.on("data", (chunk: Buffer) => printed += chunk.toString("utf8"))
+      while (!printed.includes("medications ")) await new Promise((resolve) => setTimeout(resolve, 50))
+      const suggested = /Try, in another terminal: ([^]*)$/.exec(printed)![1]!
+      expect(suggested).toContain("npx effect-clinical medications")
+      const tried = await run("sh", ["-c", suggested], { cwd: fresh(), timeout: 60_000, env })
+      expect(tried.stdout).toMatch(/^person #1: \d+ items/)
+    } finally {
+      server.kill("SIGINT")
+    }
+  }, 60_000)
+
+  it("without @effect/platform-node, the executable says in one line what to install (issue 23)", async () => {
+    const installed = Path.join(fresh(), "node_modules/@effect/platform-node")
+    const away = `${installed}.away`
+    Fs.renameSync(installed, away)
+    try {
+      const bin = Path.join(fresh(), "node_modules/.bin/effect-clinical")
+      const help = await run(bin, ["--help"], { cwd: fresh(), timeout: 60_000 }).then(
+        () => ({ code: 0, stdout: "", stderr: "" }),
+        (error: { code: number; stdout: string; stderr: string }) => error
+      )
+      expect(help.code).toBe(1)
+      expect(help.stdout).toBe("")
+      expect(help.stderr).toBe(
+        "effect-clinical: the command line needs @effect/platform-node, which is not installed here: " +
+          "npm install @effect/platform-node@^0.108\n"
+      )
+    } finally {
+      Fs.renameSync(away, installed)
+    }
+  }, 60_000)
+
+  it("the Promise client writes nothing to stdout or stderr on a retried failure (issue 23)", async () => {
+    const mock = await MockClinicalServer.start()
+    try {
+      await mock.injectFaults("medications", Array.from({ length: 3 }, () => MockClinicalServer.Fault.status(503)))
+      Fs.writeFileSync(
+        Path.join(fresh(), "retried.mjs"),
+        `import { createClinicalClient } from "effect-clinical/promise"
+const clinical = createClinicalClient({ baseUrl: process.env.URL, applicationId: process.env.ID, maxRetries: 2, retryBaseDelay: "1ms" })
+const wrong = createClinicalClient({ baseUrl: process.env.URL, applicationId: "00000000-0000-4000-8000-000000000000" })
+const outcomes = [
+  await clinical.medications(process.env.PERSON).then(() => "resolved", (error) => error._tag),
+  await wrong.token().then(() => "resolved", (error) => error._tag)
+]
+await Promise.all([clinical.close(), wrong.close()])
+process.exitCode = outcomes.join() === "ServerError,Unauthorized" ? 0 : 1
+`
+      )
+      const ran = await run(process.execPath, ["retried.mjs"], {
+        cwd: fresh(),
+        timeout: 60_000,
+        env: { PATH: process.env.PATH ?? "", URL: mock.url, ID: mock.applicationId, PERSON: mock.persons[0]!.personUid }
+      })
+      expect(ran).toMatchObject({ stdout: "", stderr: "" })
+    } finally {
+      await mock.close()
+    }
   }, 60_000)
 
   it("require()s it from CommonJS", async () => {

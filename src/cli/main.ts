@@ -1,7 +1,6 @@
-#!/usr/bin/env node
 /**
- * The `effect-clinical` executable: runs the command line with Node's services and ends the
- * process with the documented exit code. A typed failure prints its message (no stack trace);
+ * The command line's program, which the `effect-clinical` executable (bin.ts) starts: runs it with
+ * Node's services and ends the process with the documented exit code. A typed failure prints its message (no stack trace);
  * `CLINICAL_STACK=1` prints Effect's whole cause; a defect always does.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
