@@ -485,9 +485,12 @@ describe(
             }
           }))
           try {
-            const ran = await Cli.run(["medications", ELEANOR!.personUid], { env: envOf(service.url) })
+            // NDJSON: the person's error as data on stdout, and its line on stderr (a table of one
+            // failed person prints nothing: the error line says it, once).
+            const ran = await Cli.run(["medications", "--ndjson", ELEANOR!.personUid], { env: envOf(service.url) })
             expect(ran.code, form).toBe(1)
             expect(ran.stdout, form).toContain("<redacted>")
+            expect(ran.stderr, form).toContain("<redacted>")
             expectNone(`stdout (${form})`, ran.stdout, [service.token, APP, ELEANOR!.personUid])
             expectNone(`stderr (${form})`, ran.stderr, [service.token, APP, ELEANOR!.personUid])
           } finally {
