@@ -265,10 +265,11 @@ describe("logging", () => {
     })
     await mock.injectFaults("medications", [MockClinicalServer.Fault.status(401)])
     await debug.medications(person.personUid)
-    expect(entries.map((entry) => entry.message)).toEqual([
-      "token issued",
-      "token rejected; refreshing it and retrying once",
-      "token issued"
+    // Each at its own level: a debug line is delivered as "debug", not as "info" (issue 24's audit).
+    expect(entries.map((entry) => [entry.level, entry.message])).toEqual([
+      ["debug", "token issued"],
+      ["debug", "token rejected; refreshing it and retrying once"],
+      ["debug", "token issued"]
     ])
     expect(JSON.stringify(entries)).not.toContain(person.personUid)
     expect(JSON.stringify(entries)).not.toContain(mock.applicationId)

@@ -3,7 +3,7 @@
  * throttle memory, each driven by TestClock with a fixed jitter, so waits are exact.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Metric, MetricLabel, Random, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber, Metric, MetricLabel, Random, TestClock, Tracer } from "effect"
 import { type ClinicalClient, ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
 import * as Telemetry from "../src/internal/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
@@ -577,6 +577,69 @@ describe("spans", () => {
         expect((yield* Metric.value(duration)).count - before).toBe(2)
       })
     ))
+
+  it.effect("an attempt answered 400 ends its span failed, with error.type 400; a 200 ends it OK (issue 24's audit)", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        const { spans, tracer } = yield* CapturingTracer.make
+        yield* fake.scriptData(Fake.respond(400, { Success: false, ErrorType: "Bad", ErrorMessage: "no" }))
+        yield* Effect.exit(Fake.runWithClock(get).pipe(Effect.withTracer(tracer)))
+        yield* Fake.runWithClock(get).pipe(Effect.withTracer(tracer))
+        const attempts = spans.filter((span) =>
+          span.kind === "client" && span.attributes.get("server.address") ===
+            "openapitest.intelichart.com"
+        )
+        const outcome = (span: Tracer.Span) =>
+          span.status._tag === "Ended" ? (Exit.isSuccess(span.status.exit) ? "ok" : "failed") : "running"
+        expect(attempts.map((span) => [span.attributes.get("error.type"), outcome(span)])).toEqual([
+          ["400", "failed"],
+          [undefined, "ok"]
+        ])
+      })
+    ))
+
+  it.effect("the duration histogram records seconds, as the conventions name it (issue 24's audit)", () =>
+    withClient((fake) =>
+      Effect.gen(function*() {
+        const duration = Metric.taggedWithLabels(Telemetry.httpClientRequestDuration, [
+          MetricLabel.make("http.request.method", "POST"),
+          MetricLabel.make("server.address", "openapitest.intelichart.com"),
+          MetricLabel.make("server.port", "443"),
+          MetricLabel.make("http.response.status_code", "200")
+        ])
+        const before = yield* Metric.value(duration)
+        // An answer 60 ms in coming, on the real clock.
+        yield* fake.scriptData(() =>
+          Effect.zipRight(
+            Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 60))),
+            Effect.succeed(HttpTransport.jsonResponse(200, { Medications: [], Success: true }))
+          )
+        )
+        yield* Fake.runWithClock(get)
+        const after = yield* Metric.value(duration)
+        expect(after.count - before.count).toBe(1)
+        // At least 0.06 s; in milliseconds it would be 60 or more.
+        expect(after.sum - before.sum).toBeGreaterThanOrEqual(0.055)
+        expect(after.sum - before.sum).toBeLessThan(30)
+      })
+    ))
+
+  it.effect("traceparent carries the span's sampled flag: 00 for a span not sampled (issue 24's audit)", () =>
+    Effect.gen(function*() {
+      const { tracer } = yield* CapturingTracer.make
+      const unsampled = Tracer.make({
+        span: (...args) => Object.defineProperty(tracer.span(...args), "sampled", { value: false }),
+        context: tracer.context
+      })
+      const fake = yield* Fake.make()
+      yield* MedicationService.get(Fake.PERSON_UID).pipe(
+        Effect.provide(Fake.clientLayer(fake, { tracePropagation: true })),
+        Effect.withTracer(unsampled)
+      )
+      const sent = (yield* fake.requests).map((request) => request.headers["traceparent"])
+      expect(sent).toHaveLength(2)
+      for (const header of sent) expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/)
+    }))
 
   it.effect("with no tracer installed, tracePropagation still sends a traceparent of its own ids", () =>
     Effect.gen(function*() {

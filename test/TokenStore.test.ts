@@ -608,6 +608,28 @@ describe("TokenStore.redis: options", () => {
     // Two seals of one entry differ (a fresh IV each time).
     expect(StoredEntry.encode(entry, key, "k")).not.toBe(sealed)
   })
+
+  it("a stored entry with a zero, negative or infinite lifetime, or an infinite clock skew, is unreadable (issue 24's audit)", () => {
+    const token = "abc.DEF"
+    const stored = (fields: Record<string, string>) => {
+      const json = `{"token":"${token}","lifetimeMillis":${fields.lifetime ?? "3600000"},` +
+        `"serverLifetimeMillis":${fields.serverLifetime ?? "3600000"},"serverClockSkewMillis":${fields.skew ?? "null"}}`
+      return `${TokenStore.fingerprint(Redacted.make(token))}|${json}`
+    }
+    expect(StoredEntry.decode(stored({}), undefined, "k")._tag).toBe("Right")
+    // JSON has no Infinity, but 1e999 parses as it.
+    for (const lifetime of ["0", "-1", "1e999"]) {
+      expect(StoredEntry.decode(stored({ lifetime }), undefined, "k"), lifetime).toEqual(
+        Either.left({ reason: "the stored token's lifetime is not a positive number", sealedOtherwise: false })
+      )
+      expect(StoredEntry.decode(stored({ serverLifetime: lifetime }), undefined, "k")._tag, lifetime).toBe("Left")
+    }
+    for (const skew of ["1e999", "-1e999", "\"5\""]) {
+      expect(StoredEntry.decode(stored({ skew }), undefined, "k"), skew).toEqual(
+        Either.left({ reason: "the stored token's clock skew is not a number", sealedOtherwise: false })
+      )
+    }
+  })
 })
 
 describe("a store someone else writes to (issue 22)", () => {
