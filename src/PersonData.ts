@@ -213,8 +213,9 @@ const stemOf = (collection: string): string => {
 /**
  * Finds the collection: the body itself when it is an array; else the field named after it (any
  * letter case; `null` means none); else the only array-valued field whose name contains the
- * collection's stem (`MedicationList`, ...). A body with no such collection is an error rather than
- * an empty list: reporting "none" for a response we could not read would be a clinical error.
+ * collection's stem (`MedicationList`, ...). A body with no such collection, or with several such
+ * arrays, is an error rather than an empty or a chosen list: reporting "none" for a response we
+ * could not read, or one list of two, would be a clinical error.
  */
 const collectionOf = (op: Operation, json: unknown): Either.Either<ReadonlyArray<unknown>, string> => {
   if (Array.isArray(json)) return Either.right(json)
@@ -229,7 +230,13 @@ const collectionOf = (op: Operation, json: unknown): Either.Either<ReadonlyArray
     const value = json[key]
     if (Array.isArray(value) && key.toLowerCase().includes(stem)) arrays.push(value)
   }
-  return arrays.length === 1 ? Either.right(arrays[0]!) : Either.left(`the body has no ${op.collection} collection`)
+  if (arrays.length === 1) return Either.right(arrays[0]!)
+  // Two lists named like it (current and past medications?): taking either would be a guess.
+  return Either.left(
+    arrays.length === 0
+      ? `the body has no ${op.collection} collection`
+      : `the body has ${arrays.length} arrays named like ${op.collection} and none exactly: which holds it is unclear`
+  )
 }
 
 /** What a call needs of a checked operation, worked out once. */

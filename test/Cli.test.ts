@@ -469,14 +469,20 @@ describe("effect-clinical batch", { timeout: 60_000 }, () => {
     expect((await Cli.run(args, { env: envOf(mock.url) })).code).toBe(0)
     const lines = Fs.readFileSync(out, "utf8").split("\n").filter((line) => line !== "")
     const kept = lines.filter((line) => JSON.parse(line).index !== 7)
-    const cut = lines.find((line) => JSON.parse(line).index === 7)!.slice(0, 12)
-    Fs.writeFileSync(out, kept.join("\n") + "\n" + cut)
-    const resumed = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
-    expect(resumed.code).toBe(0)
-    expect(resumed.stderr).toContain("(9 done in earlier runs)")
-    expect(readResults(out).map((line) => line.index).sort((a, b) => a - b)).toEqual(
-      Array.from({ length: 10 }, (_, i) => i)
-    )
+    const seventh = lines.find((line) => JSON.parse(line).index === 7)!
+    // Cut anywhere: in its position, just after its outcome (it reads as a done person's start),
+    // one character short of whole (issue 24's audit: kept, it left a line that is not JSON).
+    const outcomeEnd = seventh.indexOf("\"Success\"") + "\"Success\"".length
+    for (const cut of [12, outcomeEnd, seventh.length - 1]) {
+      Fs.writeFileSync(out, kept.join("\n") + "\n" + seventh.slice(0, cut))
+      const resumed = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
+      expect(resumed.code, `cut at ${cut}`).toBe(0)
+      expect(resumed.stderr, `cut at ${cut}`).toContain("(9 done in earlier runs)")
+      // readResults parses every line: one that is not JSON fails here.
+      expect(readResults(out).map((line) => line.index).sort((a, b) => a - b), `cut at ${cut}`).toEqual(
+        Array.from({ length: 10 }, (_, i) => i)
+      )
+    }
 
     Fs.appendFileSync(persons, `${UIDS[0]}\n`)
     const changed = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })

@@ -118,6 +118,20 @@ describe("MedicationService response decoding", () => {
       })
     ))
 
+  it.effect("two arrays named like the collection, and none exactly, is a ResponseDecodeError, not a guess (issue 24's audit)", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(
+          Fake.respond(200, { ActiveMedications: [{ a: 1 }], PastMedications: [{ b: 2 }], Success: true })
+        )
+        const error = yield* Effect.flip(MedicationService.get(Fake.PERSON_UID))
+        expect(error).toBeInstanceOf(ClinicalError.ResponseDecodeError)
+        expect(error.message).toContain(
+          "the body has 2 arrays named like Medications and none exactly: which holds it is unclear"
+        )
+      })
+    ))
+
   it.effect("decodes items with the caller's Schema", () =>
     Fake.withClient((fake) =>
       Effect.gen(function*() {
