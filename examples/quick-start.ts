@@ -9,7 +9,7 @@
  */
 // #region backend
 import { NodeRuntime } from "@effect/platform-node"
-import { Config, Console, Effect, Redacted } from "effect"
+import { Config, Console, Effect, Logger, Redacted } from "effect"
 import { ClinicalClient, MedicationService } from "effect-clinical"
 
 const program = Effect.gen(function*() {
@@ -19,19 +19,16 @@ const program = Effect.gen(function*() {
   for (const medication of medications) {
     yield* Console.log(`${medication.Name} ${medication.Strength ?? ""}: ${medication.Instructions ?? ""}`)
   }
-}).pipe(
-  // Every failure is typed: handle the ones your backend cares about by tag.
-  Effect.catchTags({
-    ApiError: (error) => Console.error(`The service refused: ${error.errorType ?? "unknown"}`),
-    TransportError: (error) => Console.error(`Network trouble: ${error.message}`)
-  })
-)
+})
 
 program.pipe(
   // Settings from CLINICAL_* variables; the default undici transport included.
   Effect.provide(ClinicalClient.layerUndiciConfig()),
-  // Any other failure on one line (Effect's own report is the whole cause, with its stack).
+  // Every failure is typed (a backend answers each _tag its own way: Effect.catchTag("ApiError", ...)).
+  // Here: its message on one line, and exit code 1 (Effect's own report is the whole cause, with its stack).
   Effect.tapError((error) => Console.error(`error: ${error}`)),
-  NodeRuntime.runMain({ disableErrorReporting: true })
+  // The library's log lines (a refresh that failed, a retry) go to stderr: stdout is the program's output.
+  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))),
+  NodeRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true })
 )
 // #endregion

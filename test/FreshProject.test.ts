@@ -182,6 +182,27 @@ describe("a fresh project that installs the packed library with the README's ins
       for (const line of lines) {
         expect(person.medications.some((m) => line === `${m.Name} ${m.Strength}: ${m.Instructions}`), line).toBe(true)
       }
+      // Refused (and a setting misspelled): stdout stays the program's own, empty; the library's
+      // warnings and the error go to stderr; exit 1.
+      const refused = await run(process.execPath, ["first.mjs"], {
+        cwd: fresh(),
+        timeout: 60_000,
+        env: {
+          PATH: process.env.PATH ?? "",
+          CLINICAL_BASE_URL: mock.url,
+          CLINICAL_APPLICATION_ID: "00000000-0000-4000-8000-000000000000",
+          CLINICAL_REQUEST_TIMOUT: "5s",
+          CLINICAL_PERSON_UID: person.personUid
+        }
+      }).then(
+        () => ({ code: 0, stdout: "", stderr: "" }),
+        (error: { code: number; stdout: string; stderr: string }) => error
+      )
+      expect(refused.code).toBe(1)
+      expect(refused.stdout).toBe("")
+      expect(refused.stderr).toContain("CLINICAL_REQUEST_TIMOUT is not a setting of effect-clinical")
+      expect(refused.stderr).toContain("token refresh failed")
+      expect(refused.stderr).toMatch(/^error: Unauthorized: /m)
     } finally {
       await mock.close()
     }
