@@ -235,6 +235,11 @@ describe("effect-clinical token", { timeout: 60_000 }, () => {
     expect(missing.stderr).toContain("CLINICAL_APPLICATION_ID")
     expect(missing.stderr).toContain("is not set")
 
+    // A file that is not there: our own one line, with its path (issue 23: @effect/cli's hid it, without "error:").
+    const absent = await Cli.run(["token", "--settings-file", "absent.env"], { env: envOf(mock.url) })
+    expect(absent.code).toBe(2)
+    expect(absent.stderr).toBe("error: cannot read --settings-file absent.env: ENOENT\n")
+
     const envFile = file(".env", `CLINICAL_APPLICATION_ID=${APP}\nCLINICAL_BASE_URL=http://127.0.0.1:9\n`)
     const fromFile = await Cli.run(["token", "--settings-file", envFile], { env: { CLINICAL_BASE_URL: mock.url } })
     expect(fromFile.code).toBe(0)
@@ -363,6 +368,17 @@ describe("effect-clinical medications (and every person-data operation)", { time
         expect(ran.stdout, command[0]).toBe("")
         expect(ran.stderr, command[0]).toMatch(/^error: --start-date is not a real calendar date\n$/)
       }
+      const reversed = await Cli.run([
+        "medications",
+        UIDS[0]!,
+        "--start-date",
+        "2022-01-01",
+        "--end-date",
+        "2021-01-01"
+      ], {
+        env
+      })
+      expect(reversed.stderr).toBe("error: --start-date is after --end-date\n")
       // After a -, @effect/cli reads no option: said so, rather than sending "--start-date" as a PersonUid.
       const after = await Cli.run(["medications", "-", ...bad], { env, input: `${UIDS[0]}\n` })
       expect(after.code).toBe(2)
@@ -445,10 +461,18 @@ describe("effect-clinical batch", { timeout: 60_000 }, () => {
       const before = readResults(out).length
       expect(before).toBeGreaterThan(0)
       expect(before).toBeLessThan(400)
+      // What it says it wrote is what the file holds (a write under way when interrupted was not counted).
+      expect(interrupted.stderr).toContain(`interrupted: ${before} of 400 persons are in`)
 
       await slow.resetCounters()
-      const resumed = await Cli.run([...args, "--resume"], { env: envOf(slow.url) })
+      const resumed = await Cli.run([...args, "--resume", "--progress-every", "0.1"], { env: envOf(slow.url) })
       expect(resumed.code).toBe(0)
+      // Progress counts every run alike: what is done is what succeeded, failed or was skipped.
+      const progress = [...resumed.stderr.matchAll(/^(\d+)\/400 done: (\d+) succeeded, (\d+) failed, (\d+) skipped/gm)]
+      expect(progress.length).toBeGreaterThan(0)
+      for (const [line, done, succeeded, failed, skipped] of progress) {
+        expect(Number(succeeded) + Number(failed) + Number(skipped), line).toBe(Number(done))
+      }
       expect(resumed.stderr).toContain(
         `400 persons: 400 succeeded, 0 failed, 0 skipped (${before} done in earlier runs)`
       )

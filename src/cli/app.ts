@@ -143,7 +143,7 @@ const authenticate = Command.make(
 // ---------------------------------------------------------------------------------------------
 // the person-data operations
 
-const personsFile = Options.file("persons-file", { exists: "yes" }).pipe(
+const personsFile = Options.file("persons-file").pipe(
   Options.withDescription("read PersonUids from this file, one per line (blank lines and # comments skipped)"),
   Options.optional
 )
@@ -175,7 +175,9 @@ const checkedDates = (options: {
   const dates = { startDate: Option.getOrUndefined(options.startDate), endDate: Option.getOrUndefined(options.endDate) }
   const range = dateRange(dates)
   if (Either.isLeft(range)) {
-    return Effect.fail(usage(`--${range.left[0] === "startDate" ? "start-date" : "end-date"} ${range.left[1]}`))
+    // The library names its options (startDate); here they are flags.
+    const flag = (name: string) => (name === "startDate" ? "--start-date" : "--end-date")
+    return Effect.fail(usage(`${flag(range.left[0])} ${range.left[1].replace(/\b(startDate|endDate)\b/g, flag)}`))
   }
   const refused = options.persons === undefined ? undefined : Persons.argumentsRefusal(options.persons)
   return refused === undefined ? Effect.succeed(dates) : Effect.fail(refused)
@@ -292,7 +294,7 @@ const batch = Command.make("batch", {
   operation: Args.text({ name: "operation" }).pipe(
     Args.withDescription(`one of ${OPERATIONS.map(([command]) => command).join(", ")}`)
   ),
-  personsFile: Options.file("persons-file", { exists: "yes" }).pipe(
+  personsFile: Options.file("persons-file").pipe(
     Options.withDescription("the PersonUids, one per line")
   ),
   out: Options.file("out").pipe(Options.withDescription("results, one JSON line per person (created owner-only)")),

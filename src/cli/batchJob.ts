@@ -273,7 +273,13 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     let retryLater = 0
     let written = 0
     const already = earlier.indices.size
-    const shown = (progress: PersonData.Progress) => ({ ...progress, done: progress.done + already })
+    // Totals over every run, as the summary gives them (a resumed batch's progress counted this run's only).
+    const shown = (progress: PersonData.Progress) => ({
+      ...progress,
+      done: progress.done + already,
+      succeeded: progress.succeeded + already - earlier.failed,
+      failed: progress.failed + earlier.failed
+    })
 
     const report = Effect.flatMap(Ref.get(latest), (progress) =>
       job.interactive
@@ -322,9 +328,10 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
         const lines = Chunk.toReadonlyArray(entries).map(lineOf).filter((line) => line !== "")
         return lines.length === 0
           ? Effect.void
-          : Effect.map(io(`cannot write ${shownOut}`, () => out.write(lines.join(""))), () => {
+          // Whole or not at all: interrupted mid-write, the lines still land, and are counted.
+          : Effect.uninterruptible(Effect.map(io(`cannot write ${shownOut}`, () => out.write(lines.join(""))), () => {
             written += lines.length
-          })
+          }))
       }),
       Effect.onInterrupt(() =>
         Console.error(

@@ -21,7 +21,7 @@ import { type CliError, usage } from "./outcome.js"
 import { printable, typed } from "./render.js"
 
 /** `--settings-file F`: settings in dotenv form (`CLINICAL_BASE_URL=...`), for what the environment does not set. */
-export const settingsFile = Options.file("settings-file", { exists: "yes" }).pipe(
+export const settingsFile = Options.file("settings-file").pipe(
   Options.withDescription("read CLINICAL_* settings from this file too (dotenv form; the environment wins)"),
   Options.optional
 )
