@@ -40,6 +40,10 @@ describe("docs/scaling.md", () => {
     const options = { baseUrl: mock.url, applicationId: mock.applicationId }
     const sealingKeyFromYourSecrets = Keys.sealingKey(3).toString("base64")
     // #region ioredis
+    // import { Redis } from "ioredis"
+    // import { ClinicalClient, TokenStore } from "effect-clinical"
+    // import { Layer, Redacted } from "effect"
+
     // Fail fast while Redis is unreachable: no queue of commands to run late, no resending.
     const redis = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
     // Say when Redis goes away (the client reconnects by itself; the library goes on without it).
@@ -81,6 +85,7 @@ describe("docs/scaling.md", () => {
     const redisUrl = server.url
     const options = { baseUrl: mock.url, applicationId: mock.applicationId }
     // #region node-redis
+    // import { createClient } from "redis"
     const redis = createClient({ url: redisUrl, disableOfflineQueue: true })
     // Without a listener, node-redis ends the process when Redis goes away.
     redis.on("error", (error) => console.error(`redis: ${error.message}`))
@@ -98,13 +103,17 @@ describe("docs/scaling.md", () => {
   it("wiring it without Effect", async () => {
     const redisUrl = server.url
     const [baseUrl, applicationId] = [mock.url, mock.applicationId]
+    const sealingKeyFromYourSecrets = Keys.sealingKey(4).toString("base64")
     // #region promise
+    // import { Redis } from "ioredis"
+    // import { createClinicalClient, TokenStore } from "effect-clinical/promise"
     const redis = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
     redis.on("error", (error) => console.error(`redis: ${error.message}`))
     const clinical = createClinicalClient({
       baseUrl,
       applicationId,
-      tokenStore: { redis: TokenStore.ioredis(redis), onUnavailable: "local" }
+      // The options of TokenStore.layerRedis: here a sealing key, and going on alone while Redis is away.
+      tokenStore: { redis: TokenStore.ioredis(redis), sealingKey: sealingKeyFromYourSecrets, onUnavailable: "local" }
     })
     // #endregion
     expect((await clinical.token()).generation).toBe(1)
