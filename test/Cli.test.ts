@@ -297,6 +297,17 @@ describe("effect-clinical authenticate", { timeout: 60_000 }, () => {
     expect(short.code).toBe(2)
     expect(short.stderr).toContain("two lines")
     await expectNoSecretIn(short)
+
+    // Refused before sending (the library's InvalidRequest): a usage error, exit 2 (issue 24's audit).
+    const before = (await mock.counters()).authenticateRequests
+    const refused = await Cli.run(["authenticate"], {
+      env: envOf(mock.url),
+      input: `${ELEANOR!.passCode}\n31/31/1970\n`
+    })
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toMatch(/^error: authenticate request refused before sending: dateOfBirth /)
+    expectNone("stderr", refused.stderr, ["31/31/1970", ELEANOR!.passCode])
+    expect((await mock.counters()).authenticateRequests).toBe(before)
   })
 })
 

@@ -104,6 +104,17 @@ describe("scrub", () => {
     expect(scrub(text, [secret])).toBe(`<redacted>${"x".repeat(50)}<redacted>...`)
   })
 
+  it("the search limit, exactly: a text as long as it is whole; a longer one is searched and shown only that far (issue 24's audit)", () => {
+    const secret = "ABCDEFGH12345678"
+    const scrubbing = scrubber([secret])
+    // As long as the limit: not cut, so its end is no secret's cut-off start, and no "..." follows.
+    const whole = `${"x".repeat(96)}ABCD`
+    expect(scrubbing(whole, 100)).toBe(whole)
+    // Longer: what is past the limit is neither searched nor shown (a limit under MAX_TEXT shows it).
+    const longer = `${"y".repeat(100)}${"z".repeat(100)}`
+    expect(scrubbing(longer, 100)).toBe(`${"y".repeat(100)}...`)
+  })
+
   it("text past the search limit is cut, and a secret straddling that cut leaves no piece", () => {
     // Long secrets that shrink to <redacted>, so that what follows them would come into view.
     const secret = "S".repeat(1_999) + "!"
