@@ -29,11 +29,11 @@ import { InvalidConfig, TransportError } from "./ClinicalError.js"
 import { callback } from "./internal/callback.js"
 import { field } from "./internal/json.js"
 import { scrub } from "./internal/redaction.js"
-import { secretBodyOf } from "./internal/secretText.js"
+import { secretBodyOf, type WireValue as SecretTextWireValue } from "./internal/secretText.js"
 import { splitUrl } from "./internal/url.js"
 
 /** A header value or body, kept `Redacted` when it holds a secret. */
-export type WireValue = string | Redacted.Redacted<string>
+export type WireValue = SecretTextWireValue
 
 /** One HTTP request. `url` is absolute. */
 export interface TransportRequest {

@@ -16,9 +16,9 @@ import * as Either from "effect/Either"
 import type * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
 import { TokenStoreError } from "../ClinicalError.js"
-import type { OnUnavailable, Service, Snapshot } from "../TokenStore.js"
 import { scrub } from "./redaction.js"
 import { decode, encode, MAX_STORED_LENGTH, type SealingKey } from "./storedEntry.js"
+import type { OnUnavailable, Service, Snapshot } from "./tokenStorePort.js"
 
 /**
  * What the library needs of a Redis client: send one command, run one Lua script. Build one with

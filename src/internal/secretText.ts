@@ -10,9 +10,11 @@
  * field here, and a `Redacted` of it is made only if some other code reads the request's `body`.
  */
 import * as Redacted from "effect/Redacted"
-import type * as HttpTransport from "../HttpTransport.js"
 
 const SHOWN = "<redacted>"
+
+/** A header value or body, kept `Redacted` when it holds a secret (`WireValue`). */
+export type WireValue = string | Redacted.Redacted<string>
 
 /** A secret text. */
 export class SecretText {
@@ -67,9 +69,9 @@ const SECRET_BODY: unique symbol = Symbol("effect-clinical/secretBody")
 export class SecretBodyRequest {
   readonly #secretBody: SecretText | undefined
   readonly [SECRET_BODY]: SecretText | undefined
-  declare readonly body: HttpTransport.WireValue | undefined
+  declare readonly body: WireValue | undefined
 
-  constructor(secretBody: SecretText | undefined, body?: HttpTransport.WireValue) {
+  constructor(secretBody: SecretText | undefined, body?: WireValue) {
     this.#secretBody = secretBody
     this[SECRET_BODY] = secretBody
     if (secretBody === undefined) this.body = body

@@ -1,0 +1,62 @@
+/**
+ * The layout's rules, checked on the sources as text: no module imports itself back through
+ * others, types included (issue 24: `HttpTransport` <-> `internal/secretText`, `TokenStore` <->
+ * `internal/redisTokenStore` were circles).
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { describe, expect, it } from "vitest"
+
+const SRC = Path.resolve(import.meta.dirname, "../src")
+
+const modules = (directory: string): Array<string> =>
+  Fs.readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
+    const path = Path.join(directory, entry.name)
+    return entry.isDirectory() ? modules(path) : entry.name.endsWith(".ts") ? [path] : []
+  })
+
+/** Each module's relative imports and re-exports (`import type` too), as module paths. */
+const importGraph = (): Map<string, Array<string>> =>
+  new Map(
+    modules(SRC).map((file) => {
+      const text = Fs.readFileSync(file, "utf8")
+      const targets = [...text.matchAll(/\bfrom\s+"(\.{1,2}\/[^"]+)"/g)].map(([, specifier]) =>
+        Path.resolve(Path.dirname(file), specifier!.replace(/\.js$/, ".ts"))
+      )
+      return [file, targets]
+    })
+  )
+
+/** Every circle of the graph, each once, as the modules along it. */
+export const circles = (graph: ReadonlyMap<string, ReadonlyArray<string>>): Array<Array<string>> => {
+  const found = new Map<string, Array<string>>()
+  const visit = (node: string, path: Array<string>, seen: Set<string>) => {
+    for (const next of graph.get(node) ?? []) {
+      const at = path.indexOf(next)
+      if (at >= 0) {
+        const circle = path.slice(at)
+        found.set([...circle].sort().join(" "), circle)
+      } else if (!seen.has(next)) {
+        seen.add(next)
+        visit(next, [...path, next], seen)
+      }
+    }
+  }
+  for (const node of graph.keys()) visit(node, [node], new Set([node]))
+  return [...found.values()]
+}
+
+describe("the layout of src/", () => {
+  it("finds a circle where there is one (the check itself)", () => {
+    const graph = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]])
+    expect(circles(graph)).toEqual([["a", "b", "c"]])
+    expect(circles(new Map([["a", ["b"]], ["b", []]]))).toEqual([])
+  })
+
+  it("no module imports itself back through others, types included", () => {
+    const graph = importGraph()
+    expect(graph.size).toBeGreaterThan(40)
+    const shown = circles(graph).map((circle) => circle.map((file) => Path.relative(SRC, file)).join(" -> "))
+    expect(shown).toEqual([])
+  })
+})
