@@ -7,12 +7,12 @@ export default {
   vitest: { configFile: "vitest.mutate.config.ts" },
   plugins: ["@stryker-mutator/vitest-runner"],
   mutate: [
-    "src/internal/tokenCache.ts",
-    "src/internal/callPolicy.ts",
-    "src/internal/retryPolicy.ts",
-    "src/internal/batchTally.ts",
-    "src/internal/redaction.ts",
-    "src/internal/personRequest.ts",
+    "src/internal/token/tokenCache.ts",
+    "src/internal/call/callPolicy.ts",
+    "src/internal/call/retryPolicy.ts",
+    "src/internal/batch/batchTally.ts",
+    "src/internal/redaction/redaction.ts",
+    "src/internal/call/personRequest.ts",
     "src/cli/checkpoint.ts"
   ],
   coverageAnalysis: "perTest",

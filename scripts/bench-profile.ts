@@ -36,7 +36,10 @@ const partOf = ({ functionName, url }: ProfileNode["callFrame"]): string | undef
   if (functionName === "(garbage collector)") return "garbage collection"
   if (url.includes("/dist/internal/json.js") && functionName === "parse") return "JSON.parse of the answer"
   if (url.includes("/dist/internal/json.js")) return "library: reading the answer (depth, fields)"
-  if (url.includes("/dist/internal/httpSpan.js") || url.includes("/dist/internal/fiberSpan.js")) {
+  if (
+    url.includes("/dist/internal/observability/httpSpan.js") ||
+    url.includes("/dist/internal/observability/fiberSpan.js")
+  ) {
     return "library: spans and the duration histogram"
   }
   if (url.includes("/dist/HttpTransport.js")) return "library: the undici transport (its handler)"

@@ -26,10 +26,10 @@ import * as Stream from "effect/Stream"
 import { isUtf8 } from "node:buffer"
 import { Agent, type Dispatcher } from "undici"
 import { InvalidConfig, TransportError } from "./ClinicalError.js"
-import { callback } from "./internal/callback.js"
+import { callback } from "./internal/call/callback.js"
+import { secretBodyOf, type WireValue as SecretTextWireValue } from "./internal/call/secretText.js"
 import { field } from "./internal/json.js"
-import { scrub } from "./internal/redaction.js"
-import { secretBodyOf, type WireValue as SecretTextWireValue } from "./internal/secretText.js"
+import { scrub } from "./internal/redaction/redaction.js"
 import { splitUrl } from "./internal/url.js"
 
 /** A header value or body, kept `Redacted` when it holds a secret. */

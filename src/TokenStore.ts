@@ -23,15 +23,15 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import { InvalidConfig } from "./ClinicalError.js"
-import { type Events, firstConnection } from "./internal/redisReady.js"
-import * as RedisStore from "./internal/redisTokenStore.js"
-import { type Entry, fingerprint as storedFingerprint, sealingKey } from "./internal/storedEntry.js"
-import type { OnUnavailable, Service } from "./internal/tokenStorePort.js"
+import { type Events, firstConnection } from "./internal/token/redisReady.js"
+import * as RedisStore from "./internal/token/redisTokenStore.js"
+import { type Entry, fingerprint as storedFingerprint, sealingKey } from "./internal/token/storedEntry.js"
+import type { OnUnavailable, Service } from "./internal/token/tokenStorePort.js"
 import * as validate from "./internal/validate.js"
 
-export type { Entry } from "./internal/storedEntry.js"
+export type { Entry } from "./internal/token/storedEntry.js"
 
-export type { OnUnavailable, Service, Snapshot, Stored, Unreadable } from "./internal/tokenStorePort.js"
+export type { OnUnavailable, Service, Snapshot, Stored, Unreadable } from "./internal/token/tokenStorePort.js"
 
 /** Which token a token is, without holding it: a 128-bit SHA-256 prefix. */
 export const fingerprint: (token: Redacted.Redacted<string>) => string = storedFingerprint

@@ -1,6 +1,6 @@
 /**
- * The layout's rules, checked on the sources as text: no module imports itself back through
- * others, types included (issue 24: `HttpTransport` <-> `internal/secretText`, `TokenStore` <->
+ * The layout's rules, checked on the sources as text: src/internal/ in folders by concern, and no
+ * module imports itself back through others, types included (issue 24: `HttpTransport` <-> `internal/secretText`, `TokenStore` <->
  * `internal/redisTokenStore` were circles).
  */
 import * as Fs from "node:fs"
@@ -51,6 +51,11 @@ describe("the layout of src/", () => {
     const graph = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]])
     expect(circles(graph)).toEqual([["a", "b", "c"]])
     expect(circles(new Map([["a", ["b"]], ["b", []]]))).toEqual([])
+  })
+
+  it("src/internal/ holds at most 8 modules directly: the rest in a folder per concern", () => {
+    const direct = Fs.readdirSync(Path.join(SRC, "internal")).filter((name) => name.endsWith(".ts"))
+    expect(direct.length, direct.join(", ")).toBeLessThanOrEqual(8)
   })
 
   it("no module imports itself back through others, types included", () => {

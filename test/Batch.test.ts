@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, Stream } from "effect"
 import { ClinicalClient, ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
-import * as Tally from "../src/internal/batchTally.js"
+import * as Tally from "../src/internal/batch/batchTally.js"
 
 const persons = MockClinicalServer.fixturePersons
 const known = persons.map((person) => person.personUid)

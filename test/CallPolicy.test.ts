@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ClinicalError } from "effect-clinical"
-import * as CallPolicy from "../src/internal/callPolicy.js"
-import * as RetryPolicy from "../src/internal/retryPolicy.js"
+import * as CallPolicy from "../src/internal/call/callPolicy.js"
+import * as RetryPolicy from "../src/internal/call/retryPolicy.js"
 
 const policy: CallPolicy.Policy = { maxRetries: 3, baseDelayMillis: 100, maxDelayMillis: 1_000, resendable: true }
 const at = { operation: "medications", method: "POST", url: "http://h/p" }

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
-import { callback } from "../src/internal/callback.js"
+import { callback } from "../src/internal/call/callback.js"
 
 /** A wait whose resume and cancellations the test sees. */
 const observed = <A, E>() => {

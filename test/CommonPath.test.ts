@@ -10,7 +10,7 @@ import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Metric, MetricLabel 
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import * as Telemetry from "../src/internal/telemetry.js"
+import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 
 let mock: MockClinicalServer.Started

@@ -13,8 +13,8 @@ import {
   MedicationService
 } from "effect-clinical"
 import { boundedLines } from "../src/cli/persons.js"
-import { MAX_TEXT, scrub } from "../src/internal/redaction.js"
-import { readTokenResponse } from "../src/internal/tokenRequest.js"
+import { MAX_TEXT, scrub } from "../src/internal/redaction/redaction.js"
+import { readTokenResponse } from "../src/internal/token/tokenRequest.js"
 import * as Fake from "./support/FakeService.js"
 
 // Seeded: the same 1,000 cases on every run, so a failure is a bug to reproduce, never a flake.

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Fiber, Metric, type Schema, Stream, TestClock } from "effect"
 import { ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
-import * as Telemetry from "../src/internal/telemetry.js"
+import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
 

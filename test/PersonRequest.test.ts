@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, Redacted } from "effect"
 import * as Util from "node:util"
-import { personRequest } from "../src/internal/personRequest.js"
+import { personRequest } from "../src/internal/call/personRequest.js"
 
 const refusal = (result: ReturnType<typeof personRequest>) =>
   Either.isLeft(result) ? { field: result.left.field, reason: result.left.reason } : undefined

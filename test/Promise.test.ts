@@ -28,7 +28,7 @@ import { MockClinicalServer } from "effect-clinical/testing"
 import { execFile } from "node:child_process"
 import * as Path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import * as Telemetry from "../src/internal/telemetry.js"
+import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as Hostile from "./support/HostileServer.js"
 
 const started: Array<{ close: () => Promise<void> }> = []

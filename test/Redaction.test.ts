@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Redacted } from "effect"
+import { serverText } from "../src/internal/call/response.js"
 import {
   MAX_SEARCHED,
   MAX_SECRET,
@@ -12,8 +13,7 @@ import {
   scrub,
   type Scrubber,
   scrubber
-} from "../src/internal/redaction.js"
-import { serverText } from "../src/internal/response.js"
+} from "../src/internal/redaction/redaction.js"
 
 const redactEvery = (text: string, secret: string) => redactor([secret])(text)
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Metric, MetricLabel, Random, TestClock, Tracer } from "effect"
 import { type ClinicalClient, ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
-import * as Telemetry from "../src/internal/telemetry.js"
+import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { ClinicalError } from "effect-clinical"
-import * as TokenCache from "../src/internal/tokenCache.js"
+import * as TokenCache from "../src/internal/token/tokenCache.js"
 
 type State = TokenCache.State<string, string>
 

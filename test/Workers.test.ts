@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Stream } from "effect"
-import { mapUnordered } from "../src/internal/workers.js"
+import { mapUnordered } from "../src/internal/batch/workers.js"
 
 const indices = <E, R>(stream: Stream.Stream<number, E, R>) =>
   Effect.map(Stream.runCollect(stream), (all) => [...Chunk.toReadonlyArray(all)].sort((a, b) => a - b))

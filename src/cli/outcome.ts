@@ -7,7 +7,7 @@ import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Option from "effect/Option"
 import { isRequestError } from "../ClinicalError.js"
-import { stopReasonOf } from "../internal/batchTally.js"
+import { stopReasonOf } from "../internal/batch/batchTally.js"
 
 /** The documented exit codes. */
 export const ExitCode = {

@@ -3,8 +3,8 @@
  * scripts. Persons are named by their position in the input (`#1`), never by their PersonUid.
  */
 import type { ClinicalError } from "../ClinicalError.js"
-import { redactMarked } from "../internal/redaction.js"
-import { credentialShapesIn } from "../internal/secretShapes.js"
+import { redactMarked } from "../internal/redaction/redaction.js"
+import { credentialShapesIn } from "../internal/redaction/secretShapes.js"
 
 /**
  * What a terminal would act on rather than show: control characters (C0, DEL and C1: an escape

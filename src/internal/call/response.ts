@@ -18,11 +18,11 @@ import {
   TokenExpired,
   Unauthorized,
   UnexpectedStatus
-} from "../ClinicalError.js"
-import * as HttpDate from "../HttpDate.js"
-import type { TransportResponse } from "../HttpTransport.js"
-import * as Json from "./json.js"
-import { MAX_SEARCHED, scrub, type Scrubber, scrubber } from "./redaction.js"
+} from "../../ClinicalError.js"
+import * as HttpDate from "../../HttpDate.js"
+import type { TransportResponse } from "../../HttpTransport.js"
+import * as Json from "../json.js"
+import { MAX_SEARCHED, scrub, type Scrubber, scrubber } from "../redaction/redaction.js"
 
 /** The statuses that mean "this token is no good": refresh once and retry once. */
 export const isTokenRejected = (status: number): boolean => status === 401 || status === 419

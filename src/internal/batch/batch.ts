@@ -6,7 +6,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { type ClinicalError, InvalidRequest } from "../ClinicalError.js"
+import { type ClinicalError, InvalidRequest } from "../../ClinicalError.js"
 import * as Tally from "./batchTally.js"
 import { mapUnordered } from "./workers.js"
 

@@ -4,10 +4,10 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Redacted from "effect/Redacted"
-import { type Operation, TransportError } from "../ClinicalError.js"
-import type * as HttpTransport from "../HttpTransport.js"
-import * as HttpSpan from "./httpSpan.js"
-import { scrub } from "./redaction.js"
+import { type Operation, TransportError } from "../../ClinicalError.js"
+import type * as HttpTransport from "../../HttpTransport.js"
+import * as HttpSpan from "../observability/httpSpan.js"
+import { scrub } from "../redaction/redaction.js"
 
 /**
  * A transport's failure, labelled with the operation it belongs to; its detail scrubbed of

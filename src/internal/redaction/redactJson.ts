@@ -3,7 +3,7 @@
  * echoed of a request (its PersonUid, token, ApplicationId) inside its answer. A value with nothing
  * to take out is returned as it is, uncopied.
  */
-import { isRecord } from "./json.js"
+import { isRecord } from "../json.js"
 
 /** `value` with `redact` applied to every string in it, keys included; copied only where something changed. */
 export const redactJson = (value: unknown, redact: (text: string) => string): unknown => {

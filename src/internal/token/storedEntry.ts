@@ -7,7 +7,7 @@
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
-import { MAX_TOKEN_LENGTH, reveal, visibleAscii } from "./validate.js"
+import { MAX_TOKEN_LENGTH, reveal, visibleAscii } from "../validate.js"
 
 /** What is stored of a token, besides its generation and its time left (the store keeps those). */
 export interface Entry {

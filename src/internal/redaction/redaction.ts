@@ -35,10 +35,10 @@
  * ({@link redactor}): they are the data asked for, dates and codes included.
  */
 import type * as Redacted from "effect/Redacted"
+import { isGuid, reveal } from "../validate.js"
 import { hexDigit } from "./escapes.js"
 import { fold, foldedOf, forEachReading, isSeparator, release, type Units } from "./readings.js"
 import { shapesIn } from "./secretShapes.js"
-import { isGuid, reveal } from "./validate.js"
 
 export { MAX_DECODINGS } from "./readings.js"
 

@@ -3,7 +3,7 @@
  * come would fail the same way, so that sending on would only repeat it. Pure: `PersonData.getMany`
  * interprets it.
  */
-import type { ClinicalError } from "../ClinicalError.js"
+import type { ClinicalError } from "../../ClinicalError.js"
 
 /**
  * Why a batch stopped early:

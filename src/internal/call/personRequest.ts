@@ -4,9 +4,9 @@
  */
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
-import { InvalidRequest, type Operation } from "../ClinicalError.js"
+import { InvalidRequest, type Operation } from "../../ClinicalError.js"
+import { calendarDate, MAX_PERSON_UID_LENGTH, reveal, visibleAscii } from "../validate.js"
 import { SecretText } from "./secretText.js"
-import { calendarDate, MAX_PERSON_UID_LENGTH, reveal, visibleAscii } from "./validate.js"
 
 /** A PersonUid, as users pass it: plain, or already `Redacted`. */
 export type PersonUidInput = string | Redacted.Redacted<string>

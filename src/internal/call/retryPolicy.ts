@@ -4,8 +4,8 @@
  * that failed together do not retry together, and a `Retry-After` is always honoured.
  */
 import * as Duration from "effect/Duration"
-import type * as ClinicalConfig from "../ClinicalConfig.js"
-import type { ClinicalError } from "../ClinicalError.js"
+import type * as ClinicalConfig from "../../ClinicalConfig.js"
+import type { ClinicalError } from "../../ClinicalError.js"
 
 /** The settings the policy reads, in milliseconds. */
 export interface RetryPolicy {

@@ -13,7 +13,7 @@
  * A call that is not `resendable` (authenticate: a pass code may be single-use) is retried only
  * when its request surely never reached the server (`sent: false`).
  */
-import type { ClinicalError } from "../ClinicalError.js"
+import type { ClinicalError } from "../../ClinicalError.js"
 import { isTokenRejected } from "./response.js"
 import * as RetryPolicy from "./retryPolicy.js"
 

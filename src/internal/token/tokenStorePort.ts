@@ -3,7 +3,7 @@
  * alone, so that an adapter and the public module import them without importing each other.
  */
 import type * as Effect from "effect/Effect"
-import type { TokenStoreError } from "../ClinicalError.js"
+import type { TokenStoreError } from "../../ClinicalError.js"
 import type { Entry } from "./storedEntry.js"
 
 /** A token in the store, as one instance reads it. */
