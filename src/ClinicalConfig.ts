@@ -13,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { InvalidConfig } from "./ClinicalError.js"
-import { misspelledSettings, type Misspelling, misspellingWarning } from "./internal/settingTypos.js"
+import { misspelledSettings, misspellingWarning } from "./internal/settingTypos.js"
 import * as validate from "./internal/validate.js"
 
 /**
@@ -287,12 +287,14 @@ export const fromEnvironment: Effect.Effect<Service, InvalidConfig> = Effect.fla
 const TOOL_VARIABLES: ReadonlySet<string> = new Set(["CLINICAL_STACK", "CLINICAL_PERSON_UIDS"])
 
 /**
- * The variables of `present` (an environment's names) that look like a mistyped setting
- * (`CLINICAL_REQUEST_TIMOUT`), each with the setting it is nearest to. A misspelled setting is
- * silently unset: worth a warning, which names variables only, never a value.
+ * A warning for each variable of `present` (an environment's names) that looks like a mistyped
+ * setting (`CLINICAL_REQUEST_TIMOUT`), naming the setting it is nearest to. A misspelled setting is
+ * silently unset: worth a warning, which names variables only, never a value. Each caller says it
+ * its own way: a log line, Node's `process.emitWarning`, the command line's stderr.
  */
-export const misspelledVariables = (present: Iterable<string>): ReadonlyArray<Misspelling> =>
+export const misspellingWarnings = (present: Iterable<string>): ReadonlyArray<string> =>
   misspelledSettings(Array.from(present).filter((name) => !TOOL_VARIABLES.has(name)), Object.values(environment))
+    .map(misspellingWarning)
 
 /**
  * The settings from the environment; a `CLINICAL_*` variable of `process.env` a few letters away
@@ -302,13 +304,9 @@ export const layerConfig: Layer.Layer<ClinicalConfig, InvalidConfig> = Layer.eff
   ClinicalConfig,
   Effect.zipRight(
     Effect.suspend(() =>
-      Effect.forEach(
-        misspelledVariables(Object.keys(process.env)),
-        (found) => Effect.logWarning(misspellingWarning(found)),
-        {
-          discard: true
-        }
-      )
+      Effect.forEach(misspellingWarnings(Object.keys(process.env)), (warning) => Effect.logWarning(warning), {
+        discard: true
+      })
     ),
     fromEnvironment
   )

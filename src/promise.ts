@@ -35,7 +35,6 @@ import * as HttpTransport from "./HttpTransport.js"
 import { updater } from "./internal/observability/metricUpdater.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
 import { nameOf } from "./internal/operationName.js"
-import { misspellingWarning } from "./internal/settingTypos.js"
 import * as MedicationService from "./MedicationService.js"
 import * as PersonAuthentication from "./PersonAuthentication.js"
 import * as PersonData from "./PersonData.js"
@@ -409,8 +408,8 @@ export const createClinicalClientFromEnv = (
   }
   // Node's own channel for a mistake in how a program is set up (stderr, or process.on("warning")),
   // before the settings are checked: a misspelled required variable is why one is missing.
-  for (const found of ClinicalConfig.misspelledVariables(entries.map(([name]) => name))) {
-    process.emitWarning(misspellingWarning(found), { code: "CLINICAL_UNKNOWN_SETTING" })
+  for (const warning of ClinicalConfig.misspellingWarnings(entries.map(([name]) => name))) {
+    process.emitWarning(warning, { code: "CLINICAL_UNKNOWN_SETTING" })
   }
   const config = checked(
     Effect.runSyncExit(

@@ -166,7 +166,7 @@ const endDate = Options.text("end-date").pipe(
  * before the settings are read and anything is sent: a bad one is one usage error, not one failure
  * per person.
  */
-const checkedDates = (options: {
+const checkedArguments = (options: {
   readonly startDate: Option.Option<string>
   readonly endDate: Option.Option<string>
   /** The PersonUid arguments, checked too, when the command takes them. */
@@ -220,7 +220,7 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
     name,
     { settingsFile, personsFile, format, json: jsonFlag, ndjson: ndjsonFlag, startDate, endDate, persons: personArgs },
     (options) =>
-      Effect.flatMap(checkedDates(options), (dates) =>
+      Effect.flatMap(checkedArguments(options), (dates) =>
         Effect.gen(function*() {
           const chosen = options.json ? "json" : options.ndjson ? "ndjson" : options.format
           const entries = PersonData.getMany(
@@ -312,7 +312,7 @@ const batch = Command.make("batch", {
   startDate,
   endDate
 }, (options) =>
-  Effect.flatMap(checkedDates(options), ({ endDate, startDate }) =>
+  Effect.flatMap(checkedArguments(options), ({ endDate, startDate }) =>
     Effect.gen(function*() {
       const operation = yield* operationNamed(options.operation)
       const interactive = process.stderr.isTTY === true

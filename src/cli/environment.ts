@@ -16,7 +16,6 @@ import { readFile, stat } from "node:fs/promises"
 import { parseEnv } from "node:util"
 import * as ClinicalClient from "../ClinicalClient.js"
 import * as ClinicalConfig from "../ClinicalConfig.js"
-import { misspellingWarning } from "../internal/settingTypos.js"
 import { type CliError, usage } from "./outcome.js"
 import { printable, typed } from "./render.js"
 
@@ -32,8 +31,8 @@ const MAX_SETTINGS_BYTES = 1024 * 1024
 /** A warning on stderr for each variable (of the environment or the file) that looks like a mistyped setting. */
 const warnMisspelled = (names: Iterable<string>): Effect.Effect<void> =>
   Effect.forEach(
-    ClinicalConfig.misspelledVariables(names),
-    (found) => Console.error(`warning: ${printable(misspellingWarning(found))}`),
+    ClinicalConfig.misspellingWarnings(names),
+    (warning) => Console.error(`warning: ${printable(warning)}`),
     { discard: true }
   )
 

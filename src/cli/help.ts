@@ -47,13 +47,16 @@ const usageWords = (text: string): Array<string> => {
   return words
 }
 
-/** Words laid out in lines of at most `width` columns (a longer word alone on its line), each after `indent`, then `next`. */
+/**
+ * Words (without colour) laid out in lines of at most `width` columns (a longer word alone on its
+ * line), the first after `indent`, the others after `next`.
+ */
 const wrap = (words: ReadonlyArray<string>, indent: string, next: string, width: number): Array<string> => {
   const lines: Array<string> = []
   let line = ""
   for (const word of words) {
     const lead = lines.length === 0 ? indent : next
-    if (line !== "" && lead.length + line.length + 1 + visible(word).length > width) {
+    if (line !== "" && lead.length + line.length + 1 + word.length > width) {
       lines.push(lead + line)
       line = word
     } else {
@@ -63,8 +66,6 @@ const wrap = (words: ReadonlyArray<string>, indent: string, next: string, width:
   if (line !== "" || lines.length === 0) lines.push((lines.length === 0 ? indent : next) + line)
   return lines
 }
-
-const visible = (text: string): string => withoutColour(text)
 
 /** A command of the list: `  - <usage>   <description>`, the two apart by a run of spaces. */
 const COMMAND_ENTRY = /^(\s*)- (.*?\S)\s{2,}(\S.*)$/
@@ -80,7 +81,7 @@ export const fitHelp = (
   // Lines that continue a command's description (its "Example: ..." line) are indented under it.
   let describing: string | undefined
   for (const line of plain.split("\n")) {
-    const content = visible(line)
+    const content = withoutColour(line)
     if (content.trim() === "") {
       describing = undefined
       out.push(line)
@@ -100,7 +101,7 @@ export const fitHelp = (
       continue
     }
     const indent = describing ?? /^\s*/.exec(content)![0]
-    if (describing === undefined && visible(line).length <= width) {
+    if (describing === undefined && content.length <= width) {
       out.push(line)
       continue
     }

@@ -1,7 +1,7 @@
 /**
  * The command line's program, which the `effect-clinical` executable (bin.ts) starts: runs it with
- * Node's services and ends the process with the documented exit code. A typed failure prints its message (no stack trace);
- * `CLINICAL_STACK=1` prints Effect's whole cause; a defect always does.
+ * Node's services and ends the process with the documented exit code. A typed failure prints its
+ * message (no stack trace); `CLINICAL_STACK=1` prints Effect's whole cause; a defect always does.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
