@@ -200,105 +200,140 @@ export const forClient = (
   return post
 }
 
-/** Builds a call function over the given services (with a gate of its own: see {@link forClient}). */
-export const make = (
-  config: ClinicalConfig.Service,
-  transport: HttpTransport.Service,
-  tokens: TokenService.Service
-): AuthorizedPost => {
-  const retry = fromConfig(config)
-  const resendable: CallPolicy.Policy = { ...retry, resendable: true }
-  const singleUse: CallPolicy.Policy = { ...retry, resendable: false }
-  const deadlineMillis = Duration.toMillis(config.deadline)
-  const requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
-  const maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
-  const gate = Gate.make(config.maxConcurrentRequests)
+/** How a failed exchange ended: sent, unless the request surely never reached the server. */
+const failed = (error: HttpError): CallPolicy.Outcome => ({
+  _tag: "Failed",
+  error,
+  sent: !(error._tag === "TransportError" && error.requestSent === false)
+})
+
+/**
+ * The calls of one client, one method per step (a class rather than closures over shared state:
+ * V8 runs its methods as fast, and each step has a name). The public entry is {@link make}.
+ */
+class Caller {
+  private readonly resendable: CallPolicy.Policy
+  private readonly singleUse: CallPolicy.Policy
+  private readonly deadlineMillis: number
+  private readonly requestTimeoutMillis: number
+  private readonly maxRetryAfterMillis: number
+  private readonly gate: Gate.Gate
   // Tagged once per operation name: the names come from definitions in code, a small fixed set.
-  const metricsByOperation = new Map<Operation, ReturnType<typeof operationMetrics>>()
-  const metricsOf = (operation: Operation) => {
-    let metrics = metricsByOperation.get(operation)
-    if (metrics === undefined) metricsByOperation.set(operation, metrics = operationMetrics(operation))
+  private readonly metricsByOperation = new Map<Operation, ReturnType<typeof operationMetrics>>()
+  // The headers change with the token only: built once per token, not on every call.
+  private headersToken: TokenService.AccessToken | undefined = undefined
+  private headers: Readonly<Record<string, HttpTransport.WireValue>> = {}
+  private readonly fresh: ReturnType<typeof FreshToken.readerOf<TokenService.AccessToken>>
+  private readonly dispatch: HttpTransport.Service["dispatch"]
+
+  constructor(
+    private readonly config: ClinicalConfig.Service,
+    private readonly transport: HttpTransport.Service,
+    private readonly tokens: TokenService.Service
+  ) {
+    const retry = fromConfig(config)
+    this.resendable = { ...retry, resendable: true }
+    this.singleUse = { ...retry, resendable: false }
+    this.deadlineMillis = Duration.toMillis(config.deadline)
+    this.requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
+    this.maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
+    this.gate = Gate.make(config.maxConcurrentRequests)
+    this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
+    this.dispatch = transport.dispatch
+  }
+
+  /** Starts a call on the given fiber: on the common path when it can (see {@link common}), else on the Effect path. */
+  start<A>(fiber: FiberSpan.AnyFiber, call: Call<A>): Effect.Effect<A, ClinicalError> {
+    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    const now = clock.unsafeCurrentTimeMillis()
+    const begun = CallPolicy.begin(now, this.deadlineMillis)
+    const dispatch = this.dispatch
+    const used = dispatch === undefined || (call.traced && !FiberSpan.canMake(fiber, this.spanOf(fiber, call)))
+      ? undefined
+      : this.fresh?.(now)
+    return used === undefined
+      ? this.onEffectPath(fiber, call, this.attempt(call, begun))
+      : this.common(fiber, call, CallPolicy.attempted(begun), used, dispatch!, clock)
+  }
+
+  private metricsOf(operation: Operation) {
+    let metrics = this.metricsByOperation.get(operation)
+    if (metrics === undefined) this.metricsByOperation.set(operation, metrics = operationMetrics(operation))
     return metrics
   }
 
-  const deadlinePassed = (call: AnyCall): HttpError =>
-    new TransportError({
+  private deadlinePassed(call: AnyCall): HttpError {
+    return new TransportError({
       operation: call.operation,
       reason: "Deadline",
       method: "POST",
       url: call.url,
-      detail: `the call's deadline of ${Duration.format(config.deadline)} passed`
+      detail: `the call's deadline of ${Duration.format(this.config.deadline)} passed`
     })
-
-  // The headers change with the token only: built once per token, not on every call.
-  let headersToken: TokenService.AccessToken | undefined
-  let headers: Readonly<Record<string, HttpTransport.WireValue>> = {}
-  const headersFor = (token: TokenService.AccessToken) => {
-    if (token !== headersToken) {
-      headers = dataHeaders(config, token.authorization)
-      headersToken = token
-    }
-    return headers
   }
 
-  const request = (
+  private request(
     call: AnyCall,
     token: TokenService.AccessToken,
     timeoutMillis: number
-  ): HttpTransport.TransportRequest =>
-    new DataRequest(call.url, headersFor(token), call.body, config.maxResponseBytes, timeoutMillis)
+  ): HttpTransport.TransportRequest {
+    if (token !== this.headersToken) {
+      this.headers = dataHeaders(this.config, token.authorization)
+      this.headersToken = token
+    }
+    return new DataRequest(call.url, this.headers, call.body, this.config.maxResponseBytes, timeoutMillis)
+  }
 
   /** A transport's failure as the call's: a timeout that was really the deadline says so. */
-  const transportFailure = (call: AnyCall, byDeadline: boolean, error: TransportError): HttpError =>
-    byDeadline && error.reason === "Timeout" ? deadlinePassed(call) : labelled(error, call.operation, call.secrets())
+  private transportFailure(call: AnyCall, byDeadline: boolean, error: TransportError): HttpError {
+    return byDeadline && error.reason === "Timeout"
+      ? this.deadlinePassed(call)
+      : labelled(error, call.operation, call.secrets())
+  }
 
   // One request with the attempt timeout, cut short by the deadline if that comes first.
-  const exchange = (call: AnyCall, progress: CallPolicy.Progress, token: TokenService.AccessToken) =>
-    Effect.clockWith((clock) => {
-      const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
-      if (budget._tag === "Passed") return Effect.fail(deadlinePassed(call))
+  private exchange(call: AnyCall, progress: CallPolicy.Progress, token: TokenService.AccessToken) {
+    return Effect.clockWith((clock) => {
+      const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), this.requestTimeoutMillis)
+      if (budget._tag === "Passed") return Effect.fail(this.deadlinePassed(call))
       return Effect.mapError(
         HttpSpan.attempt(
-          request(call, token, budget.timeoutMillis),
+          this.request(call, token, budget.timeoutMillis),
           progress.attempts - 1,
-          config.tracePropagation,
-          transport.send,
+          this.config.tracePropagation,
+          this.transport.send,
           call.traced
         ),
-        (error) => transportFailure(call, budget.byDeadline, error)
+        (error) => this.transportFailure(call, budget.byDeadline, error)
       )
     })
-
-  // A turn is held only while the request is in flight. The wait for one needs no timer of its
-  // own to respect the deadline: turns are given in arrival order, so every call ahead started
-  // earlier, has an earlier deadline, and holds its turn no longer than that (its request's
-  // timeout is cut to it). A turn that comes too late fails at once in `exchange`.
-  const withTurn = <A>(effect: Effect.Effect<A, HttpError>) => gate.run(effect)
+  }
 
   // The token: at once when cached; a wait for a refresh is bounded by the deadline.
-  const token = (call: AnyCall, progress: CallPolicy.Progress) =>
-    Effect.clockWith((clock) =>
+  private token(call: AnyCall, progress: CallPolicy.Progress) {
+    return Effect.clockWith((clock) =>
       Effect.mapError(
-        tokens.getWithin(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis())),
+        this.tokens.getWithin(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis())),
         (error): ClinicalError =>
-          error._tag === "TransportError" && error.reason === "Deadline" ? deadlinePassed(call) : error
+          error._tag === "TransportError" && error.reason === "Deadline" ? this.deadlinePassed(call) : error
       )
     )
+  }
 
   // The call's bookkeeping in one step: attempts histogram, failures counter, span attributes.
   // Metrics are updated with the fiber's metric tags, as `Metric.update` would.
-  const recordIn = (
+  private recordIn(
     fiber: FiberSpan.AnyFiber,
     call: AnyCall,
     progress: CallPolicy.Progress,
     status: number | undefined,
     error: ClinicalError | undefined
-  ): void => {
+  ): void {
     const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
-    const m = metricsOf(call.operation)
+    const m = this.metricsOf(call.operation)
     m.attempts(progress.attempts, tags)
     if (error !== undefined) m.failure(error._tag).unsafeUpdate(1, tags)
-    const span = spanOf(fiber, call)
+    const span = this.spanOf(fiber, call)
     if (span !== undefined && span._tag === "Span") {
       span.attribute("clinical.attempts", progress.attempts)
       if (status !== undefined) span.attribute("http.response.status_code", status)
@@ -306,63 +341,54 @@ export const make = (
     }
   }
 
-  const record = (
-    call: AnyCall,
-    progress: CallPolicy.Progress,
-    status: number | undefined,
-    error: ClinicalError | undefined
-  ) =>
-    Effect.withFiberRuntime<void>((fiber) => {
-      recordIn(fiber, call, progress, status, error)
-      return Effect.void
-    })
-
-  const answer = (
-    call: AnyCall,
-    status: number,
-    json: unknown,
-    used: TokenService.AccessToken | undefined
-  ): JsonResponse => new Answer(status, json, call, config.applicationId, used)
-
   /** Where the call's attempts and attributes go: its own span, else the current one (`Effect.withSpan`'s). */
-  const spanOf = (fiber: FiberSpan.AnyFiber, call: AnyCall): Tracer.AnySpan | undefined =>
-    call.traced ? call.span ?? fiber.currentSpan : undefined
+  private spanOf(fiber: FiberSpan.AnyFiber, call: AnyCall): Tracer.AnySpan | undefined {
+    return call.traced ? call.span ?? fiber.currentSpan : undefined
+  }
 
   /** The end of a call whose answer reads: what the call makes of it, recorded (a failure as any other). */
-  const finished = <A>(
+  private finished<A>(
     fiber: FiberSpan.AnyFiber,
     call: Call<A>,
     progress: CallPolicy.Progress,
     status: number,
     json: unknown,
     used: TokenService.AccessToken | undefined
-  ): Either.Either<A, ClinicalError> => {
-    const out = call.finish(answer(call, status, json, used))
-    recordIn(fiber, call, progress, status, Either.isLeft(out) ? out.left : undefined)
+  ): Either.Either<A, ClinicalError> {
+    const out = call.finish(new Answer(status, json, call, this.config.applicationId, used))
+    this.recordIn(fiber, call, progress, status, Either.isLeft(out) ? out.left : undefined)
     return out
   }
 
-  const succeed = <A>(
+  private succeed<A>(
     call: Call<A>,
     progress: CallPolicy.Progress,
     status: number,
     json: unknown,
     used: TokenService.AccessToken | undefined
-  ): Effect.Effect<A, ClinicalError> =>
-    Effect.withFiberRuntime((fiber) => finished(fiber, call, progress, status, json, used))
+  ): Effect.Effect<A, ClinicalError> {
+    return Effect.withFiberRuntime((fiber) => this.finished(fiber, call, progress, status, json, used))
+  }
 
-  const fail = (call: AnyCall, progress: CallPolicy.Progress, error: ClinicalError) =>
-    Effect.zipRight(record(call, progress, "status" in error ? error.status : undefined, error), Effect.fail(error))
+  private fail(call: AnyCall, progress: CallPolicy.Progress, error: ClinicalError) {
+    return Effect.zipRight(
+      Effect.withFiberRuntime<void>((fiber) => {
+        this.recordIn(fiber, call, progress, "status" in error ? error.status : undefined, error)
+        return Effect.void
+      }),
+      Effect.fail(error)
+    )
+  }
 
   /**
    * The Effect path of a call from `effect` on: under the call's span when the caller handed one
    * (its children, its logs), which it ends when the call does.
    */
-  const onEffectPath = <A>(
+  private onEffectPath<A>(
     fiber: FiberSpan.AnyFiber,
     call: Call<A>,
     effect: Effect.Effect<A, ClinicalError>
-  ): Effect.Effect<A, ClinicalError> => {
+  ): Effect.Effect<A, ClinicalError> {
     const span = call.span
     return span === undefined ? effect : Effect.onExit(
       Effect.withParentSpan(effect, span),
@@ -370,40 +396,33 @@ export const make = (
     )
   }
 
-  /** How a failed exchange ended: sent, unless the request surely never reached the server. */
-  const failed = (error: HttpError): CallPolicy.Outcome => ({
-    _tag: "Failed",
-    error,
-    sent: !(error._tag === "TransportError" && error.requestSent === false)
-  })
-
   // Acts on the pure step for how the attempt ended.
-  const proceed = <A>(
+  private proceed<A>(
     call: Call<A>,
     progress: CallPolicy.Progress,
     outcome: CallPolicy.Outcome,
     used: TokenService.AccessToken | undefined
-  ): Effect.Effect<A, ClinicalError> =>
-    Effect.flatMap(Random.next, (random) =>
+  ): Effect.Effect<A, ClinicalError> {
+    return Effect.flatMap(Random.next, (random) =>
       Effect.clockWith((clock) => {
-        const policy = call.resendable ? resendable : singleUse
+        const policy = call.resendable ? this.resendable : this.singleUse
         const step = CallPolicy.next(policy, progress, outcome, clock.unsafeCurrentTimeMillis(), random)
         switch (step._tag) {
           case "Done":
-            return succeed(call, step.progress, step.status, step.json, used)
+            return this.succeed(call, step.progress, step.status, step.json, used)
           case "Fail":
-            return fail(call, step.progress, step.error)
+            return this.fail(call, step.progress, step.error)
           case "RefreshToken":
             return Effect.logDebug("token rejected; refreshing it and retrying once").pipe(
               Effect.annotateLogs({
                 status: outcome._tag === "Answered" ? outcome.status : 0,
                 generation: used?.generation
               }),
-              Effect.zipRight(used === undefined ? Effect.void : tokens.invalidate(used)),
-              Effect.zipRight(Effect.suspend(() => attempt(call, step.progress)))
+              Effect.zipRight(used === undefined ? Effect.void : this.tokens.invalidate(used)),
+              Effect.zipRight(Effect.suspend(() => this.attempt(call, step.progress)))
             )
           case "Retry":
-            return Metric.increment(metricsOf(call.operation).retry(step.cause)).pipe(
+            return Metric.increment(this.metricsOf(call.operation).retry(step.cause)).pipe(
               Effect.zipRight(
                 Effect.logDebug("retrying").pipe(
                   Effect.annotateLogs({
@@ -414,56 +433,63 @@ export const make = (
                 )
               ),
               Effect.zipRight(Effect.sleep(Duration.millis(step.delayMillis))),
-              Effect.zipRight(Effect.suspend(() => attempt(call, step.progress)))
+              Effect.zipRight(Effect.suspend(() => this.attempt(call, step.progress)))
             )
         }
       }))
+  }
 
   /** A response read into its JSON, or the error it stands for. */
-  const readAnswer = (
+  private readAnswer(
     call: AnyCall,
     used: TokenService.AccessToken,
     response: HttpTransport.TransportResponse,
     now: number
-  ) =>
-    readJson({
+  ) {
+    return readJson({
       operation: call.operation,
       method: "POST",
       url: call.url,
-      secrets: () => [...call.secrets(), used.token, config.applicationId],
+      secrets: () => [...call.secrets(), used.token, this.config.applicationId],
       now,
-      maxRetryAfterMillis
+      maxRetryAfterMillis: this.maxRetryAfterMillis
     }, response)
+  }
 
-  const answered = <A>(
+  private answered<A>(
     call: Call<A>,
     progress: CallPolicy.Progress,
     used: TokenService.AccessToken,
     response: HttpTransport.TransportResponse
-  ): Effect.Effect<A, ClinicalError> =>
-    Effect.clockWith((clock) => {
-      const read = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
+  ): Effect.Effect<A, ClinicalError> {
+    return Effect.clockWith((clock) => {
+      const read = this.readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
       // The common case needs no step: a body that reads is the answer.
       return read._tag === "Right"
-        ? succeed(call, progress, response.status, read.right, used)
-        : proceed(call, progress, { _tag: "Answered", status: response.status, read }, used)
-    })
-
-  const attempt = <A>(call: Call<A>, before: CallPolicy.Progress): Effect.Effect<A, ClinicalError> => {
-    const progress = CallPolicy.attempted(before)
-    return Effect.matchEffect(token(call, progress), {
-      // Nothing of this call was sent yet: a token failure may always be retried.
-      onFailure: (error) => proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined),
-      onSuccess: (used) =>
-        Effect.matchEffect(withTurn(exchange(call, progress, used)), {
-          onFailure: (error) => proceed(call, progress, failed(error), used),
-          onSuccess: (response) => answered(call, progress, used, response)
-        })
+        ? this.succeed(call, progress, response.status, read.right, used)
+        : this.proceed(call, progress, { _tag: "Answered", status: response.status, read }, used)
     })
   }
 
-  const fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
-  const dispatch = transport.dispatch
+  /**
+   * One attempt on the Effect path. A turn of the gate is held only while the request is in
+   * flight. The wait for one needs no timer of its own to respect the deadline: turns are given in
+   * arrival order, so every call ahead started earlier, has an earlier deadline, and holds its turn
+   * no longer than that (its request's timeout is cut to it). A turn that comes too late fails at
+   * once in `exchange`.
+   */
+  private attempt<A>(call: Call<A>, before: CallPolicy.Progress): Effect.Effect<A, ClinicalError> {
+    const progress = CallPolicy.attempted(before)
+    return Effect.matchEffect(this.token(call, progress), {
+      // Nothing of this call was sent yet: a token failure may always be retried.
+      onFailure: (error) => this.proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined),
+      onSuccess: (used) =>
+        Effect.matchEffect(this.gate.run(this.exchange(call, progress, used)), {
+          onFailure: (error) => this.proceed(call, progress, failed(error), used),
+          onSuccess: (response) => this.answered(call, progress, used, response)
+        })
+    })
+  }
 
   /**
    * The call's common path, with no fiber suspended but for the wait on the socket: a fresh token
@@ -473,36 +499,37 @@ export const make = (
    * point reached (`proceed` with this attempt's progress and outcome), so that every rule lives
    * once. Only a transport that offers `dispatch` has this path.
    */
-  const common = <A>(
+  private common<A>(
     fiber: FiberSpan.AnyFiber,
     call: Call<A>,
     progress: CallPolicy.Progress,
     used: TokenService.AccessToken,
     send: NonNullable<HttpTransport.Service["dispatch"]>,
     clock: Clock.Clock
-  ): Effect.Effect<A, ClinicalError> =>
-    callback<A, ClinicalError>((resume) => {
+  ): Effect.Effect<A, ClinicalError> {
+    const gate = this.gate
+    return callback<A, ClinicalError>((resume) => {
       let holding = false
       // The request in flight: its attempt, and how to call it off (two variables, no object per call).
       let attempt: HttpSpan.Attempt | undefined
       let cancel: (() => void) | undefined
       // Anything but the answer goes on on the Effect path, from this attempt.
       const continueFrom = (outcome: CallPolicy.Outcome) =>
-        resume(onEffectPath(fiber, call, proceed(call, progress, outcome, used)))
+        resume(this.onEffectPath(fiber, call, this.proceed(call, progress, outcome, used)))
       const withdraw = gate.take(() => {
         holding = true
-        const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), requestTimeoutMillis)
+        const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), this.requestTimeoutMillis)
         if (budget._tag === "Passed") {
           holding = false
           gate.leave()
-          return resume(onEffectPath(fiber, call, fail(call, progress, deadlinePassed(call))))
+          return resume(this.onEffectPath(fiber, call, this.fail(call, progress, this.deadlinePassed(call))))
         }
         const started = HttpSpan.startIn(
           fiber,
-          spanOf(fiber, call),
-          request(call, used, budget.timeoutMillis),
+          this.spanOf(fiber, call),
+          this.request(call, used, budget.timeoutMillis),
           0,
-          config.tracePropagation,
+          this.config.tracePropagation,
           call.traced
         )
         attempt = started
@@ -512,13 +539,13 @@ export const make = (
           gate.leave()
           started.end(outcome, fiber)
           if (Either.isLeft(outcome)) {
-            return continueFrom(failed(transportFailure(call, budget.byDeadline, outcome.left)))
+            return continueFrom(failed(this.transportFailure(call, budget.byDeadline, outcome.left)))
           }
           const response = outcome.right
-          const json = readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
+          const json = this.readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
           if (Either.isLeft(json)) return continueFrom({ _tag: "Answered", status: response.status, read: json })
           // The call ends here: what it makes of the answer, recorded, its span ended.
-          const out = finished(fiber, call, progress, response.status, json.right, used)
+          const out = this.finished(fiber, call, progress, response.status, json.right, used)
           if (call.span !== undefined) {
             FiberSpan.end(fiber, call.span, Either.isRight(out) ? Exit.void : Exit.fail(out.left))
           }
@@ -539,21 +566,18 @@ export const make = (
         if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.interrupt(fiber.id()))
       }
     })
-
-  const start = <A>(fiber: FiberSpan.AnyFiber, call: Call<A>): Effect.Effect<A, ClinicalError> => {
-    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-    const now = clock.unsafeCurrentTimeMillis()
-    const begun = CallPolicy.begin(now, deadlineMillis)
-    const used = dispatch === undefined || (call.traced && !FiberSpan.canMake(fiber, spanOf(fiber, call)))
-      ? undefined
-      : fresh?.(now)
-    return used === undefined
-      ? onEffectPath(fiber, call, attempt(call, begun))
-      : common(fiber, call, CallPolicy.attempted(begun), used, dispatch!, clock)
   }
+}
 
+/** Builds a call function over the given services (with a gate of its own: see {@link forClient}). */
+export const make = (
+  config: ClinicalConfig.Service,
+  transport: HttpTransport.Service,
+  tokens: TokenService.Service
+): AuthorizedPost => {
+  const caller = new Caller(config, transport, tokens)
   return <A>(call: Call<A>, fiber?: FiberSpan.AnyFiber) =>
     fiber === undefined
-      ? Effect.withFiberRuntime<A, ClinicalError>((current) => start(current, call))
-      : start(fiber, call)
+      ? Effect.withFiberRuntime<A, ClinicalError>((current) => caller.start(current, call))
+      : caller.start(fiber, call)
 }
