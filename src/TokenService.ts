@@ -92,39 +92,311 @@ type Next =
   | { readonly _tag: "Now"; readonly outcome: Effect.Effect<AccessToken, HttpError> }
   | { readonly _tag: "Wait"; readonly refresh: Refresh }
 
+/** A token as cached: `issued`, its refresh windows placed, numbered `generation`. */
+const cachedToken = (
+  windows: TokenCache.Windows,
+  issued: IssuedToken,
+  generation: number
+): TokenCache.Cached<AccessToken> => {
+  const at = TokenCache.windowsOf(windows, issued.sentAt, issued.lifetimeMillis)
+  return {
+    ...at,
+    generation,
+    token: {
+      token: issued.token,
+      authorization: Redacted.make(`Bearer ${Redacted.value(issued.token)}`),
+      generation,
+      issuedAt: issued.sentAt,
+      expiresAt: at.expiresAt,
+      lifetimeMillis: issued.lifetimeMillis,
+      serverLifetimeMillis: issued.serverLifetimeMillis,
+      serverClockSkewMillis: issued.serverClockSkewMillis,
+      source: issued.source,
+      storeGeneration: issued.storeGeneration
+    }
+  }
+}
+
+/** A refresh's failure, on its span and in the log. */
+const reportFailure = (cause: Cause.Cause<HttpError>) => {
+  const error = Option.match(Cause.failureOption(cause), {
+    onNone: () => (Cause.isInterruptedOnly(cause) ? "interrupted" : "defect"),
+    onSome: (error) => error._tag
+  })
+  return Effect.zipRight(
+    Effect.annotateCurrentSpan("clinical.error", error),
+    Effect.logWarning("token refresh failed").pipe(Effect.annotateLogs({ error }))
+  )
+}
+
+/** A new token's facts, on the refresh's span, in the metrics and the log. */
+const reportIssued = (token: AccessToken) => {
+  const facts = {
+    generation: token.generation,
+    lifetimeSeconds: Math.round(token.lifetimeMillis / 1000),
+    serverClockSkewMillis: token.serverClockSkewMillis ?? "unknown"
+  }
+  return Effect.all([
+    Effect.annotateCurrentSpan({
+      "clinical.token.generation": facts.generation,
+      "clinical.token.lifetime_seconds": facts.lifetimeSeconds,
+      "clinical.token.server_lifetime_seconds": Math.round(token.serverLifetimeMillis / 1000),
+      "clinical.server_clock_skew_ms": facts.serverClockSkewMillis,
+      "clinical.token.source": token.source
+    }),
+    Metric.set(Telemetry.tokenLifetime, facts.lifetimeSeconds),
+    token.serverClockSkewMillis === undefined
+      ? Effect.void
+      : Metric.set(Telemetry.serverClockSkew, token.serverClockSkewMillis),
+    Effect.logDebug("token issued").pipe(Effect.annotateLogs(facts))
+  ], { discard: true })
+}
+
+/** `maxWait` in milliseconds, or the `InvalidRequest` it is. The call path passes a plain number: no Duration is decoded on it. */
+const maxWaitMillis = (maxWait: Duration.DurationInput): number | InvalidRequest => {
+  if (typeof maxWait === "number" && maxWait >= 0) return maxWait
+  // Duration reads NaN and negative numbers as zero; as an argument they are a mistake.
+  const decoded = typeof maxWait === "number" || (typeof maxWait === "string" && maxWait.trim().startsWith("-"))
+    ? Option.none()
+    : Duration.decodeUnknown(maxWait)
+  return Option.isSome(decoded)
+    ? Duration.toMillis(decoded.value)
+    : new InvalidRequest({ operation: "token", field: "maxWait", reason: "must be a duration, e.g. \"5 seconds\"" })
+}
+
 /**
- * Builds the token cache: an interpreter of the pure decisions in `internal/tokenCache` (which
- * hold every rule), with the lock, the `Deferred` and the fork into the layer's scope here. Owns
- * fibers, so it needs a `Scope`: use {@link layer}.
+ * The token cache's moving parts, one method per step: an interpreter of the pure decisions in
+ * `internal/token/tokenCache` (which hold every rule), with the lock, the `Deferred` and the fork
+ * into the layer's scope here.
+ */
+class TokenKeeper {
+  // The state: changed one step at a time under the lock (as a SynchronizedRef would), read
+  // without it (the fast path, and the call's common path, which reads it synchronously).
+  private latest: TokenCache.State<AccessToken, Refresh> = TokenCache.empty
+  // The last token refused (401/419), by fingerprint: the refresh that follows must not take it again.
+  private refused: string | undefined = undefined
+  // An absurd lifetime is cut to maxTokenLifetime; the operator hears of it once, not on every refresh.
+  private clampReported = false
+  private readonly policy: RetryPolicy.RetryPolicy
+  private readonly url: string
+
+  constructor(
+    config: Context.Tag.Service<ClinicalConfig>,
+    private readonly windows: TokenCache.Windows,
+    private readonly sharing: TokenSharing.Sharing,
+    private readonly lock: Effect.Semaphore,
+    private readonly scope: Scope.Scope
+  ) {
+    this.policy = RetryPolicy.fromConfig(config)
+    this.url = tokenUrl(config)
+  }
+
+  /** A token fresh at `now` without a step of the lock, or `undefined`. */
+  fresh(now: number): AccessToken | undefined {
+    return TokenCache.fresh(this.latest, now)
+  }
+
+  acquire(maxWaitMillis: number | undefined): Effect.Effect<AccessToken, HttpError> {
+    return Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      // Fast path: a fresh token, no lock taken, no timer.
+      const token = this.fresh(now)
+      return token !== undefined
+        ? Effect.succeed(token)
+        : Effect.flatMap(this.decide(now), (next) => this.follow(next, maxWaitMillis))
+    })
+  }
+
+  // The store first, so that the refresh that follows cannot find the refused token there; and
+  // the refresh avoids it even if the store could not drop it. Only the cached token counts: a
+  // late refusal of an older one changes nothing.
+  invalidate(token: AccessToken): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (typeof token !== "object" || token === null) return Effect.void
+      if (TokenCache.cachedOf(this.latest)?.generation !== token.generation) return Effect.void
+      const refused = this.refused = TokenStore.fingerprint(token.token)
+      return Effect.zipRight(
+        this.sharing.invalidate(refused),
+        this.modify((current) =>
+          Effect.succeed([undefined, TokenCache.invalidated(current, token.generation)] as const)
+        )
+      )
+    })
+  }
+
+  private modify<A>(
+    step: (
+      current: TokenCache.State<AccessToken, Refresh>
+    ) => Effect.Effect<readonly [A, TokenCache.State<AccessToken, Refresh>]>
+  ): Effect.Effect<A> {
+    return this.lock.withPermits(1)(
+      Effect.suspend(() =>
+        Effect.map(step(this.latest), ([result, next]) => {
+          this.latest = next
+          return result
+        })
+      )
+    )
+  }
+
+  private avoiding(held: TokenCache.Cached<AccessToken> | undefined): ReadonlyArray<string> {
+    const avoid = held === undefined ? [] : [TokenStore.fingerprint(held.token.token)]
+    return this.refused === undefined ? avoid : [...avoid, this.refused]
+  }
+
+  // A background refresh retries as `backgroundStep` says, while callers keep the current token.
+  private requestUntil(hardAt: number, avoid: ReadonlyArray<string>, retry = 1): Effect.Effect<IssuedToken, HttpError> {
+    return Effect.catchAll(
+      this.sharing.obtain(avoid),
+      (error) =>
+        Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, random]) => {
+          const step = TokenCache.backgroundStep(this.policy, error, retry, now, hardAt, random)
+          if (step._tag === "GiveUp") return Effect.fail(error)
+          return Effect.logDebug("background token refresh failed; retrying").pipe(
+            Effect.annotateLogs({ error: error._tag, delayMillis: Math.round(step.delayMillis) }),
+            Effect.zipRight(Effect.sleep(Duration.millis(step.delayMillis))),
+            Effect.zipRight(this.requestUntil(hardAt, avoid, retry + 1))
+          )
+        })
+    )
+  }
+
+  // Stores the outcome and hands it to every waiter.
+  private settle(exit: Exit.Exit<IssuedToken, HttpError>, refresh: Refresh, reason: TokenCache.Reason, now: number) {
+    return this.modify((current) => {
+      if (Exit.isSuccess(exit)) {
+        const next = TokenCache.succeeded(current, (generation) => cachedToken(this.windows, exit.value, generation))
+        return Effect.succeed([Exit.succeed(next.cached.token), next] as const)
+      }
+      const error = Cause.failureOption(exit.cause)
+      const throttle = Option.isSome(error) ? TokenCache.throttleOf(error.value, now) : undefined
+      // Only the refresh the state records may end it (defensive: there is never another).
+      const ours = current._tag === "Refreshing" && current.refresh === refresh
+      const next = ours ? TokenCache.failed(current, reason, throttle) : current
+      return Effect.succeed([Exit.failCause(exit.cause) as Exit.Exit<AccessToken, HttpError>, next] as const)
+    })
+  }
+
+  private reportClamp(token: AccessToken) {
+    if (this.clampReported || token.lifetimeMillis >= token.serverLifetimeMillis) return Effect.void
+    this.clampReported = true
+    return Effect.logWarning("the token endpoint gave a lifetime longer than maxTokenLifetime; using the cap").pipe(
+      Effect.annotateLogs({
+        serverLifetimeSeconds: Math.round(token.serverLifetimeMillis / 1000),
+        lifetimeSeconds: Math.round(token.lifetimeMillis / 1000)
+      })
+    )
+  }
+
+  private report(outcome: Exit.Exit<AccessToken, HttpError>) {
+    return Exit.match(outcome, {
+      onFailure: reportFailure,
+      onSuccess: (token) => Effect.zipRight(reportIssued(token), this.reportClamp(token))
+    })
+  }
+
+  // Runs in the layer's scope. Whatever happens to it (success, failure, interruption when the
+  // layer closes), the state forgets the refresh and every waiter gets the outcome.
+  private refresh(deferred: Refresh, reason: TokenCache.Reason, held: TokenCache.Cached<AccessToken> | undefined) {
+    return Metric.increment(Metric.tagged(Telemetry.tokenRefreshes, "reason", reason)).pipe(
+      Effect.zipRight(
+        reason === "soft-window"
+          ? this.requestUntil(held?.hardAt ?? 0, this.avoiding(held))
+          : this.sharing.obtain(this.avoiding(held))
+      ),
+      Effect.onExit((exit) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => this.settle(exit, deferred, reason, now)).pipe(
+          Effect.tap((outcome) => this.report(outcome)),
+          Effect.flatMap((outcome) => Deferred.done(deferred, outcome))
+        )
+      ),
+      Effect.withSpan("TokenService.refresh", { attributes: { "clinical.refresh.reason": reason } }),
+      Effect.annotateLogs({ refreshReason: reason }),
+      // The outcome went to the waiters (and the log) above; the fiber itself ends quietly.
+      Effect.ignore,
+      // Forked from inside the uninterruptible decision: the refresh itself must stay
+      // interruptible, or its timeouts could not fire and the layer could not close.
+      Effect.interruptible,
+      Effect.forkIn(this.scope)
+    )
+  }
+
+  /** Starts a refresh and records it, in one step of the lock. */
+  private start(current: TokenCache.State<AccessToken, Refresh>, reason: TokenCache.Reason) {
+    return Effect.flatMap(Deferred.make<AccessToken, HttpError>(), (deferred) =>
+      Effect.as(
+        this.refresh(deferred, reason, TokenCache.cachedOf(current)),
+        [deferred, TokenCache.started(current, deferred, reason)] as const
+      ))
+  }
+
+  // The slow path, serialised by the lock: acts on the pure decision. Uninterruptible, so that a
+  // caller interrupted here cannot fork a refresh the state never records (a second token
+  // request); the wait it returns runs outside, interruptibly.
+  private decide(now: number) {
+    return Effect.uninterruptible(this.modify((current) => this.decided(current, now)))
+  }
+
+  private decided(
+    current: TokenCache.State<AccessToken, Refresh>,
+    now: number
+  ): Effect.Effect<readonly [Next, TokenCache.State<AccessToken, Refresh>]> {
+    const decision = TokenCache.decide(current, now)
+    switch (decision._tag) {
+      case "Serve":
+        return Effect.succeed([{ _tag: "Now", outcome: Effect.succeed(decision.token) }, current])
+      case "ServeAndRefresh":
+        return Effect.map(
+          this.start(current, "soft-window"),
+          ([, next]) => [{ _tag: "Now", outcome: Effect.succeed(decision.token) }, next] as const
+        )
+      case "Await":
+        return Effect.succeed([{ _tag: "Wait", refresh: decision.refresh }, current])
+      case "RefreshAndAwait":
+        return Effect.map(
+          this.start(current, decision.reason),
+          ([deferred, next]) => [{ _tag: "Wait", refresh: deferred }, next] as const
+        )
+      case "FailFast": {
+        const outcome = Effect.zipRight(
+          Metric.increment(Telemetry.throttledFastFails),
+          Effect.fail(decision.error)
+        )
+        return Effect.succeed([{ _tag: "Now", outcome }, current])
+      }
+    }
+  }
+
+  private follow(next: Next, maxWaitMillis: number | undefined): Effect.Effect<AccessToken, HttpError> {
+    if (next._tag === "Now") return next.outcome
+    const waiting = Deferred.await(next.refresh)
+    return maxWaitMillis === undefined ? waiting : Effect.timeoutFail(waiting, {
+      duration: Duration.millis(maxWaitMillis),
+      onTimeout: () =>
+        new TransportError({
+          operation: "token",
+          reason: "Deadline",
+          method: "POST",
+          url: this.url,
+          detail: `no token within ${maxWaitMillis} ms`
+        })
+    })
+  }
+}
+
+/**
+ * Builds the token cache (see {@link TokenKeeper}). Owns fibers, so it needs a `Scope`: use
+ * {@link layer}.
  */
 export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | Scope.Scope> = Effect.gen(
   function*() {
     const config = yield* ClinicalConfig
     const transport = yield* HttpTransport
     const scope = yield* Effect.scope
-    // The state: changed one step at a time under the lock (as a SynchronizedRef would), read
-    // without it (the fast path, and the call's common path, which reads it synchronously).
-    let latest: TokenCache.State<AccessToken, Refresh> = TokenCache.empty
-    const lock = yield* Effect.makeSemaphore(1)
-    const modify = <A>(
-      step: (
-        current: TokenCache.State<AccessToken, Refresh>
-      ) => Effect.Effect<readonly [A, TokenCache.State<AccessToken, Refresh>]>
-    ): Effect.Effect<A> =>
-      lock.withPermits(1)(
-        Effect.suspend(() =>
-          Effect.map(step(latest), ([result, next]) => {
-            latest = next
-            return result
-          })
-        )
-      )
     const windows: TokenCache.Windows = {
       softWindowMillis: Duration.toMillis(config.softRefreshWindow),
       hardWindowMillis: Duration.toMillis(config.hardRefreshWindow)
     }
-    const policy = RetryPolicy.fromConfig(config)
-    const url = tokenUrl(config)
     const store = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), TokenStore.memory)
     const sharing = TokenSharing.make({
       store,
@@ -139,244 +411,16 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       background: (effect) => Effect.asVoid(Effect.forkIn(effect, scope)),
       secrets: [config.applicationId]
     })
-    // The last token refused (401/419), by fingerprint: the refresh that follows must not take it again.
-    let refused: string | undefined
-    const avoiding = (held: TokenCache.Cached<AccessToken> | undefined): ReadonlyArray<string> => {
-      const avoid = held === undefined ? [] : [TokenStore.fingerprint(held.token.token)]
-      return refused === undefined ? avoid : [...avoid, refused]
-    }
-
-    const toCached = (issued: IssuedToken) => (generation: number): TokenCache.Cached<AccessToken> => {
-      const at = TokenCache.windowsOf(windows, issued.sentAt, issued.lifetimeMillis)
-      return {
-        ...at,
-        generation,
-        token: {
-          token: issued.token,
-          authorization: Redacted.make(`Bearer ${Redacted.value(issued.token)}`),
-          generation,
-          issuedAt: issued.sentAt,
-          expiresAt: at.expiresAt,
-          lifetimeMillis: issued.lifetimeMillis,
-          serverLifetimeMillis: issued.serverLifetimeMillis,
-          serverClockSkewMillis: issued.serverClockSkewMillis,
-          source: issued.source,
-          storeGeneration: issued.storeGeneration
-        }
-      }
-    }
-
-    // A background refresh retries as `backgroundStep` says, while callers keep the current token.
-    const requestUntil = (
-      hardAt: number,
-      avoid: ReadonlyArray<string>,
-      retry = 1
-    ): Effect.Effect<IssuedToken, HttpError> =>
-      Effect.catchAll(
-        sharing.obtain(avoid),
-        (error) =>
-          Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, random]) => {
-            const step = TokenCache.backgroundStep(policy, error, retry, now, hardAt, random)
-            if (step._tag === "GiveUp") return Effect.fail(error)
-            return Effect.logDebug("background token refresh failed; retrying").pipe(
-              Effect.annotateLogs({ error: error._tag, delayMillis: Math.round(step.delayMillis) }),
-              Effect.zipRight(Effect.sleep(Duration.millis(step.delayMillis))),
-              Effect.zipRight(requestUntil(hardAt, avoid, retry + 1))
-            )
-          })
-      )
-
-    // Stores the outcome and hands it to every waiter.
-    const settle = (
-      exit: Exit.Exit<IssuedToken, HttpError>,
-      refresh: Refresh,
-      reason: TokenCache.Reason,
-      now: number
-    ) =>
-      modify((current) => {
-        if (Exit.isSuccess(exit)) {
-          const next = TokenCache.succeeded(current, toCached(exit.value))
-          return Effect.succeed([Exit.succeed(next.cached.token), next] as const)
-        }
-        const error = Cause.failureOption(exit.cause)
-        const throttle = Option.isSome(error) ? TokenCache.throttleOf(error.value, now) : undefined
-        // Only the refresh the state records may end it (defensive: there is never another).
-        const ours = current._tag === "Refreshing" && current.refresh === refresh
-        const next = ours ? TokenCache.failed(current, reason, throttle) : current
-        return Effect.succeed([Exit.failCause(exit.cause) as Exit.Exit<AccessToken, HttpError>, next] as const)
-      })
-
-    // An absurd lifetime is cut to maxTokenLifetime; the operator hears of it once, not on every refresh.
-    let clampReported = false
-    const reportClamp = (token: AccessToken) => {
-      if (clampReported || token.lifetimeMillis >= token.serverLifetimeMillis) return Effect.void
-      clampReported = true
-      return Effect.logWarning("the token endpoint gave a lifetime longer than maxTokenLifetime; using the cap").pipe(
-        Effect.annotateLogs({
-          serverLifetimeSeconds: Math.round(token.serverLifetimeMillis / 1000),
-          lifetimeSeconds: Math.round(token.lifetimeMillis / 1000)
-        })
-      )
-    }
-
-    const report = (outcome: Exit.Exit<AccessToken, HttpError>) =>
-      Exit.match(outcome, {
-        onFailure: (cause) => {
-          const error = Option.match(Cause.failureOption(cause), {
-            onNone: () => (Cause.isInterruptedOnly(cause) ? "interrupted" : "defect"),
-            onSome: (error) => error._tag
-          })
-          return Effect.zipRight(
-            Effect.annotateCurrentSpan("clinical.error", error),
-            Effect.logWarning("token refresh failed").pipe(Effect.annotateLogs({ error }))
-          )
-        },
-        onSuccess: (token) => {
-          const facts = {
-            generation: token.generation,
-            lifetimeSeconds: Math.round(token.lifetimeMillis / 1000),
-            serverClockSkewMillis: token.serverClockSkewMillis ?? "unknown"
-          }
-          return Effect.all([
-            Effect.annotateCurrentSpan({
-              "clinical.token.generation": facts.generation,
-              "clinical.token.lifetime_seconds": facts.lifetimeSeconds,
-              "clinical.token.server_lifetime_seconds": Math.round(token.serverLifetimeMillis / 1000),
-              "clinical.server_clock_skew_ms": facts.serverClockSkewMillis,
-              "clinical.token.source": token.source
-            }),
-            Metric.set(Telemetry.tokenLifetime, facts.lifetimeSeconds),
-            token.serverClockSkewMillis === undefined
-              ? Effect.void
-              : Metric.set(Telemetry.serverClockSkew, token.serverClockSkewMillis),
-            reportClamp(token),
-            Effect.logDebug("token issued").pipe(Effect.annotateLogs(facts))
-          ], { discard: true })
-        }
-      })
-
-    // Runs in the layer's scope. Whatever happens to it (success, failure, interruption when the
-    // layer closes), the state forgets the refresh and every waiter gets the outcome.
-    const refresh = (deferred: Refresh, reason: TokenCache.Reason, held: TokenCache.Cached<AccessToken> | undefined) =>
-      Metric.increment(Metric.tagged(Telemetry.tokenRefreshes, "reason", reason)).pipe(
-        Effect.zipRight(
-          reason === "soft-window"
-            ? requestUntil(held?.hardAt ?? 0, avoiding(held))
-            : sharing.obtain(avoiding(held))
-        ),
-        Effect.onExit((exit) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => settle(exit, deferred, reason, now)).pipe(
-            Effect.tap(report),
-            Effect.flatMap((outcome) => Deferred.done(deferred, outcome))
-          )
-        ),
-        Effect.withSpan("TokenService.refresh", { attributes: { "clinical.refresh.reason": reason } }),
-        Effect.annotateLogs({ refreshReason: reason }),
-        // The outcome went to the waiters (and the log) above; the fiber itself ends quietly.
-        Effect.ignore,
-        // Forked from inside the uninterruptible decision: the refresh itself must stay
-        // interruptible, or its timeouts could not fire and the layer could not close.
-        Effect.interruptible,
-        Effect.forkIn(scope)
-      )
-
-    /** Starts a refresh and records it, in one step of the lock. */
-    const start = (current: TokenCache.State<AccessToken, Refresh>, reason: TokenCache.Reason) =>
-      Effect.flatMap(Deferred.make<AccessToken, HttpError>(), (deferred) =>
-        Effect.as(
-          refresh(deferred, reason, TokenCache.cachedOf(current)),
-          [deferred, TokenCache.started(current, deferred, reason)] as const
-        ))
-
-    // The slow path, serialised by the lock: acts on the pure decision. Uninterruptible, so that a
-    // caller interrupted here cannot fork a refresh the state never records (a second token
-    // request); the wait it returns runs outside, interruptibly.
-    const decide = (now: number) => Effect.uninterruptible(modify((current) => decided(current, now)))
-
-    const decided = (
-      current: TokenCache.State<AccessToken, Refresh>,
-      now: number
-    ): Effect.Effect<readonly [Next, TokenCache.State<AccessToken, Refresh>]> => {
-      const decision = TokenCache.decide(current, now)
-      switch (decision._tag) {
-        case "Serve":
-          return Effect.succeed([{ _tag: "Now", outcome: Effect.succeed(decision.token) }, current])
-        case "ServeAndRefresh":
-          return Effect.map(
-            start(current, "soft-window"),
-            ([, next]) => [{ _tag: "Now", outcome: Effect.succeed(decision.token) }, next] as const
-          )
-        case "Await":
-          return Effect.succeed([{ _tag: "Wait", refresh: decision.refresh }, current])
-        case "RefreshAndAwait":
-          return Effect.map(
-            start(current, decision.reason),
-            ([deferred, next]) => [{ _tag: "Wait", refresh: deferred }, next] as const
-          )
-        case "FailFast": {
-          const outcome = Effect.zipRight(
-            Metric.increment(Telemetry.throttledFastFails),
-            Effect.fail(decision.error)
-          )
-          return Effect.succeed([{ _tag: "Now", outcome }, current])
-        }
-      }
-    }
-
-    const follow = (maxWaitMillis: number | undefined) => (next: Next): Effect.Effect<AccessToken, HttpError> => {
-      if (next._tag === "Now") return next.outcome
-      const waiting = Deferred.await(next.refresh)
-      return maxWaitMillis === undefined ? waiting : Effect.timeoutFail(waiting, {
-        duration: Duration.millis(maxWaitMillis),
-        onTimeout: () =>
-          new TransportError({
-            operation: "token",
-            reason: "Deadline",
-            method: "POST",
-            url,
-            detail: `no token within ${maxWaitMillis} ms`
-          })
-      })
-    }
-
-    const acquire = (maxWaitMillis: number | undefined): Effect.Effect<AccessToken, HttpError> =>
-      Effect.clockWith((clock) => {
-        const now = clock.unsafeCurrentTimeMillis()
-        // Fast path: a fresh token, no lock taken, no timer.
-        const token = TokenCache.fresh(latest, now)
-        return token !== undefined ? Effect.succeed(token) : Effect.flatMap(decide(now), follow(maxWaitMillis))
-      })
-
-    // The store first, so that the refresh that follows cannot find the refused token there; and
-    // the refresh avoids it even if the store could not drop it. Only the cached token counts: a
-    // late refusal of an older one changes nothing.
-    const invalidate = (token: AccessToken): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (typeof token !== "object" || token === null) return Effect.void
-        if (TokenCache.cachedOf(latest)?.generation !== token.generation) return Effect.void
-        refused = TokenStore.fingerprint(token.token)
-        return Effect.zipRight(
-          sharing.invalidate(refused),
-          modify((current) => Effect.succeed([undefined, TokenCache.invalidated(current, token.generation)] as const))
-        )
-      })
-
-    // The call path passes a plain number of milliseconds: no Duration is decoded on it.
-    const getWithin = (maxWait: Duration.DurationInput): Effect.Effect<AccessToken, HttpError | InvalidRequest> => {
-      if (typeof maxWait === "number" && maxWait >= 0) return acquire(maxWait)
-      // Duration reads NaN and negative numbers as zero; as an argument they are a mistake.
-      const decoded = typeof maxWait === "number" || (typeof maxWait === "string" && maxWait.trim().startsWith("-"))
-        ? Option.none()
-        : Duration.decodeUnknown(maxWait)
-      return Option.isSome(decoded)
-        ? acquire(Duration.toMillis(decoded.value))
-        : Effect.fail(
-          new InvalidRequest({ operation: "token", field: "maxWait", reason: "must be a duration, e.g. \"5 seconds\"" })
-        )
-    }
-
-    const service = TokenService.of({ get: acquire(undefined), getWithin, invalidate })
-    FreshToken.register(service, (now) => TokenCache.fresh(latest, now))
+    const keeper = new TokenKeeper(config, windows, sharing, yield* Effect.makeSemaphore(1), scope)
+    const service = TokenService.of({
+      get: keeper.acquire(undefined),
+      getWithin: (maxWait) => {
+        const millis = maxWaitMillis(maxWait)
+        return typeof millis === "number" ? keeper.acquire(millis) : Effect.fail(millis)
+      },
+      invalidate: (token) => keeper.invalidate(token)
+    })
+    FreshToken.register(service, (now) => keeper.fresh(now))
     return service
   }
 )
