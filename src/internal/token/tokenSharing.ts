@@ -185,115 +185,134 @@ interface Read {
   readonly readAt: number
 }
 
-/** The interpreter of the decisions above over a store. */
-export const make = (options: Options): Sharing => {
-  const { background, key, limits, owner, request, store } = options
-  const lease = leaseMillis(options.tokenTimeoutMillis, store.timeoutMillis)
-  let pausedUntil = 0
-  let down = false
+/** Says, as the leaseholder about to replace it, what the store held that no instance can read. */
+const repairing = (snapshot: TokenStore.Snapshot): Effect.Effect<void> =>
+  snapshot.unreadable === undefined
+    ? Effect.void
+    : Effect.zipRight(
+      Metric.increment(Telemetry.tokenStoreRepairs),
+      Effect.logWarning("token store holds a value no instance can read; this instance replaces it").pipe(
+        Effect.annotateLogs({ reason: snapshot.unreadable.reason })
+      )
+    )
 
-  const failure = (error: TokenStoreError): Effect.Effect<void> =>
-    Effect.clockWith((clock) => {
-      pausedUntil = clock.unsafeCurrentTimeMillis() + store.retryAfterMillis
+const adopted = (issued: IssuedToken) => Effect.as(Metric.increment(Telemetry.tokensFromStore), issued)
+
+/**
+ * The interpreter of the decisions above over a store, one method per step (a class rather than
+ * closures over the store's state: each step has a name).
+ */
+class Sharer implements Sharing {
+  private readonly store: TokenStore.Service
+  private readonly lease: number
+  // While the store is left alone after a failure, and whether its outage was logged.
+  private pausedUntil = 0
+  private down = false
+  private readonly release: Effect.Effect<void>
+  private readonly read: Effect.Effect<Read, TokenStoreError>
+  /** Waits (a bounded while) for a store client still making its first connection. */
+  private readonly firstConnection: Effect.Effect<void>
+
+  constructor(private readonly options: Options) {
+    const { key, limits, owner, store } = options
+    this.store = store
+    this.lease = leaseMillis(options.tokenTimeoutMillis, store.timeoutMillis)
+    this.release = Effect.ignore(this.guarded(store.releaseLease(key, owner), true))
+    this.read = Effect.flatMap(Clock.currentTimeMillis, (readAt) =>
+      Effect.map(
+        this.guarded(Effect.flatMap(store.read(key), (snapshot) => {
+          const failed = unreadableFailure(snapshot, limits)
+          return failed === undefined ? Effect.succeed(snapshot) : Effect.fail(failed)
+        })),
+        (snapshot) => ({ snapshot, readAt })
+      ))
+    this.firstConnection = store.ready === undefined
+      ? Effect.void
+      : Effect.timeout(store.ready, FIRST_CONNECTION_MILLIS).pipe(Effect.ignore)
+  }
+
+  obtain(avoid: ReadonlyArray<string>): Effect.Effect<IssuedToken, HttpError> {
+    return this.shared(avoid, 0, undefined, undefined)
+  }
+
+  invalidate(fingerprint: string): Effect.Effect<void> {
+    return Effect.ignore(this.guarded(this.store.invalidate(this.options.key, fingerprint)))
+  }
+
+  private failure(error: TokenStoreError): Effect.Effect<void> {
+    return Effect.clockWith((clock) => {
+      this.pausedUntil = clock.unsafeCurrentTimeMillis() + this.store.retryAfterMillis
       const counted = Metric.increment(Metric.tagged(Telemetry.tokenStoreFailures, "reason", error.reason))
-      if (down) return counted
-      down = true
+      if (this.down) return counted
+      this.down = true
       return Effect.zipRight(
         counted,
         Effect.logWarning(
-          store.onUnavailable === "local"
+          this.store.onUnavailable === "local"
             ? "token store unavailable; this instance gets its own tokens until it is back"
             : "token store unavailable; token refreshes fail until it is back"
         ).pipe(Effect.annotateLogs({ reason: error.reason, detail: error.detail }))
       )
     })
+  }
 
-  const recovered = Effect.suspend(() => {
-    if (!down) return Effect.void
-    down = false
-    return Effect.logInfo("token store available again")
-  })
+  private recovered(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (!this.down) return Effect.void
+      this.down = false
+      return Effect.logInfo("token store available again")
+    })
+  }
 
-  const bounded = <A>(operation: Effect.Effect<A, TokenStoreError>): Effect.Effect<A, TokenStoreError> =>
-    (Number.isFinite(store.timeoutMillis)
+  private bounded<A>(operation: Effect.Effect<A, TokenStoreError>): Effect.Effect<A, TokenStoreError> {
+    const timeoutMillis = this.store.timeoutMillis
+    return (Number.isFinite(timeoutMillis)
       ? Effect.timeoutFail(operation, {
-        duration: store.timeoutMillis,
+        duration: timeoutMillis,
         onTimeout: () =>
-          new TokenStoreError({
-            operation: "token",
-            reason: "Timeout",
-            detail: `no answer within ${store.timeoutMillis} ms`
-          })
+          new TokenStoreError({ operation: "token", reason: "Timeout", detail: `no answer within ${timeoutMillis} ms` })
       })
       : operation).pipe(
         // A store's error text is foreign: the ApplicationId must not ride on it.
-        Effect.mapError((error) => new TokenStoreError({ ...error, detail: scrub(error.detail, options.secrets) })),
-        Effect.tapBoth({ onFailure: failure, onSuccess: () => recovered })
+        Effect.mapError((error) =>
+          new TokenStoreError({ ...error, detail: scrub(error.detail, this.options.secrets) })
+        ),
+        Effect.tapBoth({ onFailure: (error) => this.failure(error), onSuccess: () => this.recovered() })
       )
-
-  /** Waits (a bounded while) for a store client still making its first connection. */
-  const firstConnection = store.ready === undefined
-    ? Effect.void
-    : Effect.timeout(store.ready, FIRST_CONNECTION_MILLIS).pipe(Effect.ignore)
+  }
 
   /**
    * One store operation: bounded by the timeout, its failure counted; skipped while the store is
    * left alone after a failure, unless it is owed (a lease to give back, a token to publish).
    */
-  const guarded = <A>(operation: Effect.Effect<A, TokenStoreError>, owed = false): Effect.Effect<A, TokenStoreError> =>
-    Effect.clockWith((clock) =>
-      !owed && clock.unsafeCurrentTimeMillis() < pausedUntil
+  private guarded<A>(operation: Effect.Effect<A, TokenStoreError>, owed = false): Effect.Effect<A, TokenStoreError> {
+    return Effect.clockWith((clock) =>
+      !owed && clock.unsafeCurrentTimeMillis() < this.pausedUntil
         ? Effect.fail(
           new TokenStoreError({
             operation: "token",
             reason: "Unavailable",
-            detail: `left alone for ${store.retryAfterMillis} ms after a failure`
+            detail: `left alone for ${this.store.retryAfterMillis} ms after a failure`
           })
         )
         // A client still making its first connection (an instance calling at start-up) is waited
         // for before the operation's timeout starts: else every instance would find the store down
         // and fetch a token of its own.
-        : store.ready === undefined
-        ? bounded(operation)
-        : Effect.zipRight(firstConnection, bounded(operation))
+        : this.store.ready === undefined
+        ? this.bounded(operation)
+        : Effect.zipRight(this.firstConnection, this.bounded(operation))
     )
-
-  const read: Effect.Effect<Read, TokenStoreError> = Effect.flatMap(
-    Clock.currentTimeMillis,
-    (readAt) =>
-      Effect.map(
-        guarded(Effect.flatMap(store.read(key), (snapshot) => {
-          const failed = unreadableFailure(snapshot, limits)
-          return failed === undefined ? Effect.succeed(snapshot) : Effect.fail(failed)
-        })),
-        (snapshot) => ({ snapshot, readAt })
-      )
-  )
-
-  /** Says, as the leaseholder about to replace it, what the store held that no instance can read. */
-  const repairing = (snapshot: TokenStore.Snapshot): Effect.Effect<void> =>
-    snapshot.unreadable === undefined
-      ? Effect.void
-      : Effect.zipRight(
-        Metric.increment(Telemetry.tokenStoreRepairs),
-        Effect.logWarning("token store holds a value no instance can read; this instance replaces it").pipe(
-          Effect.annotateLogs({ reason: snapshot.unreadable.reason })
-        )
-      )
-
-  const adopted = (issued: IssuedToken) => Effect.as(Metric.increment(Telemetry.tokensFromStore), issued)
-
-  const release = Effect.ignore(guarded(store.releaseLease(key, owner), true))
+  }
 
   /**
    * Publishes a token this instance fetched, if the last generation is still `expected` (and gives
    * its lease back either way). Published: the token with its generation. Lost: the newer token,
    * which is the fleet's. The store failing: the token as it is.
    */
-  const publish = (issued: IssuedToken, expected: number): Effect.Effect<IssuedToken, TokenStoreError> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+  private publish(issued: IssuedToken, expected: number): Effect.Effect<IssuedToken, TokenStoreError> {
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const ttlMillis = issued.sentAt + issued.lifetimeMillis - now
-      if (ttlMillis <= 0) return Effect.as(release, issued)
+      if (ttlMillis <= 0) return Effect.as(this.release, issued)
       const entry = {
         token: issued.token,
         lifetimeMillis: issued.lifetimeMillis,
@@ -301,104 +320,123 @@ export const make = (options: Options): Sharing => {
         serverClockSkewMillis: issued.serverClockSkewMillis
       }
       return Effect.flatMap(
-        guarded(store.publish(key, expected, entry, ttlMillis, owner), true),
+        this.guarded(this.store.publish(this.options.key, expected, entry, ttlMillis, this.options.owner), true),
         (generation) =>
           generation !== undefined
             ? Effect.succeed({ ...issued, storeGeneration: generation })
             // Another instance published while this one fetched (its lease ran out): theirs is the fleet's.
             : Effect.map(
-              Effect.either(read),
+              Effect.either(this.read),
               (found) =>
-                (Either.isRight(found) ? adoptable(found.right.snapshot, [], found.right.readAt, limits) : undefined) ??
-                  issued
+                (Either.isRight(found)
+                  ? adoptable(found.right.snapshot, [], found.right.readAt, this.options.limits)
+                  : undefined) ?? issued
             )
       )
     })
-
-  /** Publishes a token fetched while the store failed, in the background: the fleet may still take it. */
-  const offer = (issued: IssuedToken, expected: number) =>
-    Effect.as(background(Effect.ignore(publish(issued, expected))), issued)
+  }
 
   /** The token of this instance's own, for a refresh the store could not serve. */
-  const alone = (error: TokenStoreError, expected?: number): Effect.Effect<IssuedToken, HttpError> =>
-    store.onUnavailable === "fail"
-      ? Effect.zipRight(expected === undefined ? Effect.void : background(release), Effect.fail(error))
-      : expected === undefined
+  private alone(error: TokenStoreError, expected?: number): Effect.Effect<IssuedToken, HttpError> {
+    const { background, request } = this.options
+    if (this.store.onUnavailable === "fail") {
+      return Effect.zipRight(expected === undefined ? Effect.void : background(this.release), Effect.fail(error))
+    }
+    // Published in the background, if it can be: the fleet may still take it.
+    return expected === undefined
       ? request
-      : Effect.flatMap(request, (issued) => offer(issued, expected))
+      : Effect.flatMap(
+        request,
+        (issued) => Effect.as(background(Effect.ignore(this.publish(issued, expected))), issued)
+      )
+  }
 
-  const asLeaseholder = (avoid: ReadonlyArray<string>, first: Read): Effect.Effect<IssuedToken, HttpError> =>
+  private asLeaseholder(avoid: ReadonlyArray<string>, first: Read): Effect.Effect<IssuedToken, HttpError> {
     // A read that fails now changes nothing: the first one still fences the publication.
-    Effect.flatMap(Effect.orElseSucceed(read, () => first), ({ readAt, snapshot }) => {
-      const issued = adoptable(snapshot, avoid, readAt, limits)
-      if (issued !== undefined) return Effect.zipRight(release, adopted(issued))
+    return Effect.flatMap(Effect.orElseSucceed(this.read, () => first), ({ readAt, snapshot }) => {
+      const issued = adoptable(snapshot, avoid, readAt, this.options.limits)
+      if (issued !== undefined) return Effect.zipRight(this.release, adopted(issued))
       return repairing(snapshot).pipe(
-        Effect.zipRight(Effect.onError(request, () => release)),
+        Effect.zipRight(Effect.onError(this.options.request, () => this.release)),
         Effect.flatMap((token) =>
-          Effect.catchAll(publish(token, snapshot.generation), () => Effect.as(background(release), token))
+          Effect.catchAll(
+            this.publish(token, snapshot.generation),
+            () => Effect.as(this.options.background(this.release), token)
+          )
         )
       )
     })
+  }
 
   /**
    * Reads, and acts on what it finds; `waiting` says whom this instance waits for, since when, and
    * `started` since when it has waited for anyone.
    */
-  const shared = (
+  private shared(
     avoid: ReadonlyArray<string>,
     poll: number,
     waiting: Waiting | undefined,
     started: number | undefined
-  ): Effect.Effect<IssuedToken, HttpError> =>
-    Effect.flatMap(Effect.either(read), (found) => {
-      if (Either.isLeft(found)) return alone(found.left)
+  ): Effect.Effect<IssuedToken, HttpError> {
+    return Effect.flatMap(Effect.either(this.read), (found) => {
+      if (Either.isLeft(found)) return this.alone(found.left)
       const { readAt, snapshot } = found.right
-      const step = afterRead(snapshot, avoid, readAt, limits)
+      const step = afterRead(snapshot, avoid, readAt, this.options.limits)
       switch (step._tag) {
         case "Adopt":
           return adopted(step.issued)
         case "Lease":
-          return Effect.flatMap(Effect.either(guarded(store.acquireLease(key, owner, lease))), (acquired) =>
-            Either.isLeft(acquired)
-              // The lease may have been taken even so (a command that timed out but ran).
-              ? alone(acquired.left, snapshot.generation)
-              : acquired.right
-              ? asLeaseholder(avoid, found.right)
-              // Another instance took it first: a new holder, a new wait.
-              : shared(avoid, poll, undefined, started))
-        case "Wait": {
-          const since = started ?? readAt
-          // The lease changing hands for too long (holders failing one after another, or someone
-          // rewriting it): on alone, or fail, as when the store fails.
-          if (waitedTooLong(since, readAt, lease)) {
-            const error = new TokenStoreError({
-              operation: "token",
-              reason: "Timeout",
-              detail: `waited ${readAt - since} ms for other instances to publish a token while the lease changed hands`
-            })
-            // Counted and logged as a failure of the store, which is then left alone for a while.
-            return Effect.zipRight(failure(error), alone(error, snapshot.generation))
-          }
-          const next = waited(waiting, step.holder, readAt, lease)
-          // One holder for a whole lease (holders failing one after another): ask alone, and offer it.
-          if (next === undefined) {
-            return Effect.flatMap(
-              request,
-              (issued) =>
-                Effect.orElseSucceed(publish(issued, snapshot.generation), () =>
-                  issued)
-            )
-          }
-          return Random.next.pipe(
-            Effect.flatMap((random) => Effect.sleep(pollDelayMillis(poll, random))),
-            Effect.zipRight(Effect.suspend(() => shared(avoid, poll + 1, next, since)))
+          return Effect.flatMap(
+            Effect.either(this.guarded(this.store.acquireLease(this.options.key, this.options.owner, this.lease))),
+            (acquired) =>
+              Either.isLeft(acquired)
+                // The lease may have been taken even so (a command that timed out but ran).
+                ? this.alone(acquired.left, snapshot.generation)
+                : acquired.right
+                ? this.asLeaseholder(avoid, found.right)
+                // Another instance took it first: a new holder, a new wait.
+                : this.shared(avoid, poll, undefined, started)
           )
-        }
+        case "Wait":
+          return this.waitFor(step.holder, avoid, poll, waiting, started ?? readAt, found.right)
       }
     })
+  }
 
-  return {
-    obtain: (avoid) => shared(avoid, 0, undefined, undefined),
-    invalidate: (fingerprint) => Effect.ignore(guarded(store.invalidate(key, fingerprint)))
+  /** Another instance holds the lease (`holder`): wait for its token, within bounds. */
+  private waitFor(
+    holder: string,
+    avoid: ReadonlyArray<string>,
+    poll: number,
+    waiting: Waiting | undefined,
+    since: number,
+    { readAt, snapshot }: Read
+  ): Effect.Effect<IssuedToken, HttpError> {
+    // The lease changing hands for too long (holders failing one after another, or someone
+    // rewriting it): on alone, or fail, as when the store fails.
+    if (waitedTooLong(since, readAt, this.lease)) {
+      const error = new TokenStoreError({
+        operation: "token",
+        reason: "Timeout",
+        detail: `waited ${readAt - since} ms for other instances to publish a token while the lease changed hands`
+      })
+      // Counted and logged as a failure of the store, which is then left alone for a while.
+      return Effect.zipRight(this.failure(error), this.alone(error, snapshot.generation))
+    }
+    const next = waited(waiting, holder, readAt, this.lease)
+    // One holder for a whole lease (holders failing one after another): ask alone, and offer it.
+    if (next === undefined) {
+      return Effect.flatMap(
+        this.options.request,
+        (issued) => Effect.orElseSucceed(this.publish(issued, snapshot.generation), () => issued)
+      )
+    }
+    return Random.next.pipe(
+      Effect.flatMap((random) => Effect.sleep(pollDelayMillis(poll, random))),
+      Effect.zipRight(Effect.suspend(() => this.shared(avoid, poll + 1, next, since)))
+    )
   }
 }
+
+/** The interpreter of the decisions above over a store. */
+export const make = (options: Options): Sharing => new Sharer(options)
