@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type FileHandle, unlink } from "node:fs/promises"
 import { createInterface } from "node:readline"
@@ -209,7 +210,60 @@ const bar = (progress: PersonData.Progress, total: number): string => {
 /** Runs the batch; fails with a `CliError` carrying exit code 3 or 4 when not every person succeeded. */
 export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonData> =>
   Effect.gen(function*() {
-    const operation = job.operation.name
+    const opened = yield* open(job)
+    const startedAt = yield* Clock.currentTimeMillis
+    const tally = new RunTally(opened.earlier)
+    const latest = yield* Ref.make<PersonData.Progress>(progressOf(initial, 0))
+    const report = Effect.flatMap(Ref.get(latest), (progress) =>
+      job.interactive
+        ? Effect.sync(() => process.stderr.write(bar(tally.shown(progress), opened.total)))
+        : Console.error(progressLine(tally.shown(progress), opened.total)))
+    const reporter = yield* report.pipe(
+      Effect.repeat(Schedule.spaced(job.progressEvery)),
+      Effect.delay(job.progressEvery),
+      Effect.forkScoped
+    )
+    yield* writeResults(job, opened, tally, (progress) => Ref.set(latest, progress))
+    yield* Fiber.interrupt(reporter)
+
+    const progress = yield* Ref.get(latest)
+    const elapsed = (yield* Clock.currentTimeMillis) - startedAt
+    if (job.interactive) process.stderr.write(`${bar(tally.shown(progress), opened.total)}\n`)
+    yield* Console.error(summary(job, opened.total, tally, progress, elapsed).join("\n"))
+    const failed = tally.shown(progress).failed
+    if (tally.stop?.reason === "CredentialsRefused") {
+      return yield* Effect.fail(
+        new CliError({
+          message: "batch stopped: the credentials were refused",
+          code: ExitCode.CredentialsRefused,
+          reported: true
+        })
+      )
+    }
+    if (failed > 0 || progress.skipped > 0) {
+      return yield* Effect.fail(
+        new CliError({
+          message: `batch finished with ${failed} failed and ${progress.skipped} skipped`,
+          code: ExitCode.BatchIncomplete,
+          reported: true
+        })
+      )
+    }
+  }).pipe(Effect.scoped)
+
+/** A batch ready to run: how many persons its input holds, what earlier runs did, the results file open. */
+interface Opened {
+  readonly total: number
+  readonly earlier: Earlier
+  readonly out: FileHandle
+}
+
+/**
+ * Checks the input and the files, writes a new batch's checkpoint (or checks a resumed one's) and
+ * opens the results file (closed with the scope).
+ */
+const open = (job: Job): Effect.Effect<Opened, CliError, Scope.Scope> =>
+  Effect.gen(function*() {
     const checkpointPath = `${job.out}.checkpoint.json`
     // The paths as messages show them: what the user typed may hold a secret's shape.
     const shownOut = Render.typed(job.out)
@@ -217,7 +271,7 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     if (total === 0) return yield* Effect.fail(usage(`${Render.typed(job.personsFile)} holds no PersonUid`))
     const wanted: Checkpoint = {
       version: 1,
-      operation,
+      operation: job.operation.name,
       inputSha256: yield* sha256OfFile(job.personsFile),
       startDate: job.startDate ?? null,
       endDate: job.endDate ?? null
@@ -237,7 +291,6 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
       )
     }
     const resumed = job.resume ? yield* resumeFrom(job, checkpointPath, wanted) : undefined
-    const earlier: Earlier = resumed ?? nothingEarlier
     // A resumed batch's checkpoint was just read and matches: only a new batch writes one.
     if (!job.resume) {
       yield* io(
@@ -252,134 +305,137 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
         : Effect.succeed(resumed.handle),
       (handle) => Effect.promise(() => handle.close())
     )
+    return { total, earlier: resumed ?? nothingEarlier, out }
+  })
 
-    // The input position of each person handed to getMany, by getMany's own count; bounded by its
-    // read-ahead, as each is removed when its entry comes back.
-    const handedOver = new Map<number, number>()
-    let handed = 0
-    const persons = fromFile(job.personsFile).pipe(
-      Stream.zipWithIndex,
-      Stream.filter(([, index]) => !earlier.indices.has(index)),
-      Stream.map(([personUid, index]) => {
-        handedOver.set(handed++, index)
-        return personUid
-      })
-    )
+/** What this run has seen: the results lines it made, the failures by kind, why it stopped. */
+class RunTally {
+  // The input position of each person handed to getMany, by getMany's own count; bounded by its
+  // read-ahead, as each is removed when its entry comes back.
+  private readonly handedOver = new Map<number, number>()
+  private handed = 0
+  readonly failures = new FailureCounts()
+  stop: { readonly reason: PersonData.StopReason; readonly error: ClinicalError } | undefined = undefined
+  /** Persons to send again with --resume: failed for a cause that may go away, or skipped. */
+  retryLater = 0
+  /** Results lines written by this run. */
+  written = 0
 
-    const startedAt = yield* Clock.currentTimeMillis
-    const latest = yield* Ref.make<PersonData.Progress>(progressOf(initial, 0))
-    const failures = new FailureCounts()
-    let stop: { readonly reason: PersonData.StopReason; readonly error: ClinicalError } | undefined
-    let retryLater = 0
-    let written = 0
-    const already = earlier.indices.size
-    // Totals over every run, as the summary gives them (a resumed batch's progress counted this run's only).
-    const shown = (progress: PersonData.Progress) => ({
+  constructor(readonly earlier: Earlier) {}
+
+  /** Persons done in earlier runs. */
+  get already(): number {
+    return this.earlier.indices.size
+  }
+
+  /** Records that the person at input position `index` is the next handed to getMany. */
+  handOver(index: number): void {
+    this.handedOver.set(this.handed++, index)
+  }
+
+  /** Totals over every run, as the summary gives them (a resumed batch's progress counted this run's only). */
+  shown(progress: PersonData.Progress): PersonData.Progress {
+    return {
       ...progress,
-      done: progress.done + already,
-      succeeded: progress.succeeded + already - earlier.failed,
-      failed: progress.failed + earlier.failed
-    })
+      done: progress.done + this.already,
+      succeeded: progress.succeeded + this.already - this.earlier.failed,
+      failed: progress.failed + this.earlier.failed
+    }
+  }
 
-    const report = Effect.flatMap(Ref.get(latest), (progress) =>
-      job.interactive
-        ? Effect.sync(() => process.stderr.write(bar(shown(progress), total)))
-        : Console.error(progressLine(shown(progress), total)))
-    const reporter = yield* report.pipe(
-      Effect.repeat(Schedule.spaced(job.progressEvery)),
-      Effect.delay(job.progressEvery),
-      Effect.forkScoped
-    )
-
-    /** The results line of an entry; a skipped person has none (it is not done). */
-    const lineOf = ({ index, outcome }: PersonData.Entry<PersonData.Result<PersonData.Item>>): string => {
-      const position = handedOver.get(index)!
-      handedOver.delete(index)
-      switch (outcome._tag) {
-        case "Success":
-          return resultLine(position, { outcome: "Success", items: outcome.result.items })
-        case "Failure": {
-          const error = outcome.error
-          failures.add(failureKind(error))
-          if (stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
-            stop ??= { reason: "CredentialsRefused", error }
-          }
-          if (!isFinal(error)) retryLater++
-          return resultLine(position, { outcome: "Failure", error: Render.errorJson(error) })
+  /** The results line of an entry; a skipped person has none (it is not done). */
+  lineOf({ index, outcome }: PersonData.Entry<PersonData.Result<PersonData.Item>>): string {
+    const position = this.handedOver.get(index)!
+    this.handedOver.delete(index)
+    switch (outcome._tag) {
+      case "Success":
+        return resultLine(position, { outcome: "Success", items: outcome.result.items })
+      case "Failure": {
+        const error = outcome.error
+        this.failures.add(failureKind(error))
+        if (stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
+          this.stop ??= { reason: "CredentialsRefused", error }
         }
-        case "Skipped":
-          stop ??= outcome.stop
-          retryLater++
-          return ""
+        if (!isFinal(error)) this.retryLater++
+        return resultLine(position, { outcome: "Failure", error: Render.errorJson(error) })
       }
+      case "Skipped":
+        this.stop ??= outcome.stop
+        this.retryLater++
+        return ""
     }
+  }
+}
 
-    yield* PersonData.getMany(job.operation, persons, {
-      concurrency: job.concurrency,
-      startDate: job.startDate,
-      endDate: job.endDate,
-      // The results file must not hold what the server echoed of the request.
-      redactEchoedSecrets: true,
-      onProgress: (progress) => Ref.set(latest, progress)
-    }).pipe(
-      Stream.mapError((error) => usage(error.message)),
-      // Each chunk is what has completed since the last write: written at once, nothing held back.
-      Stream.runForEachChunk((entries) => {
-        const lines = Chunk.toReadonlyArray(entries).map(lineOf).filter((line) => line !== "")
-        return lines.length === 0
-          ? Effect.void
-          // Whole or not at all: interrupted mid-write, the lines still land, and are counted.
-          : Effect.uninterruptible(Effect.map(io(`cannot write ${shownOut}`, () => out.write(lines.join(""))), () => {
-            written += lines.length
-          }))
-      }),
-      Effect.onInterrupt(() =>
-        Console.error(
-          `\ninterrupted: ${already + written} of ${total} persons are in ${shownOut}; ` +
-            `run the same command with --resume to continue`
-        )
+/** Runs the operation for every person not done yet, each chunk of answers written as it completes. */
+const writeResults = (
+  job: Job,
+  { earlier, out, total }: Opened,
+  tally: RunTally,
+  onProgress: (progress: PersonData.Progress) => Effect.Effect<void>
+): Effect.Effect<void, CliError, PersonData.PersonData> => {
+  const shownOut = Render.typed(job.out)
+  const persons = fromFile(job.personsFile).pipe(
+    Stream.zipWithIndex,
+    Stream.filter(([, index]) => !earlier.indices.has(index)),
+    Stream.map(([personUid, index]) => {
+      tally.handOver(index)
+      return personUid
+    })
+  )
+  return PersonData.getMany(job.operation, persons, {
+    concurrency: job.concurrency,
+    startDate: job.startDate,
+    endDate: job.endDate,
+    // The results file must not hold what the server echoed of the request.
+    redactEchoedSecrets: true,
+    onProgress
+  }).pipe(
+    Stream.mapError((error) => usage(error.message)),
+    // Each chunk is what has completed since the last write: written at once, nothing held back.
+    Stream.runForEachChunk((entries) => {
+      const lines = Chunk.toReadonlyArray(entries).map((entry) => tally.lineOf(entry)).filter((line) => line !== "")
+      return lines.length === 0
+        ? Effect.void
+        // Whole or not at all: interrupted mid-write, the lines still land, and are counted.
+        : Effect.uninterruptible(Effect.map(io(`cannot write ${shownOut}`, () => out.write(lines.join(""))), () => {
+          tally.written += lines.length
+        }))
+    }),
+    Effect.onInterrupt(() =>
+      Console.error(
+        `\ninterrupted: ${tally.already + tally.written} of ${total} persons are in ${shownOut}; ` +
+          `run the same command with --resume to continue`
       )
     )
-    yield* Fiber.interrupt(reporter)
+  )
+}
 
-    const progress = yield* Ref.get(latest)
-    const elapsed = (yield* Clock.currentTimeMillis) - startedAt
-    if (job.interactive) process.stderr.write(`${bar(shown(progress), total)}\n`)
-    const failed = earlier.failed + progress.failed
-    const succeeded = already - earlier.failed + progress.succeeded
-    const kinds = failures.describe()
-    const summary = [
-      `batch ${operation}: ${Render.count(total, "person")}: ${succeeded} succeeded, ${failed} failed, ` +
-      `${progress.skipped} skipped` + (already === 0 ? "" : ` (${already} done in earlier runs)`),
-      `this run: ${progress.succeeded + progress.failed} answered in ${Render.duration(elapsed)} ` +
-      `(${progress.perSecond.toFixed(1)}/s)`,
-      ...(kinds === undefined ? [] : [`failures this run: ${kinds} (each with its error in ${shownOut})`]),
-      ...(stop === undefined
-        ? []
-        : [`stopped early: ${STOP_WORDS[stop.reason]}: ${Render.printable(stop.error.message)}`]),
-      ...(retryLater === 0 ? [] : [
-        `${Render.count(retryLater, "person")} failed for a cause that may go away or were not sent: ` +
-        `fix the cause and run the same command with --resume to send them again`
-      ]),
-      `results: ${shownOut}`
-    ]
-    yield* Console.error(summary.join("\n"))
-    if (stop?.reason === "CredentialsRefused") {
-      return yield* Effect.fail(
-        new CliError({
-          message: "batch stopped: the credentials were refused",
-          code: ExitCode.CredentialsRefused,
-          reported: true
-        })
-      )
-    }
-    if (failed > 0 || progress.skipped > 0) {
-      return yield* Effect.fail(
-        new CliError({
-          message: `batch finished with ${failed} failed and ${progress.skipped} skipped`,
-          code: ExitCode.BatchIncomplete,
-          reported: true
-        })
-      )
-    }
-  }).pipe(Effect.scoped)
+/** The summary printed when the batch ends: totals over every run, this run's rate, failures, what to do next. */
+const summary = (
+  job: Job,
+  total: number,
+  tally: RunTally,
+  progress: PersonData.Progress,
+  elapsedMillis: number
+): ReadonlyArray<string> => {
+  const shownOut = Render.typed(job.out)
+  const { failed, succeeded } = tally.shown(progress)
+  const kinds = tally.failures.describe()
+  const already = tally.already
+  return [
+    `batch ${job.operation.name}: ${Render.count(total, "person")}: ${succeeded} succeeded, ${failed} failed, ` +
+    `${progress.skipped} skipped` + (already === 0 ? "" : ` (${already} done in earlier runs)`),
+    `this run: ${progress.succeeded + progress.failed} answered in ${Render.duration(elapsedMillis)} ` +
+    `(${progress.perSecond.toFixed(1)}/s)`,
+    ...(kinds === undefined ? [] : [`failures this run: ${kinds} (each with its error in ${shownOut})`]),
+    ...(tally.stop === undefined
+      ? []
+      : [`stopped early: ${STOP_WORDS[tally.stop.reason]}: ${Render.printable(tally.stop.error.message)}`]),
+    ...(tally.retryLater === 0 ? [] : [
+      `${Render.count(tally.retryLater, "person")} failed for a cause that may go away or were not sent: ` +
+      `fix the cause and run the same command with --resume to send them again`
+    ]),
+    `results: ${shownOut}`
+  ]
+}
