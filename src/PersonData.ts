@@ -273,26 +273,56 @@ const itemsDecoder = <A, I>(schema: Schema.Schema<A, I, never>): ItemsDecoder<A>
   return decoder as ItemsDecoder<A>
 }
 
+/**
+ * What a call needs of its operation (checked, its URL, its span's name and attributes), worked
+ * out once per operation rather than on every call. A refused definition is not kept: `undefined`.
+ */
+const preparer = (baseUrl: string) => {
+  const prepared = new WeakMap<Operation, Prepared>()
+  return (op: Operation): Prepared | undefined => {
+    let ready = prepared.get(op)
+    if (ready === undefined && refusal(op) === undefined) {
+      ready = {
+        url: `${baseUrl}${op.path}`,
+        spanName: `PersonData.${op.name}`,
+        attributes: { "clinical.operation": op.name }
+      }
+      prepared.set(op, ready)
+    }
+    return ready
+  }
+}
+
+/** What a call makes of its answer: the operation's collection, decoded, or the `ResponseDecodeError` it is. */
+const finishItems = <A>(
+  op: Operation,
+  url: string,
+  decodeItems: ItemsDecoder<A>,
+  redact: boolean
+): AuthorizedPost.Finish<Result<A>> =>
+({ json, secrets, status }) => {
+  const body = redact ? redactJson(json, redactor(secrets())) : json
+  const decoded = Either.flatMap(collectionOf(op, body), (items) => decodeItems(op, items))
+  return Either.isRight(decoded)
+    ? Either.right(new ItemsResult(decoded.right, body))
+    : Either.left(
+      new ResponseDecodeError({
+        operation: op.name,
+        method: "POST",
+        url,
+        status,
+        // A decode failure's path may hold keys the server sent: scrub every secret out.
+        reason: scrub(decoded.left, secrets())
+      })
+    )
+}
+
 /** Builds the person-data operations over the services they need. */
 export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | TokenService> = Effect.gen(
   function*() {
     const config = yield* ClinicalConfig
     const post = AuthorizedPost.forClient(config, yield* HttpTransport, yield* TokenService)
-    // What a call needs of its operation (checked, its URL, its span's name and attributes),
-    // worked out once per operation rather than on every call. A refused definition is not kept.
-    const prepared = new WeakMap<Operation, Prepared>()
-    const preparedOf = (op: Operation): Prepared | undefined => {
-      let ready = prepared.get(op)
-      if (ready === undefined && refusal(op) === undefined) {
-        ready = {
-          url: `${config.baseUrl}${op.path}`,
-          spanName: `PersonData.${op.name}`,
-          attributes: { "clinical.operation": op.name }
-        }
-        prepared.set(op, ready)
-      }
-      return ready
-    }
+    const preparedOf = preparer(config.baseUrl)
 
     /**
      * The call, under `span` when given (made from `fiber`; the call ends it, or this does when
@@ -315,7 +345,6 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       }
       const person = checked.right
       const url = ready.url
-      const redact = options?.redactEchoedSecrets === true
       return post(
         new AuthorizedPost.Call(
           op.name,
@@ -323,22 +352,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           person.body,
           () => [person.personUid()],
           !op.writes || config.retryWrites,
-          ({ json, secrets, status }): Either.Either<Result<A>, ClinicalError> => {
-            const body = redact ? redactJson(json, redactor(secrets())) : json
-            const decoded = Either.flatMap(collectionOf(op, body), (items) => decodeItems(op, items))
-            return Either.isRight(decoded)
-              ? Either.right(new ItemsResult(decoded.right, body))
-              : Either.left(
-                new ResponseDecodeError({
-                  operation: op.name,
-                  method: "POST",
-                  url,
-                  status,
-                  // A decode failure's path may hold keys the server sent: scrub every secret out.
-                  reason: scrub(decoded.left, secrets())
-                })
-              )
-          },
+          finishItems(op, url, decodeItems, options?.redactEchoedSecrets === true),
           span,
           traced
         ),

@@ -1,10 +1,12 @@
 /**
- * The layout's rules, checked on the sources as text: src/internal/ in folders by concern, and no
- * module imports itself back through others, types included (issue 24: `HttpTransport` <-> `internal/secretText`, `TokenStore` <->
- * `internal/redisTokenStore` were circles).
+ * The layout's rules, checked on the sources: src/internal/ in folders by concern; no module
+ * imports itself back through others, types included (issue 24: `HttpTransport` <->
+ * `internal/secretText`, `TokenStore` <-> `internal/redisTokenStore` were circles); no function
+ * longer than a screenful.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import ts from "typescript"
 import { describe, expect, it } from "vitest"
 
 const SRC = Path.resolve(import.meta.dirname, "../src")
@@ -46,7 +48,41 @@ export const circles = (graph: ReadonlyMap<string, ReadonlyArray<string>>): Arra
   return [...found.values()]
 }
 
+/** The longest a function may be, in lines from its first to its last (nested functions included). */
+const MAX_FUNCTION_LINES = 120
+
+/** Every function of a source text (declarations, expressions, arrows, methods, accessors) longer than `max` lines. */
+export const longFunctions = (name: string, text: string, max: number): Array<string> => {
+  const source = ts.createSourceFile(name, text, ts.ScriptTarget.Latest, true)
+  const found: Array<string> = []
+  const visit = (node: ts.Node) => {
+    if (ts.isFunctionLike(node) && "body" in node && node.body !== undefined) {
+      const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line
+      const last = source.getLineAndCharacterOfPosition(node.getEnd()).line
+      if (last - first + 1 > max) found.push(`${name}:${first + 1} (${last - first + 1} lines)`)
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return found
+}
+
 describe("the layout of src/", () => {
+  it("finds a function longer than the limit (the check itself)", () => {
+    const body = (lines: number) => Array.from({ length: lines - 2 }, (_, i) => `  const x${i} = ${i}`).join("\n")
+    const text = `export const f = () => {\n${body(5)}\n}\nclass C {\n  m() {\n${body(4)}\n  }\n}\n`
+    expect(longFunctions("a.ts", text, 4)).toEqual(["a.ts:1 (5 lines)"])
+    expect(longFunctions("a.ts", text, 5)).toEqual([])
+    expect(longFunctions("b.ts", `function* g() {\n${body(6)}\n}\n`, 5)).toEqual(["b.ts:1 (6 lines)"])
+  })
+
+  it(`no function in src/ is longer than ${MAX_FUNCTION_LINES} lines`, () => {
+    const long = modules(SRC).flatMap((file) =>
+      longFunctions(Path.relative(SRC, file), Fs.readFileSync(file, "utf8"), MAX_FUNCTION_LINES)
+    )
+    expect(long).toEqual([])
+  })
+
   it("finds a circle where there is one (the check itself)", () => {
     const graph = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]])
     expect(circles(graph)).toEqual([["a", "b", "c"]])
