@@ -654,40 +654,48 @@ describe("a store someone else writes to (issue 22)", () => {
     return { store, shared, holders: () => holder }
   }
 
-  it.scoped("a lease rewritten with a new holder every moment: fail-open waits three leases at most, then one request each at most", () =>
-    Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const { holders, shared, store } = rotatingLease("local")
-      const a = yield* instance(clientOver(fake, store))
-      const b = yield* instance(clientOver(fake, store))
-      const callers = yield* Effect.fork(Effect.all([a(TokenService.get), b(TokenService.get)], { concurrency: 2 }))
-      // Three leases of 11 s each, and then some: the wait is over by then, whatever the holders.
-      yield* runClock(400, 100)
-      const tokens = yield* Fiber.join(callers)
-      expect(holders()).toBeGreaterThan(50)
-      // Each gave up waiting and fetched alone, or found what the other fetched alone and offered
-      // to the store (as after any failure of it): at most one request each.
-      expect(tokens.map((token) => token.source)).toContain("server")
-      expect((yield* fake.tokenRequests).length).toBeLessThanOrEqual(2)
-      expect((yield* shared.read(storeKey)).stored).toBeDefined()
-    }), CPU_BOUND_MILLIS)
+  it.scoped(
+    "a lease rewritten with a new holder every moment: fail-open waits three leases at most, then one request each at most",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* Fake.make()
+        const { holders, shared, store } = rotatingLease("local")
+        const a = yield* instance(clientOver(fake, store))
+        const b = yield* instance(clientOver(fake, store))
+        const callers = yield* Effect.fork(Effect.all([a(TokenService.get), b(TokenService.get)], { concurrency: 2 }))
+        // Three leases of 11 s each, and then some: the wait is over by then, whatever the holders.
+        yield* runClock(400, 100)
+        const tokens = yield* Fiber.join(callers)
+        expect(holders()).toBeGreaterThan(50)
+        // Each gave up waiting and fetched alone, or found what the other fetched alone and offered
+        // to the store (as after any failure of it): at most one request each.
+        expect(tokens.map((token) => token.source)).toContain("server")
+        expect((yield* fake.tokenRequests).length).toBeLessThanOrEqual(2)
+        expect((yield* shared.read(storeKey)).stored).toBeDefined()
+      }),
+    CPU_BOUND_MILLIS
+  )
 
-  it.scoped("fail-closed: the refresh fails with TokenStoreError (Timeout), and no token is requested", () =>
-    Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const { store } = rotatingLease("fail")
-      const a = yield* instance(clientOver(fake, store))
-      const refresh = yield* Effect.fork(Effect.either(a(TokenService.get)))
-      yield* runClock(400, 100)
-      const outcome = yield* Fiber.join(refresh)
-      expect(Either.isLeft(outcome)).toBe(true)
-      expect(Either.getLeft(outcome)).toMatchObject({
-        _tag: "Some",
-        value: { _tag: "TokenStoreError", reason: "Timeout" }
-      })
-      expect(String(Either.getOrThrowWith(Either.flip(outcome), (x) => x))).toContain("while the lease changed hands")
-      expect(yield* fake.tokenRequests).toHaveLength(0)
-    }), CPU_BOUND_MILLIS)
+  it.scoped(
+    "fail-closed: the refresh fails with TokenStoreError (Timeout), and no token is requested",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* Fake.make()
+        const { store } = rotatingLease("fail")
+        const a = yield* instance(clientOver(fake, store))
+        const refresh = yield* Effect.fork(Effect.either(a(TokenService.get)))
+        yield* runClock(400, 100)
+        const outcome = yield* Fiber.join(refresh)
+        expect(Either.isLeft(outcome)).toBe(true)
+        expect(Either.getLeft(outcome)).toMatchObject({
+          _tag: "Some",
+          value: { _tag: "TokenStoreError", reason: "Timeout" }
+        })
+        expect(String(Either.getOrThrowWith(Either.flip(outcome), (x) => x))).toContain("while the lease changed hands")
+        expect(yield* fake.tokenRequests).toHaveLength(0)
+      }),
+    CPU_BOUND_MILLIS
+  )
 
   it("unit: the whole wait is bounded by three leases' lengths", () => {
     expect(TokenSharing.waitedTooLong(1000, 1000 + 3 * 11_500 - 1, 11_500)).toBe(false)
