@@ -17,11 +17,20 @@ export const startServer = () =>
     createInterface({ input: child.stdout }).once("line", (url) => resolve({ url, stop: () => child.kill() }))
   })
 
-/** Runs `script` with `args` (and `--expose-gc`) and resolves with the JSON of its last line. */
-export const runMeasurement = <A>(script: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+/**
+ * Runs `script` with `args` (and `--expose-gc`) and resolves with the JSON of its last line; in
+ * `cwd` when given (another checkout: its tsconfig.bench.json, its dist/).
+ */
+export const runMeasurement = <A>(
+  script: string,
+  args: ReadonlyArray<string>,
+  env: Record<string, string> = {},
+  cwd?: string
+) =>
   new Promise<A>((resolve, reject) => {
     const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", script, ...args], {
-      env: { ...childEnv, ...env }
+      env: { ...childEnv, ...env },
+      ...(cwd === undefined ? {} : { cwd })
     })
     let out = ""
     let err = ""
