@@ -1,6 +1,7 @@
-// `npm run mutate`: mutation testing of the core modules (the pure decisions of the token cache,
-// a call's attempts, retries and batches, the scrubber, the request body, the batch checkpoint)
-// against the in-process tests (vitest.mutate.config.ts).
+// `npm run mutate`: mutation testing of the decision surface (the pure decisions of the token cache,
+// a call's attempts, retries and batches, the scrubber, the request body, the batch checkpoint; the
+// fleet's token sharing and its Redis store; the person operations, the Promise client, the CLI's
+// batch) against the in-process tests (vitest.mutate.config.ts).
 // The report is printed and written to reports/mutation/.
 export default {
   testRunner: "vitest",
@@ -12,8 +13,17 @@ export default {
     "src/internal/call/retryPolicy.ts",
     "src/internal/batch/batchTally.ts",
     "src/internal/redaction/redaction.ts",
+    "src/internal/redaction/readings.ts",
+    "src/internal/redaction/escapes.ts",
     "src/internal/call/personRequest.ts",
-    "src/cli/checkpoint.ts"
+    "src/cli/checkpoint.ts",
+    "src/internal/token/tokenSharing.ts",
+    "src/internal/token/redisTokenStore.ts",
+    "src/internal/token/storedEntry.ts",
+    "src/PersonAuthentication.ts",
+    "src/PersonData.ts",
+    "src/promise.ts",
+    "src/cli/batchJob.ts"
   ],
   coverageAnalysis: "perTest",
   ignoreStatic: true,

@@ -38,7 +38,11 @@ export default {
       "test/Batch.test.ts",
       "test/Checkpoint.test.ts",
       "test/CallPolicy.test.ts",
-      "test/PersonRequest.test.ts"
+      "test/PersonRequest.test.ts",
+      "test/TokenStore.test.ts",
+      "test/RedisTokenStore.test.ts",
+      "test/Promise.test.ts",
+      "test/BatchJob.test.ts"
     ]
   }
 }
