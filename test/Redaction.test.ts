@@ -596,3 +596,14 @@ describe("server text: one search budget for the strings of a value (from review
     expect(serverText("a string", counting)).toBe("a string")
   })
 })
+
+describe("a cut text shorter than every secret (issue 24's mutation run)", () => {
+  it("still loses what of a secret it ends in: the short-text fast path is for texts not cut", () => {
+    const secret = "Qx7vT2mZp9LkW4rB8nYc3HdF6sJ1gA5eU0oKiVbN"
+    const scrubbed = scrubber([secret], { byShape: false })(`id=${secret}`, 12)
+    // Cut at 12: "id=" and the secret's first 9 characters, shorter than the secret.
+    expect(scrubbed).toBe("id=<redacted>...")
+    // Not cut, the same short text holds no secret and is kept as it is.
+    expect(scrubber([secret], { byShape: false })(`id=${secret.slice(0, 9)}`)).toBe(`id=${secret.slice(0, 9)}`)
+  })
+})

@@ -76,11 +76,10 @@ export const isFinal = (error: unknown): boolean => {
 export const keptLine = (line: string): { readonly index: number; readonly failed: boolean } | undefined => {
   const read = readLine(line)
   if (read === undefined || !read.failed) return read
-  // Stryker disable BlockStatement: equivalent, an empty catch returns undefined too
   try {
     return isFinal((JSON.parse(line) as { readonly error?: unknown }).error) ? read : undefined
+    // Stryker disable next-line BlockStatement: equivalent, an empty catch returns undefined too
   } catch {
     return undefined
   }
-  // Stryker restore BlockStatement
 }

@@ -54,7 +54,6 @@ export const stopReasonOf = (
       return error.reason !== "ResponseTooLarge" && transportFailuresInARow >= stopAfterTransportFailures
         ? "TransportFailures"
         : undefined
-    // Stryker disable next-line ConditionalExpression: equivalent, the function returns undefined either way
     default:
       return undefined
   }

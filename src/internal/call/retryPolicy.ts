@@ -39,7 +39,6 @@ export const retryCause = (error: ClinicalError): string | undefined => {
     case "TokenStoreError":
       // A shared store that did not answer, under `onUnavailable: "fail"`: it may be back soon.
       return error.reason === "Unreadable" ? undefined : "token-store"
-    // Stryker disable next-line ConditionalExpression: equivalent, the function returns undefined either way
     default:
       return undefined
   }

@@ -128,7 +128,6 @@ const needlesOf = (secret: string): Array<Needle> => {
     const key = `${needle.separatorless}:${needle.anchor?.side}:${needle.anchor?.eaten.join(",")}:${
       needle.codes.join(",")
     }`
-    // Stryker disable next-line ConditionalExpression: equivalent, a needle looked for twice finds the same occurrences (it only saves the search)
     if (needle.codes.length === 0 || seen.has(key)) return
     seen.add(key)
     needles.push(needle)
@@ -315,7 +314,6 @@ const valuesOf = (secrets: Iterable<Redacted.Redacted<string> | string>): Array<
   const values: Array<string> = []
   for (const secret of secrets) {
     const value = reveal(secret)
-    // Stryker disable next-line ConditionalExpression: equivalent, a secret is a string (or a Redacted of one): it only skips the check below
     if (typeof value !== "string") continue
     if (value.length > 0) values.push(value)
   }

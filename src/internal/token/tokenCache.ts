@@ -178,7 +178,7 @@ export const invalidated = <T, F>(state: State<T, F>, generation: number): State
     case "Refreshing":
     case "Throttled":
       return { ...state, cached: undefined }
-    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, an Empty state holds no generation to match
+    // Stryker disable next-line StringLiteral: unreachable, an Empty state holds no generation to match
     case "Empty":
       return state
   }
