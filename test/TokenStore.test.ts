@@ -4,7 +4,7 @@
  * test/Fleet.test.ts run it on a real one), here deterministic.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, Layer, Metric, Redacted, TestClock } from "effect"
+import { Deferred, Effect, Either, Fiber, HashMap, Layer, Logger, Metric, Redacted, TestClock } from "effect"
 import { type ClinicalClient, ClinicalError, MedicationService, TokenService, TokenStore } from "effect-clinical"
 import * as Crypto from "node:crypto"
 import * as Telemetry from "../src/internal/observability/telemetry.js"
@@ -16,6 +16,9 @@ import * as Keys from "./support/Keys.js"
 import * as Leaks from "./support/Leaks.js"
 
 const SECOND = 1000
+// Tests driven by the TestClock through many steps (400 in the rotating-lease tests): seconds of
+// CPU alone, longer beside the suite's other files; no real time is waited for.
+const CPU_BOUND_MILLIS = 60_000
 const MINUTE = 60 * SECOND
 
 type Client = Layer.Layer<ClinicalClient.Services, unknown>
@@ -633,10 +636,6 @@ describe("TokenStore.redis: options", () => {
 })
 
 describe("a store someone else writes to (issue 22)", () => {
-  // Driven by the TestClock (400 steps, each read rotating the lease): about 3 s of CPU alone,
-  // longer beside the suite's other files; no real time is waited for.
-  const CPU_BOUND_MILLIS = 60_000
-
   /** A store whose lease someone rewrites with a new holder before every read, as often as it is read. */
   const rotatingLease = (onUnavailable: TokenStore.OnUnavailable) => {
     const shared = TokenStore.memory()
@@ -682,6 +681,8 @@ describe("a store someone else writes to (issue 22)", () => {
       Effect.gen(function*() {
         const fake = yield* Fake.make()
         const { store } = rotatingLease("fail")
+        // Not at the clock's zero: the wait is counted from when it began.
+        yield* TestClock.adjust(60 * MINUTE)
         const a = yield* instance(clientOver(fake, store))
         const refresh = yield* Effect.fork(Effect.either(a(TokenService.get)))
         yield* runClock(400, 100)
@@ -689,9 +690,14 @@ describe("a store someone else writes to (issue 22)", () => {
         expect(Either.isLeft(outcome)).toBe(true)
         expect(Either.getLeft(outcome)).toMatchObject({
           _tag: "Some",
-          value: { _tag: "TokenStoreError", reason: "Timeout" }
+          value: { _tag: "TokenStoreError", operation: "token", reason: "Timeout" }
         })
-        expect(String(Either.getOrThrowWith(Either.flip(outcome), (x) => x))).toContain("while the lease changed hands")
+        const detail = (Either.getOrThrowWith(Either.flip(outcome), (x) => x) as ClinicalError.TokenStoreError).detail
+        expect(detail).toMatch(/^waited \d+ ms for other instances to publish a token while the lease changed hands$/)
+        const waited = Number(/\d+/.exec(detail)![0])
+        const lease = TokenSharing.leaseMillis(10_000, store.timeoutMillis)
+        expect(waited).toBeGreaterThanOrEqual(3 * lease)
+        expect(waited).toBeLessThan(3 * lease + 1000)
         expect(yield* fake.tokenRequests).toHaveLength(0)
       }),
     CPU_BOUND_MILLIS
@@ -930,5 +936,207 @@ describe("a stored entry read back: each way it can be unreadable, by its reason
         "must be 32 bytes: a Uint8Array, or their base64 (44 characters) or hex (64 characters)"
       )
     }
+  })
+})
+
+describe("token sharing's steps, each observed (issue 24's mutation run)", () => {
+  /** Log entries, as message and annotations, from every fiber of the test (the refresh fibers included). */
+  const capturedLogs = () => {
+    const entries: Array<{ readonly message: string; readonly annotations: Record<string, unknown> }> = []
+    const layer = Logger.replace(
+      Logger.defaultLogger,
+      Logger.make(({ annotations, message }) => {
+        entries.push({
+          message: String(Array.isArray(message) ? message.join(" ") : message),
+          annotations: Object.fromEntries(HashMap.toEntries(annotations))
+        })
+      })
+    )
+    return { entries, layer }
+  }
+  const entryOf = (token: string) => ({
+    token: Redacted.make(token),
+    lifetimeMillis: 60 * MINUTE,
+    serverLifetimeMillis: 60 * MINUTE,
+    serverClockSkewMillis: undefined
+  })
+
+  it.scoped("the lease taken, the second read finds a token another instance just published: it is adopted, nothing requested", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      const racing: TokenStore.Service = {
+        ...shared,
+        // Someone publishes between this instance's first read and its lease.
+        acquireLease: (key, owner, ttl) =>
+          Effect.zipRight(
+            shared.publish(key, 0, entryOf("published.by.other"), 60 * MINUTE, "other"),
+            shared.acquireLease(key, owner, ttl)
+          )
+      }
+      const a = yield* instance(clientOver(fake, racing))
+      const token = yield* a(TokenService.get)
+      expect(valueOf(token)).toBe("published.by.other")
+      expect(token).toMatchObject({ source: "store", storeGeneration: 1 })
+      expect(yield* fake.tokenRequests).toHaveLength(0)
+      // The lease went back at once.
+      expect((yield* shared.read(storeKey)).lease).toBeUndefined()
+    }))
+
+  it.scoped(
+    "one holder keeps the lease a whole lease's length without publishing: the instance asks alone and offers its token",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* Fake.make()
+        const shared = TokenStore.memory()
+        yield* shared.acquireLease(storeKey, "stuck", 10 * MINUTE)
+        const a = yield* instance(clientOver(fake, shared))
+        const caller = yield* Effect.fork(a(TokenService.get))
+        yield* runClock(20, 100)
+        expect(yield* fake.tokenRequests).toHaveLength(0)
+        yield* runClock(200, 100)
+        const token = yield* Fiber.join(caller)
+        expect(yield* fake.tokenRequests).toHaveLength(1)
+        expect(token.source).toBe("server")
+        // Offered: the fleet can take it, though the stuck holder never gave the lease back.
+        const snapshot = yield* shared.read(storeKey)
+        expect(snapshot.stored?.generation).toBe(1)
+        expect(Redacted.value(snapshot.stored!.entry.token)).toBe(valueOf(token))
+      }),
+    CPU_BOUND_MILLIS
+  )
+
+  it.scoped("a publication that fails still gives the lease back, though the store is then left alone", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      const failing: TokenStore.Service = {
+        ...shared,
+        retryAfterMillis: 5 * SECOND,
+        publish: () =>
+          Effect.fail(new ClinicalError.TokenStoreError({ operation: "token", reason: "Timeout", detail: "lost" }))
+      }
+      const a = yield* instance(clientOver(fake, failing))
+      const token = yield* a(TokenService.get)
+      expect(token).toMatchObject({ source: "server", storeGeneration: undefined })
+      yield* runClock(2, 100)
+      expect((yield* shared.read(storeKey)).lease).toBeUndefined()
+    }))
+
+  it.scoped("a token sealed with another key, with time left, fail-closed: an Unreadable error of the token operation", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      const sealedOtherwise: TokenStore.Service = {
+        ...shared,
+        onUnavailable: "fail",
+        read: (key) =>
+          Effect.map(shared.read(key), (snapshot) => ({
+            ...snapshot,
+            unreadable: { reason: "sealed with another key", sealedOtherwise: true, remainingMillis: 1000 }
+          }))
+      }
+      const a = yield* instance(clientOver(fake, sealedOtherwise))
+      expect(yield* Effect.flip(a(TokenService.get))).toMatchObject({
+        _tag: "TokenStoreError",
+        operation: "token",
+        reason: "Unreadable",
+        detail: "sealed with another key"
+      })
+      expect(yield* fake.tokenRequests).toHaveLength(0)
+    }))
+
+  it.scoped("a store client still making its first connection is waited for before its first read", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      const connected = yield* Deferred.make<void>()
+      let isConnected = false
+      const connecting: TokenStore.Service = {
+        ...shared,
+        ready: Deferred.await(connected),
+        // Decided when the read runs, not when it is built.
+        read: (key) =>
+          Effect.suspend(() =>
+            isConnected
+              ? shared.read(key)
+              : Effect.fail(
+                new ClinicalError.TokenStoreError({
+                  operation: "token",
+                  reason: "Unavailable",
+                  detail: "not connected"
+                })
+              )
+          )
+      }
+      const a = yield* instance(clientOver(fake, connecting))
+      const caller = yield* Effect.fork(a(TokenService.get))
+      yield* runClock(5, 100)
+      expect(yield* fake.tokenRequests).toHaveLength(0)
+      isConnected = true
+      yield* Deferred.succeed(connected, undefined)
+      const token = yield* Fiber.join(caller)
+      // Read once connected, then leased, requested and published: the fleet's token, not one of its own.
+      expect(token).toMatchObject({ source: "server", storeGeneration: 1 })
+    }))
+
+  it.scoped("a store that does not answer, fail-closed: a Timeout naming the wait, said once; then Unavailable while it is left alone", () => {
+    const { entries, layer } = capturedLogs()
+    return Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const silent: TokenStore.Service = {
+        ...TokenStore.memory(),
+        onUnavailable: "fail",
+        timeoutMillis: 200,
+        retryAfterMillis: 5 * SECOND,
+        read: () => Effect.never
+      }
+      const a = yield* instance(clientOver(fake, silent))
+      const first = yield* Effect.fork(Effect.flip(a(TokenService.get)))
+      yield* runClock(3, 100)
+      expect(yield* Fiber.join(first)).toMatchObject({
+        _tag: "TokenStoreError",
+        operation: "token",
+        reason: "Timeout",
+        detail: "no answer within 200 ms"
+      })
+      expect(yield* Effect.flip(a(TokenService.get))).toMatchObject({
+        _tag: "TokenStoreError",
+        operation: "token",
+        reason: "Unavailable",
+        detail: "left alone for 5000 ms after a failure"
+      })
+      const said = entries.filter((entry) => entry.message.startsWith("token store unavailable"))
+      expect(said).toEqual([{
+        message: "token store unavailable; token refreshes fail until it is back",
+        annotations: expect.objectContaining({ reason: "Timeout", detail: "no answer within 200 ms" })
+      }])
+      expect(yield* fake.tokenRequests).toHaveLength(0)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("what the store holds that no instance can read is replaced by the leaseholder, which says so with the reason", () => {
+    const { entries, layer } = capturedLogs()
+    return Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      const planted: TokenStore.Service = {
+        ...shared,
+        read: (key) =>
+          Effect.map(shared.read(key), (snapshot) =>
+            snapshot.generation > 0 ? snapshot : {
+              ...snapshot,
+              unreadable: { reason: "planted for the test", sealedOtherwise: false, remainingMillis: Infinity }
+            })
+      }
+      const a = yield* instance(clientOver(fake, planted))
+      const token = yield* a(TokenService.get)
+      expect(token).toMatchObject({ source: "server", storeGeneration: 1 })
+      expect(entries.filter((entry) => entry.message.includes("no instance can read"))).toEqual([{
+        message: "token store holds a value no instance can read; this instance replaces it",
+        annotations: expect.objectContaining({ reason: "planted for the test" })
+      }])
+      expect(entries.some((entry) => entry.message.startsWith("token store unavailable"))).toBe(false)
+    }).pipe(Effect.provide(layer))
   })
 })
