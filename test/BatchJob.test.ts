@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Console, Duration, Effect, Either, Layer } from "effect"
-import { ClinicalClient, PersonData } from "effect-clinical"
+import { ClinicalClient, ClinicalError, PersonData } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -251,5 +251,91 @@ describe("batchJob.run, in process", () => {
         const [, done, succeeded] = /^(\d)\/3 done: (\d) succeeded/.exec(line)!
         expect(done).toBe(succeeded)
       }
+    }))
+})
+
+describe("batchJob's files and counts (issue 24's mutation run)", () => {
+  it("failures are counted by kind, at most ten kinds, the rest together; a long ErrorType is cut", () => {
+    const counts = new BatchJob.FailureCounts()
+    expect(counts.describe()).toBeUndefined()
+    for (let i = 0; i < 12; i++) counts.add(`Kind${i}`)
+    counts.add("Kind0")
+    counts.add("Kind11")
+    expect(counts.describe()).toBe(
+      "2 Kind0, 1 Kind1, 1 Kind2, 1 Kind3, 1 Kind4, 1 Kind5, 1 Kind6, 1 Kind7, 1 Kind8, 1 Kind9, 3 of other kinds"
+    )
+    const apiError = (errorType: string) =>
+      new ClinicalError.ApiError({
+        operation: "medications",
+        method: "POST",
+        url: "https://clinical.test/api/clinical/medication/get",
+        status: 200,
+        errorType,
+        errorMessage: null
+      })
+    const long = apiError("X".repeat(70))
+    expect(BatchJob.failureKind(long)).toBe(`ApiError ${"X".repeat(50)}…`)
+    expect(BatchJob.failureKind(long)).toHaveLength(BatchJob.MAX_KIND)
+    const exact = apiError("Y".repeat(51))
+    expect(BatchJob.failureKind(exact)).toBe(`ApiError ${"Y".repeat(51)}`)
+  })
+
+  it.live("a results line cut by a crash (no newline at its end) is dropped on resume, and its person sent again", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS)
+      yield* runJob(job)
+      const lines = Fs.readFileSync(job.out, "utf8").split("\n").filter((line) => line !== "")
+      const [kept, cut] = [lines.slice(0, 2), lines[2]!]
+      Fs.writeFileSync(job.out, `${kept.join("\n")}\n${cut.slice(0, -1)}`)
+      const again = yield* runJob({ ...job, resume: true })
+      expect(again.error).toBeUndefined()
+      expect(again.lines.join("\n")).toContain("3 persons: 3 succeeded, 0 failed, 0 skipped (2 done in earlier runs)")
+      expect(results(job.out).map((line) => line.index).sort()).toEqual([0, 1, 2])
+      // Whole again: a resume of a file that ends in a newline keeps every line.
+      const third = yield* runJob({ ...job, resume: true })
+      expect(third.lines.join("\n")).toContain("(3 done in earlier runs)")
+    }))
+
+  it.live("a resume finds the checkpoint but no results file: nothing was done, every person is sent", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS)
+      yield* runJob(job)
+      Fs.unlinkSync(job.out)
+      const again = yield* runJob({ ...job, resume: true })
+      expect(again.error).toBeUndefined()
+      expect(again.lines.join("\n")).toContain("3 persons: 3 succeeded, 0 failed, 0 skipped\n")
+      expect(results(job.out)).toHaveLength(3)
+    }))
+
+  it.live("a resume of another batch (another operation) is refused, naming what differs", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS)
+      yield* runJob(job)
+      const other = yield* runJob({ ...job, resume: true, operation: PersonData.ethnicities })
+      expect(other.error).toMatchObject({ code: ExitCode.Usage })
+      expect(other.error?.message).toMatch(/^--resume: .+; use another --out$/)
+      expect(results(job.out)).toHaveLength(3)
+    }))
+
+  it.live("a link planted where the results go is refused; so is something that is not a file", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS)
+      Fs.symlinkSync(Path.join(dir, "elsewhere"), job.out)
+      expect((yield* runJob(job)).error).toMatchObject({
+        code: ExitCode.Usage,
+        message: `${job.out} is a symbolic link: give the path of the file itself`
+      })
+      expect(Fs.existsSync(Path.join(dir, "elsewhere"))).toBe(false)
+      const other = directory()
+      const directoryJob = jobOf(other, UIDS)
+      Fs.mkdirSync(directoryJob.out)
+      expect((yield* runJob({ ...directoryJob, resume: false })).error).toMatchObject({
+        code: ExitCode.Usage,
+        message: `${directoryJob.out} is not a regular file`
+      })
     }))
 })

@@ -155,7 +155,7 @@ const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
   })
 
 /** Longest failure kind shown: an `ErrorType` is the server's text. */
-const MAX_KIND = 60
+export const MAX_KIND = 60
 
 /**
  * `ServerError`, `ApiError PersonNotFound`: how failures are grouped in the summary, made
