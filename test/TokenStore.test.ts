@@ -9,6 +9,7 @@ import { type ClinicalClient, ClinicalError, MedicationService, TokenService, To
 import * as Crypto from "node:crypto"
 import * as Telemetry from "../src/internal/observability/telemetry.js"
 import { firstConnection } from "../src/internal/token/redisReady.js"
+import * as RedisTokenStore from "../src/internal/token/redisTokenStore.js"
 import * as StoredEntry from "../src/internal/token/storedEntry.js"
 import * as TokenSharing from "../src/internal/token/tokenSharing.js"
 import * as Fake from "./support/FakeService.js"
@@ -1139,4 +1140,179 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
       expect(entries.some((entry) => entry.message.startsWith("token store unavailable"))).toBe(false)
     }).pipe(Effect.provide(layer))
   })
+})
+
+describe("the Redis store's replies read, and its scripts sent (issue 24's mutation run)", () => {
+  const token = "abc.DEF"
+  const entry = {
+    token: Redacted.make(token),
+    lifetimeMillis: 60 * MINUTE,
+    serverLifetimeMillis: 60 * MINUTE,
+    serverClockSkewMillis: undefined
+  }
+  const value = StoredEntry.encode(entry, undefined, "k")
+  const read = (reply: unknown) =>
+    Either.match(RedisTokenStore.snapshotOf(reply, undefined, "k"), {
+      onLeft: (error) => `${error.operation} ${error.reason}: ${error.detail}`,
+      onRight: (snapshot) => ({
+        generation: snapshot.generation,
+        lease: snapshot.lease,
+        stored: snapshot.stored === undefined
+          ? undefined
+          : [snapshot.stored.generation, snapshot.stored.remainingMillis],
+        unreadable: snapshot.unreadable?.reason
+      })
+    })
+
+  it.each(
+    [
+      ["a token, its TTL, its generation and no lease", [value, 5000, "3", null], {
+        generation: 3,
+        lease: undefined,
+        stored: [3, 5000],
+        unreadable: undefined
+      }],
+      ["the TTL as text, the generation as an integer, a lease", [value, "5000", 3, "owner-1"], {
+        generation: 3,
+        lease: "owner-1",
+        stored: [3, 5000],
+        unreadable: undefined
+      }],
+      ["nothing stored yet", [null, -2, null, null], {
+        generation: 0,
+        lease: undefined,
+        stored: undefined,
+        unreadable: undefined
+      }],
+      ["a value without a TTL (written by hand)", [value, -1, "2", null], {
+        generation: 2,
+        lease: undefined,
+        stored: undefined,
+        unreadable: undefined
+      }],
+      ["a TTL of 0", [value, 0, "2", null], {
+        generation: 2,
+        lease: undefined,
+        stored: undefined,
+        unreadable: undefined
+      }],
+      ["a value that is not text", [5, 5000, "2", null], {
+        generation: 2,
+        lease: undefined,
+        stored: undefined,
+        unreadable: undefined
+      }],
+      ["generation 0 as text", [null, -2, "0", null], {
+        generation: 0,
+        lease: undefined,
+        stored: undefined,
+        unreadable: undefined
+      }],
+      ...(["-1", "1.5", "x1", "1x", "1234567890123456", ""] as const).map((generation) =>
+        [`a generation of ${JSON.stringify(generation)}`, [value, 5000, generation, null], {
+          generation: -1,
+          lease: undefined,
+          stored: undefined,
+          unreadable: "the stored generation is not a number"
+        }] as const
+      ),
+      ["a negative integer generation", [value, 5000, -4, null], {
+        generation: -1,
+        lease: undefined,
+        stored: undefined,
+        unreadable: "the stored generation is not a number"
+      }],
+      ["a value no instance wrote", ["planted", 5000, "1", null], {
+        generation: 1,
+        lease: undefined,
+        stored: undefined,
+        unreadable: "the stored token has no fingerprint"
+      }],
+      ["three items", [value, 5000, "1"], "token Unreadable: the store's reply is not the expected list"],
+      ["five items", [value, 5000, "1", null, null], "token Unreadable: the store's reply is not the expected list"],
+      ["not a list", "OK", "token Unreadable: the store's reply is not the expected list"]
+    ] as const
+  )("a READ reply of %s", (_, reply, expected) => {
+    expect(read(reply)).toEqual(expected)
+  })
+
+  /** A Redis port over a send function that answers from `answer`, recording each command. */
+  const port = (answer: (command: ReadonlyArray<string>) => unknown) => {
+    const sent: Array<ReadonlyArray<string>> = []
+    const commands = RedisTokenStore.fromSend(async (command) => {
+      sent.push(command)
+      const reply = answer(command)
+      if (reply instanceof Error) throw reply
+      return reply
+    })
+    return { commands, sent }
+  }
+  const settings = {
+    keyPrefix: "p",
+    sealingKey: undefined,
+    timeoutMillis: 1000,
+    retryAfterMillis: 1000,
+    onUnavailable: "local"
+  } as const
+
+  it("a script is sent by its SHA-1, and by its source only when Redis answers NOSCRIPT", async () => {
+    const script = RedisTokenStore.redisScript("return 1")
+    const missing = port((command) => (command[0] === "EVALSHA" ? new Error("NOSCRIPT No matching script") : 1))
+    expect(await missing.commands.script(script, ["k"], ["a"])).toBe(1)
+    expect(missing.sent).toEqual([["EVALSHA", script.sha1, "1", "k", "a"], ["EVAL", "return 1", "1", "k", "a"]])
+    // Any other failure is the call's: not sent again.
+    const down = port(() => new Error("ECONNRESET"))
+    await expect(down.commands.script(script, ["k"], [])).rejects.toThrow("ECONNRESET")
+    expect(down.sent).toHaveLength(1)
+    const odd = port(() => "NOSCRIPT as a reply, not an error")
+    expect(await odd.commands.script(script, [], [])).toBe("NOSCRIPT as a reply, not an error")
+    const thrownText = RedisTokenStore.fromSend(() => Promise.reject("NOSCRIPT but a string"))
+    await expect(thrownText.script(script, [], [])).rejects.toBe("NOSCRIPT but a string")
+  })
+
+  it.effect("a publication's reply: published, lost, or not what a publication answers", () =>
+    Effect.gen(function*() {
+      const publishWith = (reply: unknown) =>
+        Effect.either(RedisTokenStore.make(port(() => reply).commands, settings).publish("key", 2, entry, 1000, "me"))
+      expect(yield* publishWith([1, "3"])).toEqual(Either.right(3))
+      expect(yield* publishWith([0, 5])).toEqual(Either.right(undefined))
+      for (const reply of [[1], [1, "3", "x"], "OK", null]) {
+        expect(yield* publishWith(reply)).toMatchObject(Either.left({
+          operation: "token",
+          reason: "Unreadable",
+          detail: "the store's reply to a publication is not the expected list"
+        }))
+      }
+      expect(yield* publishWith([1, "three"])).toMatchObject(Either.left({
+        reason: "Unreadable",
+        detail: "the stored generation is not a number"
+      }))
+      // What went out: the keys of this client, the value, the TTL rounded up and the owner.
+      const { commands, sent } = port(() => [1, "3"])
+      yield* RedisTokenStore.make(commands, settings).publish("key", 2, entry, 999.5, "me")
+      expect(sent[0]!.slice(2)).toEqual([
+        "3",
+        "p:{key}:token",
+        "p:{key}:generation",
+        "p:{key}:lease",
+        "2",
+        expect.stringMatching(/^[0-9a-f]{32}\|\{"token":"abc\.DEF"/),
+        "1000",
+        "me"
+      ])
+    }))
+
+  it.effect("a client's failure is Unavailable, its text scrubbed of what the command carried", () =>
+    Effect.gen(function*() {
+      const echo = port((command) => new Error(`ERR in ${command.join(" ")}`))
+      const error = yield* Effect.flip(
+        RedisTokenStore.make(echo.commands, settings).publish("key", 0, entry, 1000, "me")
+      )
+      expect(error).toMatchObject({ operation: "token", reason: "Unavailable" })
+      expect(error.detail).not.toContain(token)
+      const odd = RedisTokenStore.make(RedisTokenStore.fromSend(() => Promise.reject(42)), settings)
+      expect(yield* Effect.flip(odd.read("key"))).toMatchObject({ detail: "the Redis client failed" })
+      const text = RedisTokenStore.make(RedisTokenStore.fromSend(() => Promise.reject("refused")), settings)
+      expect(yield* Effect.flip(text.read("key"))).toMatchObject({ detail: "refused" })
+    }))
 })
