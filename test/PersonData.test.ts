@@ -213,23 +213,54 @@ describe("PersonData: an operation the library does not know", () => {
       })
     ))
 
+  it.effect("the name a collection's variant must contain: its stem, not less (issue 24's mutation run)", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        // Each body has a decoy array whose name holds a shorter cut of the collection's name.
+        const cases = [
+          ["Medications", { MedicationList: [{ a: 1 }], Misc: [] }],
+          ["Devices", { DeviceList: [{ a: 1 }], DeviationNotes: [] }],
+          ["Allergies", { AllergyList: [{ a: 1 }], AllNotes: [] }],
+          ["Udi", { UdiList: [{ a: 1 }], UdMap: [] }]
+        ] as const
+        for (const [collection, body] of cases) {
+          yield* fake.scriptData(Fake.respond(200, { ...body, Success: true }))
+          const op = PersonData.operation({ name: "variant", path: "/x", collection })
+          expect((yield* PersonData.get(op, Fake.PERSON_UID)).items, collection).toEqual([{ a: 1 }])
+        }
+      })
+    ))
+
   it.effect("a definition that cannot be used is refused with InvalidRequest naming the field, sending nothing", () =>
     Fake.withClient((fake) =>
       Effect.gen(function*() {
-        const bad: ReadonlyArray<readonly [PersonData.Operation, string]> = [
-          [PersonData.operation({ name: "", path: "/x", collection: "X" }), "operation.name"],
-          [PersonData.operation({ name: "has space", path: "/x", collection: "X" }), "operation.name"],
-          [PersonData.operation({ name: "x", path: "x", collection: "X" }), "operation.path"],
-          [PersonData.operation({ name: "x", path: "/x?y=1", collection: "X" }), "operation.path"],
-          [PersonData.operation({ name: "x", path: "/x", collection: "" }), "operation.collection"],
-          [PersonData.operation(undefined as never), "operation.name"],
-          [undefined as never, "operation"]
+        const NAME = "must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter"
+        const COLLECTION = "must be the name of the payload collection"
+        const bad: ReadonlyArray<readonly [PersonData.Operation, string, string | undefined]> = [
+          [PersonData.operation({ name: "", path: "/x", collection: "X" }), "operation.name", NAME],
+          [PersonData.operation({ name: "has space", path: "/x", collection: "X" }), "operation.name", NAME],
+          [PersonData.operation({ name: "x", path: "x", collection: "X" }), "operation.path", undefined],
+          [PersonData.operation({ name: "x", path: "/x?y=1", collection: "X" }), "operation.path", undefined],
+          [PersonData.operation({ name: "x", path: "/x", collection: "" }), "operation.collection", COLLECTION],
+          [
+            PersonData.operation({ name: "x", path: "/x", collection: "C".repeat(129) }),
+            "operation.collection",
+            COLLECTION
+          ],
+          [PersonData.operation({ name: "x", path: "/x", collection: 5 as never }), "operation.collection", COLLECTION],
+          [PersonData.operation(undefined as never), "operation.name", NAME],
+          [undefined as never, "operation", "must be a PersonData.operation(...)"],
+          [null as never, "operation", "must be a PersonData.operation(...)"]
         ]
-        for (const [operation, field] of bad) {
+        for (const [operation, field, reason] of bad) {
           const error = yield* Effect.flip(PersonData.get(operation, Fake.PERSON_UID))
-          expect(error).toMatchObject({ _tag: "InvalidRequest", field })
+          expect(error).toMatchObject({ _tag: "InvalidRequest", field, ...(reason === undefined ? {} : { reason }) })
         }
         expect(yield* fake.requests).toHaveLength(0)
+        // A collection name of 128 characters is taken.
+        yield* fake.scriptData(Fake.respond(200, { ["C".repeat(128)]: [], Success: true }))
+        const longest = PersonData.operation({ name: "x", path: "/x", collection: "C".repeat(128) })
+        expect((yield* PersonData.get(longest, Fake.PERSON_UID)).items).toEqual([])
       })
     ))
 
