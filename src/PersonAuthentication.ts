@@ -78,6 +78,7 @@ const check = (credentials: Credentials, format: string, now: number): Either.Ei
     passCode: passCode.right,
     dateOfBirth: validate.formatDay(day.right, format),
     // As sent, as ISO, and as .NET prints a date (1/1/1945, and 1/1/1945 12:00:00 AM).
+    // Stryker disable next-line StringLiteral: equivalent while server text is also scrubbed by shape (every date); kept so the known forms hold without it
     dateForms: [validate.formatDay(day.right, format), validate.isoDay(day.right), `${m}/${d}/${y}`]
   })
 }

@@ -415,3 +415,54 @@ describe("PersonAuthentication in ClinicalClient", () => {
       }
     }))
 })
+
+describe("PersonAuthentication: what the mutation run found unasserted (issue 24)", () => {
+  it.effect("credentials that are not an object, and a date of birth in the future, are refused with their reason", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(Date.UTC(2026, 10, 23, 12))
+        for (const credentials of [null, undefined, "EW-2719-KQ"]) {
+          const error = failureOf(yield* Effect.exit(PersonAuthentication.authenticate(credentials as never)))
+          expect(error).toMatchObject({
+            _tag: "InvalidRequest",
+            field: "credentials",
+            reason: "must be an object with passCode and dateOfBirth"
+          })
+        }
+        const future = failureOf(yield* Effect.exit(authenticate("2026-11-26")))
+        expect(future).toMatchObject({ field: "dateOfBirth", reason: "is in the future" })
+        expect(yield* fake.requests).toHaveLength(0)
+      })
+    ))
+
+  it.effect("an answer that is not a JSON object, or holds a null PersonUid, says so; the date of birth echoed as .NET prints it is scrubbed", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        yield* fake.scriptData(
+          answer([{ PersonUid: PERSON_UID }]),
+          answer({ PersonUid: null, Success: true }),
+          answer({ Message: "no person for 3/4/1945 and 3/4/1945 12:00:00 AM" }, 400)
+        )
+        const notObject = yield* Effect.flip(authenticate("1945-03-04"))
+        expect(notObject).toMatchObject({ _tag: "ResponseDecodeError", method: "POST" })
+        expect(notObject.message).toContain("the body is not a JSON object")
+        const nullUid = yield* Effect.flip(authenticate("1945-03-04"))
+        expect(nullUid.message).toContain("the body has no PersonUid")
+        const echoed = yield* Effect.flip(authenticate("1945-03-04"))
+        expect(echoed._tag).toBe("BadRequest")
+        expect(JSON.stringify(echoed)).not.toContain("3/4/1945")
+        expect(echoed.message).not.toContain("3/4/1945")
+      })
+    ))
+
+  it.effect("the call's span is PersonAuthentication.authenticate, labelled with its operation", () =>
+    Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        const { spans, tracer } = yield* CapturingTracer.make
+        yield* fake.scriptData(answer({ PersonUid: PERSON_UID }))
+        yield* authenticate().pipe(Effect.withTracer(tracer))
+        const span = spans.find((span) => span.name === "PersonAuthentication.authenticate")
+        expect(span?.attributes.get("clinical.operation")).toBe("authenticate")
+      })
+    ))
+})
