@@ -47,7 +47,9 @@ describe("examples", () => {
   })
 })
 
-describe.concurrent("examples", () => {
+// One example at a time: ten tsx processes at once on 2 cores, beside another test file, took
+// over 60 s each in a full run (about 9 s alone).
+describe("examples", () => {
   it("medications.ts (npm start) reads every fixture person from the built-in mock", async () => {
     const run = await tsx("examples/medications.ts")
     expect(run.code, run.stderr).toBe(0)

@@ -140,7 +140,9 @@ describe("a fleet of processes sharing one token through Redis", () => {
     } finally {
       await mock.close()
     }
-  }, 60_000)
+    // Eight processes that each compile with tsx: 16 s on a quiet machine, over 60 s beside the
+    // examples' processes in a full run. It waits for their reports, never for a time.
+  }, 180_000)
 
   /**
    * A fleet of 8 against a service that revokes a token when it issues the next, calling until
