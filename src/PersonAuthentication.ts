@@ -133,6 +133,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       ).pipe(
         Effect.withSpan("PersonAuthentication.authenticate", {
           attributes: { "clinical.operation": OPERATION },
+          // Stryker disable next-line BooleanLiteral: equivalent, a span's captured stack is seen by no exporter here
           captureStackTrace: false
         })
       )

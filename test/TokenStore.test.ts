@@ -835,6 +835,7 @@ describe("a stored entry read back: each way it can be unreadable, by its reason
         "the stored token is longer than any token"
       ],
       ["no bar", json(), undefined, "the stored token has no fingerprint"],
+      ["a fingerprint without its bar", `${print}x`, undefined, "the stored token has no fingerprint"],
       ["a fingerprint one short", `${print.slice(1)}|${json()}`, undefined, "the stored token has no fingerprint"],
       [
         "a fingerprint in upper case",
@@ -922,6 +923,7 @@ describe("a stored entry read back: each way it can be unreadable, by its reason
       ["base64 with blanks around it", ` ${Keys.sealingKey(5).toString("base64")}\n`, true],
       ["hex", Keys.sealingKey(5).toString("hex"), true],
       ["hex with two more characters", `${Keys.sealingKey(5).toString("hex")}zz`, false],
+      ["hex after one more hex digit", `0${Keys.sealingKey(5).toString("hex")}`, false],
       ["hex after two other characters", `zz${Keys.sealingKey(5).toString("hex")}`, false],
       ["base64 after two other characters", `!!${Keys.sealingKey(5).toString("base64")}`, false],
       ["base64 with two more characters", `${Keys.sealingKey(5).toString("base64")}!!`, false],

@@ -67,8 +67,9 @@ export const sealingKey = (value: unknown): Either.Either<SealingKey, string> =>
 /** Fewest different byte values a sealing key's 32 bytes may hold (random keys have 30 or so). */
 export const MIN_DISTINCT_BYTES = 16
 
+// Number.isFinite is true of finite numbers alone: no typeof check is needed before it.
 const isMillis = (value: unknown): value is number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 && value <= Number.MAX_SAFE_INTEGER
+  Number.isFinite(value) && (value as number) > 0 && (value as number) <= Number.MAX_SAFE_INTEGER
 
 /**
  * The entry as one string: its fingerprint, `|`, then the entry as JSON, or sealed under `key`
@@ -171,8 +172,8 @@ const entryOf = (json: string): Either.Either<Entry, string> => {
   }
   const skew = serverClockSkewMillis === null || serverClockSkewMillis === undefined
     ? undefined
-    : typeof serverClockSkewMillis === "number" && Number.isFinite(serverClockSkewMillis)
-    ? serverClockSkewMillis
+    : Number.isFinite(serverClockSkewMillis)
+    ? serverClockSkewMillis as number
     : null
   if (skew === null) return Either.left("the stored token's clock skew is not a number")
   return Either.right({
