@@ -7,13 +7,10 @@
  */
 import { execFileSync } from "node:child_process"
 import * as Os from "node:os"
+import { median, option } from "./bench/args.js"
 import type { BatchMeasurement } from "./bench/batch.js"
 import { runMeasurement, startServer } from "./bench/processes.js"
 
-const option = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(name)
-  return i < 0 ? fallback : process.argv[i + 1]!
-}
 const persons = Number(option("--persons", "100000"))
 const rounds = Number(option("--rounds", "3"))
 const concurrency = Number(option("--concurrency", "32"))
@@ -23,7 +20,6 @@ const server = await startServer()
 const runChild = (kind: string) =>
   runMeasurement<BatchMeasurement>("scripts/bench/batch.ts", [kind, server.url, String(persons), String(concurrency)])
 
-const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
 
 execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" })

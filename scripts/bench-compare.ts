@@ -11,13 +11,10 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { median, option } from "./bench/args.js"
 import type { Kind, Measurement } from "./bench/client.js"
 import { runMeasurement, startServer } from "./bench/processes.js"
 
-const option = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(name)
-  return i < 0 ? fallback : process.argv[i + 1]!
-}
 const revision = process.argv[2]
 if (revision === undefined || revision.startsWith("--")) {
   process.stderr.write("usage: npm run bench:compare -- <revision> [--calls N] [--rounds R] [--concurrency 1,32,256]\n")
@@ -70,7 +67,6 @@ try {
   } finally {
     server.stop()
   }
-  const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
   const lines = [
     `${calls} calls per measurement, ${rounds} rounds, medians; "here / there" is paired round by round.`,
     "",

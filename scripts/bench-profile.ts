@@ -9,13 +9,10 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { option } from "./bench/args.js"
 import type { Kind } from "./bench/client.js"
 import { runMeasurement, startServer } from "./bench/processes.js"
 
-const option = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(name)
-  return i < 0 ? fallback : process.argv[i + 1]!
-}
 const kinds = option("--kinds", "library-undici,library-undici-traced,raw-undici").split(",") as Array<Kind>
 const concurrency = Number(option("--concurrency", "32"))
 const calls = Number(option("--calls", "20000"))

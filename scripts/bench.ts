@@ -9,14 +9,10 @@
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
+import { flag, median, option } from "./bench/args.js"
 import { type Kind, KINDS, type Measurement } from "./bench/client.js"
 import { runMeasurement, startServer } from "./bench/processes.js"
 
-const flag = (name: string) => process.argv.includes(name)
-const option = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(name)
-  return i < 0 ? fallback : process.argv[i + 1]!
-}
 const quick = flag("--quick")
 const calls = Number(option("--calls", quick ? "3000" : "20000"))
 const rounds = Number(option("--rounds", quick ? "1" : "5"))
@@ -29,11 +25,6 @@ const kinds = option("--kinds", [...KINDS, "transport-only", "platform-fetch-unt
 
 const runChild = (kind: Kind, url: string, concurrency: number, count = calls) =>
   runMeasurement<Measurement>("scripts/bench/client.ts", [kind, url, String(count), String(concurrency)])
-
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" })
 const server = await startServer()

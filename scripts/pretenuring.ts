@@ -7,12 +7,9 @@
  * default tracer's `events` array and status objects.
  */
 import { execFileSync, spawn } from "node:child_process"
+import { option } from "./bench/args.js"
 import { startServer } from "./bench/processes.js"
 
-const option = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(name)
-  return i < 0 ? fallback : process.argv[i + 1]!
-}
 const calls = option("--calls", "60000")
 const concurrency = option("--concurrency", "")
 const kind = option("--kind", "library-undici")
