@@ -229,7 +229,7 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     const progress = yield* Ref.get(latest)
     const elapsed = (yield* Clock.currentTimeMillis) - startedAt
     if (job.interactive) process.stderr.write(`${bar(tally.shown(progress), opened.total)}\n`)
-    yield* Console.error(summary(job, opened.total, tally, progress, elapsed).join("\n"))
+    yield* Console.error(summary(job, opened, tally, progress, elapsed).join("\n"))
     const failed = tally.shown(progress).failed
     if (tally.stop?.reason === "CredentialsRefused") {
       return yield* Effect.fail(
@@ -256,6 +256,8 @@ interface Opened {
   readonly total: number
   readonly earlier: Earlier
   readonly out: FileHandle
+  /** The results file's path as messages show it: what the user typed may hold a secret's shape. */
+  readonly shownOut: string
 }
 
 /**
@@ -265,7 +267,6 @@ interface Opened {
 const open = (job: Job): Effect.Effect<Opened, CliError, Scope.Scope> =>
   Effect.gen(function*() {
     const checkpointPath = `${job.out}.checkpoint.json`
-    // The paths as messages show them: what the user typed may hold a secret's shape.
     const shownOut = Render.typed(job.out)
     const total = yield* Stream.runCount(fromFile(job.personsFile))
     if (total === 0) return yield* Effect.fail(usage(`${Render.typed(job.personsFile)} holds no PersonUid`))
@@ -305,7 +306,7 @@ const open = (job: Job): Effect.Effect<Opened, CliError, Scope.Scope> =>
         : Effect.succeed(resumed.handle),
       (handle) => Effect.promise(() => handle.close())
     )
-    return { total, earlier: resumed ?? nothingEarlier, out }
+    return { total, earlier: resumed ?? nothingEarlier, out, shownOut }
   })
 
 /** What this run has seen: the results lines it made, the failures by kind, why it stopped. */
@@ -370,11 +371,10 @@ class RunTally {
 /** Runs the operation for every person not done yet, each chunk of answers written as it completes. */
 const writeResults = (
   job: Job,
-  { earlier, out, total }: Opened,
+  { earlier, out, shownOut, total }: Opened,
   tally: RunTally,
   onProgress: (progress: PersonData.Progress) => Effect.Effect<void>
 ): Effect.Effect<void, CliError, PersonData.PersonData> => {
-  const shownOut = Render.typed(job.out)
   const persons = fromFile(job.personsFile).pipe(
     Stream.zipWithIndex,
     Stream.filter(([, index]) => !earlier.indices.has(index)),
@@ -414,12 +414,11 @@ const writeResults = (
 /** The summary printed when the batch ends: totals over every run, this run's rate, failures, what to do next. */
 const summary = (
   job: Job,
-  total: number,
+  { shownOut, total }: Opened,
   tally: RunTally,
   progress: PersonData.Progress,
   elapsedMillis: number
 ): ReadonlyArray<string> => {
-  const shownOut = Render.typed(job.out)
   const { failed, succeeded } = tally.shown(progress)
   const kinds = tally.failures.describe()
   const already = tally.already
