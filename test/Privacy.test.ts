@@ -4,13 +4,13 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Inspectable, Layer, Logger, LogLevel, Redacted, Schema, TestClock } from "effect"
+import { Cause, Effect, Exit, Inspectable, Layer, Redacted, Schema, TestClock } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as Util from "node:util"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
-import { everyForm, expectNone, FORMS } from "./support/Leaks.js"
+import { captureLogs, everyForm, expectNone, FORMS } from "./support/Leaks.js"
 
 const SECRETS: ReadonlyArray<string> = [
   Fake.APPLICATION_ID,
@@ -21,17 +21,6 @@ const SECRETS: ReadonlyArray<string> = [
 /** No secret in any form a server or a logger could write it (see `Leaks.forms`). */
 const expectNoSecret = (label: string, text: string, secrets: ReadonlyArray<string> = SECRETS) =>
   expectNone(label, text, secrets)
-
-/** Captures every log line in two formats (logfmt and JSON) at every level. */
-const capture = () => {
-  const lines: Array<string> = []
-  const logger = Logger.zip(
-    Logger.map(Logger.logfmtLogger, (line) => lines.push(line)),
-    Logger.map(Logger.jsonLogger, (line) => lines.push(line))
-  )
-  const layer = Layer.merge(Logger.replace(Logger.defaultLogger, logger), Logger.minimumLogLevel(LogLevel.All))
-  return { lines, layer }
-}
 
 type Flow = (
   fake: Fake.FakeService
@@ -233,7 +222,7 @@ describe("no secret in logs, errors or causes", () => {
   for (const [name, flow] of flows) {
     it.effect(name, () =>
       Effect.gen(function*() {
-        const { layer, lines } = capture()
+        const { layer, lines } = captureLogs()
         const fake = yield* Fake.make()
         // Retries on, with the clock driven: retry and refresh logs are captured too.
         const exit = yield* flow(fake).pipe(
@@ -260,7 +249,7 @@ describe("no secret in logs, errors or causes", () => {
 
   it.effect("a refused ApplicationId never appears in the layer's error or the logs", () =>
     Effect.gen(function*() {
-      const { layer, lines } = capture()
+      const { layer, lines } = captureLogs()
       const fake = yield* Fake.make()
       const leaked = `${Fake.APPLICATION_ID}\r\nX-Injected: yes`
       const exit = yield* get.pipe(

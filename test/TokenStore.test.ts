@@ -55,6 +55,14 @@ const storeKey = TokenService.storeKey(
 
 const valueOf = (token: TokenService.AccessToken) => Redacted.value(token.token)
 
+/** A store entry of `token` with an hour's lifetime and no clock skew. */
+const entryOf = (token: string): StoredEntry.Entry => ({
+  token: Redacted.make(token),
+  lifetimeMillis: 60 * MINUTE,
+  serverLifetimeMillis: 60 * MINUTE,
+  serverClockSkewMillis: undefined
+})
+
 describe("clients sharing a token store", () => {
   it.scoped("on a cold store, many callers of two instances make one token request", () =>
     Effect.gen(function*() {
@@ -957,12 +965,6 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
     )
     return { entries, layer }
   }
-  const entryOf = (token: string) => ({
-    token: Redacted.make(token),
-    lifetimeMillis: 60 * MINUTE,
-    serverLifetimeMillis: 60 * MINUTE,
-    serverClockSkewMillis: undefined
-  })
 
   it.scoped("the lease taken, the second read finds a token another instance just published: it is adopted, nothing requested", () =>
     Effect.gen(function*() {
@@ -1146,12 +1148,7 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
 
 describe("the Redis store's replies read, and its scripts sent (issue 24's mutation run)", () => {
   const token = "abc.DEF"
-  const entry = {
-    token: Redacted.make(token),
-    lifetimeMillis: 60 * MINUTE,
-    serverLifetimeMillis: 60 * MINUTE,
-    serverClockSkewMillis: undefined
-  }
+  const entry = entryOf(token)
   const value = StoredEntry.encode(entry, undefined, "k")
   const read = (reply: unknown) =>
     Either.match(RedisTokenStore.snapshotOf(reply, undefined, "k"), {
