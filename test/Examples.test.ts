@@ -219,7 +219,8 @@ describe("examples", () => {
   }, 60_000)
 
   it("testing-with-the-mock.ts passes its own tests", async () => {
-    const run = await tsx("examples/testing-with-the-mock.ts")
+    // TAP named: node:test's default reporter is TAP on Node 20 and the spec reporter on Node 24.
+    const run = await tsx("--test-reporter=tap", "examples/testing-with-the-mock.ts")
     expect(run.code, run.stdout + run.stderr).toBe(0)
     expect(run.stdout).toContain("# pass 5")
     expect(run.stdout).toContain("# fail 0")
