@@ -1,6 +1,8 @@
 import * as effectEslint from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
+const barrels = ["effect", "@effect/platform", "@effect/platform-node", "@effect/cli", "@effect/experimental"]
+
 export default tseslint.config(
   { ignores: [".scratch/**", ".stryker-tmp/**", "reports/**", "dist/**", "node_modules/**", "coverage/**", ".ci/**"] },
   ...tseslint.configs.recommended,
@@ -29,6 +31,16 @@ export default tseslint.config(
         property: "skip",
         message: "Do not land skipped tests."
       }, { object: "it", property: "todo", message: "Do not land placeholder tests." }]
+    }
+  },
+  {
+    // The library and the command line import Effect's modules one by one: a barrel loads every
+    // module of its package, which measured slower at start-up (docs/benchmarks.md).
+    files: ["src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        paths: barrels.map((name) => ({ name, message: `Import ${name}/<Module>, not the barrel.` }))
+      }]
     }
   }
 )

@@ -11,7 +11,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { Agent } from "undici"
+import type { Agent } from "undici"
 import type { InvalidConfig, TransportError } from "./ClinicalError.js"
 import { fromHttpClient } from "./internal/transport/httpClient.js"
 import { memory } from "./internal/transport/memory.js"
@@ -39,7 +39,8 @@ export class HttpTransport extends Context.Tag("effect-clinical/HttpTransport")<
  * The default transport: undici called directly, on an `Agent` (keep-alive connection pool) that
  * this layer owns and closes with its scope. Skips `@effect/platform`'s HttpClient, which measured
  * about 3.7 times the client CPU per request of undici alone. Options undici refuses fail the layer
- * with `InvalidConfig`.
+ * with `InvalidConfig`. undici is loaded when the layer is built: importing the package (to use
+ * another transport, the mock, the command line's help) does not load it.
  */
 export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport, InvalidConfig> =>
   Layer.scoped(
@@ -48,10 +49,11 @@ export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport,
       Effect.acquireRelease(
         options !== undefined && (typeof options !== "object" || options === null)
           ? Effect.fail(invalidArgument("agentOptions", "must be an object of undici Agent options"))
-          : Effect.try({
-            try: () => new Agent(options),
-            catch: (cause) => invalidArgument("agentOptions", `were refused by undici: ${describe(cause)}`)
-          }),
+          : Effect.flatMap(Effect.promise(() => import("undici")), ({ Agent }) =>
+            Effect.try({
+              try: () => new Agent(options),
+              catch: (cause) => invalidArgument("agentOptions", `were refused by undici: ${describe(cause)}`)
+            })),
         (agent) => Effect.promise(() => agent.close())
       ),
       fromUndiciAgent

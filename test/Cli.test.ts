@@ -195,6 +195,19 @@ describe("effect-clinical token", { timeout: 60_000 }, () => {
     expectNone("stderr", ran.stderr, ["0f8fad5b-d9cb-469f-a165-70867728950e"])
   })
 
+  it("CLINICAL_STACK=1 prints the cause's stack with the lines of src/, through the bundle's source maps", async () => {
+    const env = envOf("http://127.0.0.1:1", APP)
+    const plain = await Cli.run(["token"], { env })
+    expect(plain.code).toBe(1)
+    expect(plain.stderr).not.toMatch(/\n\s+at /)
+    const stacked = await Cli.run(["token"], { env: { ...env, CLINICAL_STACK: "1" } })
+    expect(stacked.code).toBe(1)
+    expect(stacked.stderr).toContain("TransportError")
+    expect(stacked.stderr).toMatch(/\n\s+at .*src\/internal\/call\/attempt\.ts:\d+:\d+/)
+    expect(stacked.stderr).not.toMatch(/dist\/bin\/chunks/)
+    expectNone("stderr", stacked.stderr, [APP])
+  })
+
   it("a refused ApplicationId is said once, on one line: no log line unless --log-level asks (issue 23)", async () => {
     const env = envOf(mock.url, "0f8fad5b-d9cb-469f-a165-70867728950e")
     for (const args of [["token"], ["medications", UIDS[0]!], ["medications", "--json", UIDS[0]!]]) {

@@ -261,26 +261,35 @@ describe("a fresh project that installs the packed library with the README's ins
     }
   }, 60_000)
 
-  it("without @effect/platform-node, the executable says in one line what to install (issue 23)", async () => {
-    const installed = Path.join(fresh(), "node_modules/@effect/platform-node")
-    const away = `${installed}.away`
-    Fs.renameSync(installed, away)
-    try {
+  it(
+    "the executable is one bundle that needs none of the library's peers: --help and token run without them",
+    async () => {
       const bin = Path.join(fresh(), "node_modules/.bin/effect-clinical")
-      const help = await run(bin, ["--help"], { cwd: fresh(), timeout: 60_000 }).then(
-        () => ({ code: 0, stdout: "", stderr: "" }),
-        (error: { code: number; stdout: string; stderr: string }) => error
+      // What the package's bin names: the bundle, a few files, not dist/cli's module graph.
+      expect(Fs.realpathSync(bin)).toBe(Path.join(fresh(), "node_modules/effect-clinical/dist/bin/effect-clinical.js"))
+      const mock = await MockClinicalServer.start()
+      const peers = ["effect", "@effect/platform", "@effect/platform-node"].map((name) =>
+        Path.join(fresh(), "node_modules", name)
       )
-      expect(help.code).toBe(1)
-      expect(help.stdout).toBe("")
-      expect(help.stderr).toBe(
-        "effect-clinical: the command line needs @effect/platform-node, which is not installed here: " +
-          "npm install @effect/platform-node@^0.108\n"
-      )
-    } finally {
-      Fs.renameSync(away, installed)
-    }
-  }, 60_000)
+      for (const peer of peers) Fs.renameSync(peer, `${peer}.away`)
+      try {
+        const env = {
+          PATH: process.env.PATH ?? "",
+          CLINICAL_BASE_URL: mock.url,
+          CLINICAL_APPLICATION_ID: mock.applicationId
+        }
+        const help = await run(bin, ["--help"], { cwd: fresh(), timeout: 60_000, env })
+        expect(help.stdout).toContain("USAGE")
+        const token = await run(bin, ["token", "--json"], { cwd: fresh(), timeout: 60_000, env })
+        expect(JSON.parse(token.stdout)).toMatchObject({ generation: 1, lifetimeSeconds: 3600 })
+        expect((await mock.counters()).tokenRequests).toBe(1)
+      } finally {
+        for (const peer of peers) Fs.renameSync(`${peer}.away`, peer)
+        await mock.close()
+      }
+    },
+    60_000
+  )
 
   it("the Promise client writes nothing to stdout or stderr on a retried failure (issue 23)", async () => {
     const mock = await MockClinicalServer.start()

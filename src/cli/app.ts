@@ -11,6 +11,7 @@ import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
@@ -21,14 +22,19 @@ import { refusedOption } from "../internal/batch/batch.js"
 import { dateRange } from "../internal/call/personRequest.js"
 import * as PersonAuthentication from "../PersonAuthentication.js"
 import * as PersonData from "../PersonData.js"
-import * as MockClinicalServer from "../testing/MockClinicalServer.js"
 import * as TokenService from "../TokenService.js"
-import * as BatchJob from "./batchJob.js"
 import { client, settingsFile } from "./environment.js"
 import { CliError, ExitCode, exitCodeOfError, usage } from "./outcome.js"
 import * as Persons from "./persons.js"
-import * as Probe from "./probe.js"
 import * as Render from "./render.js"
+
+/**
+ * The parts of one command each (the batch's job, the probe, the mock server with its HTTP server),
+ * loaded when that command runs: the others, and `--help`, start without them.
+ */
+const BatchJob = Effect.promise(() => import("./batchJob.js"))
+const Probe = Effect.promise(() => import("./probe.js"))
+const MockClinicalServer = Effect.promise(() => import("../testing/MockClinicalServer.js"))
 
 /** The documented operations, by command name. */
 export const OPERATIONS: ReadonlyArray<readonly [string, PersonData.Operation]> = [
@@ -325,7 +331,7 @@ const batch = Command.make("batch", {
       const concurrency = Option.getOrUndefined(options.concurrency)
       const refused = refusedOption({ concurrency })
       if (refused !== undefined) return yield* Effect.fail(usage(`--${refused[0]} ${refused[1]}`))
-      yield* BatchJob.run({
+      yield* (yield* BatchJob).run({
         operation,
         personsFile: options.personsFile,
         out: options.out,
@@ -368,9 +374,10 @@ const probe = Command.make("probe", {
               : Effect.fail(usage("probe -: standard input holds no PersonUid")))
           : Effect.succeed(given)
     })
-    const report = yield* Probe.run(personUid === undefined ? undefined : Redacted.make(personUid))
-    yield* Console.log(json ? Render.json(report, 2) : Probe.render(report))
-  }).pipe(Effect.provide(Probe.layer(settingsFile)))).pipe(
+    const { run, render } = yield* Probe
+    const report = yield* run(personUid === undefined ? undefined : Redacted.make(personUid))
+    yield* Console.log(json ? Render.json(report, 2) : render(report))
+  }).pipe(Effect.provide(Layer.unwrapEffect(Effect.map(Probe, (probe) => probe.layer(settingsFile)))))).pipe(
     Command.withDescription(
       "Check a service against what is documented, read-only, in a bounded number of requests: the token's " +
         "expiry header and lifetime, the server's clock, whether a new token revokes the old one, how an unknown " +
@@ -400,21 +407,22 @@ const mockServer = Command.make("mock-server", {
     if (!Number.isInteger(chosen) || chosen < 0 || chosen > 65535) {
       return yield* Effect.fail(usage(`the port must be an integer from 0 to 65535`))
     }
-    const mock = yield* MockClinicalServer.make()
-    const baseUrl = yield* MockClinicalServer.serve(mock, { port: chosen }).pipe(
+    const { demoApplicationId, make, serve } = yield* MockClinicalServer
+    const mock = yield* make()
+    const baseUrl = yield* serve(mock, { port: chosen }).pipe(
       Effect.mapError(() =>
         new CliError({ message: `cannot listen on 127.0.0.1:${chosen} (is the port in use?)`, code: ExitCode.Failure })
       )
     )
     yield* Console.log(`Mock clinical service listening at ${baseUrl}`)
-    yield* Console.log(`Demo ApplicationId (the mock's own, not a credential): ${MockClinicalServer.demoApplicationId}`)
+    yield* Console.log(`Demo ApplicationId (the mock's own, not a credential): ${demoApplicationId}`)
     yield* Console.log("Fixture persons (PersonUid, PassCode, date of birth):")
     for (const person of mock.persons) {
       yield* Console.log(`  ${person.displayName}: ${person.personUid}  ${person.passCode}  ${person.dateOfBirth}`)
     }
     yield* Console.log(
       `\nTry, in another terminal: CLINICAL_BASE_URL=${baseUrl} \\\n` +
-        `  CLINICAL_APPLICATION_ID=${MockClinicalServer.demoApplicationId} \\\n` +
+        `  CLINICAL_APPLICATION_ID=${demoApplicationId} \\\n` +
         `  ${commandLineHere(fileURLToPath(import.meta.url))} medications ${mock.persons[0]!.personUid}`
     )
     return yield* Effect.never

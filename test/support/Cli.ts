@@ -9,7 +9,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 
-export const BIN = Path.resolve(import.meta.dirname, "../../dist/cli/bin.js")
+export const BIN = Path.resolve(import.meta.dirname, "../../dist/bin/effect-clinical.js")
 
 export interface Ran {
   readonly code: number | null

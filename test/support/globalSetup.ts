@@ -1,7 +1,7 @@
 /**
- * Builds `dist/` once before any test file runs: the tests that spawn the `effect-clinical`
- * executable or pack the library use the build, exactly as users get it, and no two test files
- * write `dist/` at the same time.
+ * Builds `dist/` (tsc, then the executable's bundle) once before any test file runs: the tests
+ * that spawn the `effect-clinical` executable or pack the library use the build, exactly as users
+ * get it, and no two test files write `dist/` at the same time.
  */
 import { execFileSync } from "node:child_process"
 import * as Path from "node:path"
@@ -12,4 +12,5 @@ export default function setup(): void {
     cwd: root,
     stdio: "inherit"
   })
+  execFileSync(process.execPath, [Path.join(root, "scripts/bundle-cli.mjs")], { cwd: root, stdio: "inherit" })
 }

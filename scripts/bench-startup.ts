@@ -1,0 +1,114 @@
+/**
+ * `npm run bench:startup [-- --rounds R] [--cases a,b] [--other-bin P]`: how long a whole process takes to start,
+ * do one small thing and exit, and its peak memory, for the library's import and the command line's
+ * short commands (against the mock on loopback). Each round runs every case once, in an order that
+ * rotates from round to round; a case's figure is the median over rounds of its time divided by the
+ * time of `import("effect")` in the same round, so that the machine's drift cancels. Runs what
+ * `npm run build` wrote (dist/ and the `bin` of package.json); `--other-bin P` runs each command of
+ * the executable at P too, in the same rounds (another build, say, to compare with).
+ */
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { performance } from "node:perf_hooks"
+import { median, option } from "./bench/args.js"
+
+interface Case {
+  readonly name: string
+  readonly args: ReadonlyArray<string>
+  readonly input?: string
+}
+
+interface Run {
+  readonly millis: number
+  readonly peakMiB: number
+}
+
+const root = process.cwd()
+const pkg = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8"))
+const bin = Path.join(root, pkg.bin["effect-clinical"])
+const rounds = Number(option("--rounds", "15"))
+const BASELINE = "import(\"effect\")"
+
+// The child reports its own peak resident memory as it exits, on a line of its own on stderr
+// (a pipe, written synchronously on Linux). Every case, the baseline included, carries this hook.
+const peakHook = "data:text/javascript," + encodeURIComponent(
+  "process.on('exit', () => process.stderr.write('\\npeak-rss-kib ' + process.resourceUsage().maxRSS + '\\n'))"
+)
+
+const runOnce = (c: Case, env: NodeJS.ProcessEnv): Promise<Run> =>
+  new Promise((resolve, reject) => {
+    const started = performance.now()
+    const child = spawn(process.execPath, ["--import", peakHook, ...c.args], { cwd: root, env })
+    let out = ""
+    let err = ""
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk))
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk))
+    child.stdin.end(c.input ?? "")
+    child.on("error", reject)
+    child.on("close", (code) => {
+      const millis = performance.now() - started
+      const peak = /peak-rss-kib (\d+)/.exec(err)
+      if (code !== 0 || peak === null) {
+        reject(new Error(`${c.name} exited ${code}: ${err.trim()}\n${out.trim()}`))
+      } else {
+        resolve({ millis, peakMiB: Number(peak[1]) / 1024 })
+      }
+    })
+  })
+
+const main = async () => {
+  const { MockClinicalServer } = await import(Path.join(root, "dist/testing.js"))
+  const mock = await MockClinicalServer.start()
+  const env = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("CLINICAL_"))),
+    CLINICAL_BASE_URL: mock.url,
+    CLINICAL_APPLICATION_ID: mock.applicationId
+  }
+  const all: ReadonlyArray<Case> = [
+    { name: "node -e 0", args: ["-e", "0"] },
+    { name: BASELINE, args: ["--input-type=module", "-e", "await import(\"effect\")"] },
+    { name: "the library's import", args: ["--input-type=module", "-e", "await import(\"./dist/index.js\")"] },
+    { name: "effect-clinical --help", args: [bin, "--help"] },
+    { name: "effect-clinical token", args: [bin, "token"] },
+    { name: "effect-clinical medications -", args: [bin, "medications", "-"], input: `${mock.persons[0].personUid}\n` },
+    { name: "effect-clinical probe", args: [bin, "probe"] }
+  ]
+  const otherBin = option("--other-bin", "")
+  const withOther = otherBin === "" ?
+    all :
+    all.flatMap((c) =>
+      c.args[0] === bin ? [c, { ...c, name: `${c.name} [${otherBin}]`, args: [otherBin, ...c.args.slice(1)] }] : [c]
+    )
+  const chosen = option("--cases", "").split(",").filter((name) => name !== "")
+  const cases = withOther.filter((c) =>
+    c.name === BASELINE || chosen.length === 0 || chosen.some((n) => c.name.includes(n))
+  )
+  const runs = new Map<string, Array<Run & { ratio: number }>>(cases.map((c) => [c.name, []]))
+  try {
+    for (const c of cases) await runOnce(c, env) // warm the file system cache
+    for (let round = 0; round < rounds; round++) {
+      const order = cases.map((_, i) => cases[(i + round) % cases.length]!)
+      const results = new Map<string, Run>()
+      for (const c of order) results.set(c.name, await runOnce(c, env))
+      const baseline = results.get(BASELINE)!.millis
+      for (const [name, run] of results) runs.get(name)!.push({ ...run, ratio: run.millis / baseline })
+      process.stderr.write(`round ${round + 1}/${rounds}\n`)
+    }
+  } finally {
+    await mock.close()
+  }
+  console.log(`Node ${process.version}, ${rounds} rounds; ratio: a case's time / import("effect")'s, same round\n`)
+  console.log("| what | median ms | ratio (median) | ratio range | peak MiB (median) |")
+  console.log("|---|---:|---:|---:|---:|")
+  for (const [name, list] of runs) {
+    const ratios = list.map((run) => run.ratio)
+    console.log(
+      `| ${name} | ${median(list.map((run) => run.millis)).toFixed(0)} | ${median(ratios).toFixed(2)}x | ` +
+        `${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)} | ` +
+        `${median(list.map((run) => run.peakMiB)).toFixed(0)} |`
+    )
+  }
+}
+
+await main()

@@ -1,0 +1,64 @@
+/**
+ * Bundles the `effect-clinical` executable into dist/bin/ (part of `npm run build`, after tsc): one
+ * ES module with what every command needs, and a chunk per command part loaded with `import()` when
+ * that command runs. Node loads a few files instead of some 900 modules, and what no command uses
+ * at run time (fast-check behind effect/Schema, yaml and toml behind @effect/cli) is left out.
+ * The library's own dist/ stays as tsc writes it. The bundle carries its dependencies, the
+ * library's peers included: the command line runs wherever the package is installed.
+ */
+import * as esbuild from "esbuild"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+
+const root = Path.resolve(import.meta.dirname, "..")
+
+/**
+ * The library takes `Agent` alone from undici, whose index (CommonJS, so nothing is shaken off)
+ * brings fetch, WebSocket, cookies and caches with it: 1.1 MB where the Agent is 0.47 MB. In the
+ * bundle, our "undici" is the Agent's own module of the undici installed here (no exports map keeps
+ * it); @effect/platform-node's (the mock server's HTTP client, loaded with mock-server) stays whole.
+ */
+const undiciAgentOnly = {
+  name: "undici-agent-only",
+  setup(build) {
+    const ours = Path.join(root, "src") + Path.sep
+    build.onResolve(
+      { filter: /^undici$/ },
+      (args) => args.importer.startsWith(ours) ? { path: "undici", namespace: "undici-agent-only" } : undefined
+    )
+    build.onLoad({ filter: /.*/, namespace: "undici-agent-only" }, () => ({
+      contents: "export { default as Agent } from \"undici/lib/dispatcher/agent.js\"",
+      resolveDir: root,
+      loader: "js"
+    }))
+  }
+}
+
+// Chunks are named by their hashes: an earlier build's would stay beside the new ones.
+Fs.rmSync(Path.join(root, "dist/bin"), { recursive: true, force: true })
+
+await esbuild.build({
+  absWorkingDir: root,
+  entryPoints: { "effect-clinical": "src/cli/bin.ts" },
+  outdir: "dist/bin",
+  chunkNames: "chunks/[name]-[hash]",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20.19",
+  // Source lines in the stacks CLINICAL_STACK=1 prints (bin.ts turns the maps on then); the sources
+  // themselves are not copied in: the package ships src/.
+  sourcemap: "linked",
+  sourcesContent: false,
+  // ws (under the mock server) asks for these native speed-ups in a try/catch: absent, it does without.
+  external: ["bufferutil", "utf-8-validate"],
+  // Bundled CommonJS packages (undici, ws) call require(): give the ES module one.
+  banner: {
+    js:
+      "import { createRequire as __createRequire } from \"node:module\"; const require = __createRequire(import.meta.url);"
+  },
+  legalComments: "linked",
+  plugins: [undiciAgentOnly],
+  logLevel: "warning"
+})
