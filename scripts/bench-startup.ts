@@ -9,6 +9,7 @@
  */
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { performance } from "node:perf_hooks"
 import { median, option } from "./bench/args.js"
@@ -36,10 +37,16 @@ const peakHook = "data:text/javascript," + encodeURIComponent(
   "process.on('exit', () => process.stderr.write('\\npeak-rss-kib ' + process.resourceUsage().maxRSS + '\\n'))"
 )
 
+// A batch writes its results to a file of its own each run: OUT stands for a new one.
+const scratch = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-startup-"))
+const OUT = "<out>"
+let outs = 0
+
 const runOnce = (c: Case, env: NodeJS.ProcessEnv): Promise<Run> =>
   new Promise((resolve, reject) => {
+    const args = c.args.map((arg) => (arg === OUT ? Path.join(scratch, `${outs++}.ndjson`) : arg))
     const started = performance.now()
-    const child = spawn(process.execPath, ["--import", peakHook, ...c.args], { cwd: root, env })
+    const child = spawn(process.execPath, ["--import", peakHook, ...args], { cwd: root, env })
     let out = ""
     let err = ""
     child.stdout.on("data", (chunk: Buffer) => (out += chunk))
@@ -65,6 +72,11 @@ const main = async () => {
     CLINICAL_BASE_URL: mock.url,
     CLINICAL_APPLICATION_ID: mock.applicationId
   }
+  const personsFile = Path.join(scratch, "persons.txt")
+  Fs.writeFileSync(
+    personsFile,
+    Array.from({ length: 2000 }, (_, i) => mock.persons[i % mock.persons.length].personUid).join("\n") + "\n"
+  )
   const all: ReadonlyArray<Case> = [
     { name: "node -e 0", args: ["-e", "0"] },
     { name: BASELINE, args: ["--input-type=module", "-e", "await import(\"effect\")"] },
@@ -72,7 +84,12 @@ const main = async () => {
     { name: "effect-clinical --help", args: [bin, "--help"] },
     { name: "effect-clinical token", args: [bin, "token"] },
     { name: "effect-clinical medications -", args: [bin, "medications", "-"], input: `${mock.persons[0].personUid}\n` },
-    { name: "effect-clinical probe", args: [bin, "probe"] }
+    { name: "effect-clinical probe", args: [bin, "probe"] },
+    // A long command beside the short ones: its start-up, and its throughput over 2,000 calls.
+    {
+      name: "effect-clinical batch (2,000 persons)",
+      args: [bin, "batch", "medications", "--persons-file", personsFile, "--out", OUT]
+    }
   ]
   const otherBin = option("--other-bin", "")
   const withOther = otherBin === "" ?
@@ -97,6 +114,7 @@ const main = async () => {
     }
   } finally {
     await mock.close()
+    Fs.rmSync(scratch, { recursive: true, force: true })
   }
   console.log(`Node ${process.version}, ${rounds} rounds; ratio: a case's time / import("effect")'s, same round\n`)
   console.log("| what | median ms | ratio (median) | ratio range | peak MiB (median) |")
