@@ -4,7 +4,7 @@
  * and how a resumed run counts. The command line's own tests (test/Cli.test.ts) run the built
  * executable; these run the source, so that mutation testing reaches the batch's decisions.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Console, Duration, Effect, Either, Layer } from "effect"
 import { ClinicalClient, ClinicalError, PersonData } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
@@ -32,7 +32,16 @@ const capturing = Effect.map(Effect.console, (current) => {
   return { lines, console }
 })
 
-const directory = () => Fs.mkdtempSync(Path.join(Os.tmpdir(), "batch-job-"))
+// Each test's own directory, all removed after the file: a mutation run makes thousands.
+const directories: Array<string> = []
+const directory = () => {
+  const made = Fs.mkdtempSync(Path.join(Os.tmpdir(), "batch-job-"))
+  directories.push(made)
+  return made
+}
+afterAll(() => {
+  for (const made of directories) Fs.rmSync(made, { recursive: true, force: true })
+})
 
 const jobOf = (dir: string, persons: ReadonlyArray<string>, extra: Partial<BatchJob.Job> = {}): BatchJob.Job => {
   const personsFile = Path.join(dir, "persons.txt")

@@ -10,7 +10,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { promisify } from "node:util"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 
 const run = promisify(execFile)
 const root = Path.resolve(import.meta.dirname, "..")
@@ -141,14 +141,21 @@ export const wrong = PersonData.getAs(PersonData.ethnicities, "Ethnicity", "uid"
 
 describe("a fresh project that installs the packed library with the README's install line", () => {
   let project = ""
+  // The tarball's directory and the project (its node_modules some 100 MB): removed after the file.
+  const made: Array<string> = []
+  afterAll(() => {
+    for (const directory of made) Fs.rmSync(directory, { recursive: true, force: true })
+  })
 
   // The install is a test of its own: a broken install line is a failure, not a skipped suite.
   it("installs with exactly the README's line", async () => {
     // dist/ was built by test/support/globalSetup.ts.
     const packed = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-pack-"))
+    made.push(packed)
     const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packed], { cwd: root })
     const tarball = Path.join(packed, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename)
     const fresh = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-fresh-"))
+    made.push(fresh)
     Fs.writeFileSync(Path.join(fresh, "package.json"), JSON.stringify({ name: "fresh", private: true, type: "module" }))
     const [npm, ...args] = readmeInstallLine().split(/\s+/).map((word) => (word === "effect-clinical" ? tarball : word))
     await run(npm!, args, { cwd: fresh, timeout: 240_000 })
