@@ -97,7 +97,13 @@ describe("PersonData: the documented operations", () => {
         const error = yield* Effect.flip(
           PersonData.get(PersonData.medications, Fake.PERSON_UID).pipe(Effect.withTracer(tracer))
         )
-        expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "medications" })
+        expect(error).toMatchObject({
+          _tag: "ResponseDecodeError",
+          operation: "medications",
+          method: "POST",
+          url: `${Fake.BASE_URL}/api/clinical/medication/get`,
+          status: 200
+        })
         expect((yield* Metric.value(failures)).count - before).toBe(1)
         const call = spans.find((span) => span.name === "PersonData.medications")!
         expect(call.attributes.get("clinical.error")).toBe("ResponseDecodeError")
