@@ -1227,6 +1227,24 @@ describe("the Redis store's replies read, and its scripts sent (issue 24's mutat
         stored: undefined,
         unreadable: "the stored token has no fingerprint"
       }],
+      ["a generation of two digits", [value, 5000, "12", null], {
+        generation: 12,
+        lease: undefined,
+        stored: [12, 5000],
+        unreadable: undefined
+      }],
+      ["a generation in a list", [value, 5000, [5], null], {
+        generation: -1,
+        lease: undefined,
+        stored: undefined,
+        unreadable: "the stored generation is not a number"
+      }],
+      ["a generation a client gives as undefined", [null, -2, undefined, null], {
+        generation: 0,
+        lease: undefined,
+        stored: undefined,
+        unreadable: undefined
+      }],
       ["three items", [value, 5000, "1"], "token Unreadable: the store's reply is not the expected list"],
       ["five items", [value, 5000, "1", null, null], "token Unreadable: the store's reply is not the expected list"],
       ["not a list", "OK", "token Unreadable: the store's reply is not the expected list"]
@@ -1267,7 +1285,31 @@ describe("the Redis store's replies read, and its scripts sent (issue 24's mutat
     expect(await odd.commands.script(script, [], [])).toBe("NOSCRIPT as a reply, not an error")
     const thrownText = RedisTokenStore.fromSend(() => Promise.reject("NOSCRIPT but a string"))
     await expect(thrownText.script(script, [], [])).rejects.toBe("NOSCRIPT but a string")
+    const thrownNull = RedisTokenStore.fromSend(() => Promise.reject(null))
+    await expect(thrownNull.script(script, [], [])).rejects.toBe(null)
+    // Redis knows a script by the hex SHA-1 of its source.
+    expect(script.sha1).toBe("e0e1f9fabfc9d4800c877a703b823ac0578ff8db")
   })
+
+  it.effect("a client that says when it is connected is waited for through the store's ready; one that does not, not", () =>
+    Effect.gen(function*() {
+      let connected = false
+      const { commands } = port(() => 1)
+      const waiting = RedisTokenStore.make({
+        ...commands,
+        ready: () => new Promise<void>((resolve) => setTimeout(() => resolve(void (connected = true)), 10))
+      }, settings)
+      yield* waiting.ready!
+      expect(connected).toBe(true)
+      expect(RedisTokenStore.make(commands, settings).ready).toBeUndefined()
+    }))
+
+  it.effect("a lease is given back with its owner named (the script releases only the owner's)", () =>
+    Effect.gen(function*() {
+      const { commands, sent } = port(() => 1)
+      yield* RedisTokenStore.make(commands, settings).releaseLease("key", "owner-7")
+      expect(sent[0]!.slice(2)).toEqual(["1", "p:{key}:lease", "owner-7"])
+    }))
 
   it.effect("a publication's reply: published, lost, or not what a publication answers", () =>
     Effect.gen(function*() {
