@@ -44,6 +44,9 @@ export interface Limits {
   readonly maxLifetimeMillis: number
 }
 
+/** No token to pass over: the fleet's newer token is taken whatever it is. */
+const AVOID_NONE: ReadonlyArray<string> = []
+
 /**
  * The stored token as this instance would use it, or `undefined` when it should not: none is
  * stored, it is one of the tokens to `avoid` (by fingerprint: the one being replaced, the one just
@@ -328,8 +331,7 @@ class Sharer implements Sharing {
               Effect.either(this.read),
               (found) =>
                 (Either.isRight(found)
-                  // Stryker disable next-line ArrayDeclaration: equivalent, no fingerprint (32 hex digits) is the text Stryker puts in
-                  ? adoptable(found.right.snapshot, [], found.right.readAt, this.options.limits)
+                  ? adoptable(found.right.snapshot, AVOID_NONE, found.right.readAt, this.options.limits)
                   : undefined) ?? issued
             )
       )
