@@ -7,7 +7,7 @@
  */
 import { execFileSync } from "node:child_process"
 import * as Os from "node:os"
-import { median, option } from "./bench/args.js"
+import { median, option, rotated } from "./bench/args.js"
 import type { BatchMeasurement } from "./bench/batch.js"
 import { runMeasurement, startServer } from "./bench/processes.js"
 
@@ -27,7 +27,7 @@ const results = new Map<string, Array<BatchMeasurement>>()
 try {
   for (let round = 0; round < rounds; round++) {
     // Rotate the order so that no client always runs first (or last).
-    for (const kind of kinds.map((_, i) => kinds[(i + round) % kinds.length]!)) {
+    for (const kind of rotated(kinds, round)) {
       const result = await runChild(kind)
       if (result.succeeded !== persons) throw new Error(`${kind}: ${result.succeeded} of ${persons} succeeded`)
       results.set(kind, [...(results.get(kind) ?? []), result])

@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { median, option } from "./bench/args.js"
+import { median, option, rotated } from "./bench/args.js"
 import type { Kind, Measurement } from "./bench/client.js"
 import { runMeasurement, startServer } from "./bench/processes.js"
 
@@ -50,7 +50,7 @@ try {
   try {
     for (const concurrency of concurrencies) {
       for (let round = 0; round < rounds; round++) {
-        const order = runs.map((_, i) => runs[(i + round) % runs.length]!)
+        const order = rotated(runs, round)
         for (const run of order) {
           const measured = await runMeasurement<Measurement>(
             Path.join(run.cwd, "scripts/bench/client.ts"),

@@ -12,7 +12,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { performance } from "node:perf_hooks"
-import { median, option } from "./bench/args.js"
+import { median, option, rotated } from "./bench/args.js"
 
 interface Case {
   readonly name: string
@@ -105,7 +105,7 @@ const main = async () => {
   try {
     for (const c of cases) await runOnce(c, env) // warm the file system cache
     for (let round = 0; round < rounds; round++) {
-      const order = cases.map((_, i) => cases[(i + round) % cases.length]!)
+      const order = rotated(cases, round)
       const results = new Map<string, Run>()
       for (const c of order) results.set(c.name, await runOnce(c, env))
       const baseline = results.get(BASELINE)!.millis

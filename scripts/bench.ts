@@ -9,7 +9,7 @@
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
-import { flag, median, option } from "./bench/args.js"
+import { flag, median, option, rotated } from "./bench/args.js"
 import { type Kind, KINDS, type Measurement } from "./bench/client.js"
 import { runMeasurement, startServer } from "./bench/processes.js"
 
@@ -33,7 +33,7 @@ try {
   for (const concurrency of concurrencies) {
     for (let round = 0; round < rounds; round++) {
       // Alternate the order so that no client always runs first (or last) on a warm machine.
-      const order = kinds.map((_, i) => kinds[(i + round) % kinds.length]!)
+      const order = rotated(kinds, round)
       for (const kind of order) {
         const result = await runChild(kind, server.url, concurrency)
         const key = `${kind}@${concurrency}`
