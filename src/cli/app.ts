@@ -11,7 +11,6 @@ import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
@@ -363,21 +362,21 @@ const probe = Command.make("probe", {
     Args.optional
   )
 }, ({ settingsFile, json, person }) =>
-  Effect.gen(function*() {
-    const personUid = yield* Option.match(person, {
-      onNone: () => Effect.succeed(undefined),
-      onSome: (given) =>
-        given === "-"
-          ? Effect.flatMap(Stream.runHead(Persons.fromFile("-")), (read) =>
-            Option.isSome(read)
-              ? Effect.succeed(read.value)
-              : Effect.fail(usage("probe -: standard input holds no PersonUid")))
-          : Effect.succeed(given)
-    })
-    const { run, render } = yield* Probe
-    const report = yield* run(personUid === undefined ? undefined : Redacted.make(personUid))
-    yield* Console.log(json ? Render.json(report, 2) : render(report))
-  }).pipe(Effect.provide(Layer.unwrapEffect(Effect.map(Probe, (probe) => probe.layer(settingsFile)))))).pipe(
+  Effect.flatMap(Probe, ({ layer, render, run }) =>
+    Effect.gen(function*() {
+      const personUid = yield* Option.match(person, {
+        onNone: () => Effect.succeed(undefined),
+        onSome: (given) =>
+          given === "-"
+            ? Effect.flatMap(Stream.runHead(Persons.fromFile("-")), (read) =>
+              Option.isSome(read)
+                ? Effect.succeed(read.value)
+                : Effect.fail(usage("probe -: standard input holds no PersonUid")))
+            : Effect.succeed(given)
+      })
+      const report = yield* run(personUid === undefined ? undefined : Redacted.make(personUid))
+      yield* Console.log(json ? Render.json(report, 2) : render(report))
+    }).pipe(Effect.provide(layer(settingsFile))))).pipe(
     Command.withDescription(
       "Check a service against what is documented, read-only, in a bounded number of requests: the token's " +
         "expiry header and lifetime, the server's clock, whether a new token revokes the old one, how an unknown " +
