@@ -400,7 +400,7 @@ describe("a token store that fails", () => {
   it.scoped("fail: the refresh fails with TokenStoreError, nothing is sent, and the error holds no secret", () =>
     Effect.gen(function*() {
       const fake = yield* Fake.make()
-      const { store } = brokenStore("fail", refused)
+      const { calls, store } = brokenStore("fail", refused)
       const client = yield* instance(clientOver(fake, store))
       const exit = yield* Effect.exit(client(TokenService.get))
       expect(exit).toMatchObject({
@@ -408,6 +408,9 @@ describe("a token store that fails", () => {
         cause: { error: { _tag: "TokenStoreError", reason: "Unavailable" } }
       })
       expect(yield* fake.tokenRequests).toHaveLength(0)
+      // The read, and nothing else: no lease was taken, so none is given back.
+      yield* runClock(2, 100)
+      expect(calls()).toBe(1)
       Leaks.expectNoneInExit(exit, [Fake.APPLICATION_ID])
       // A call retries it like a network failure, and fails with it once the retries are spent.
       const call = yield* Effect.fork(client(MedicationService.get(Fake.PERSON_UID)))
@@ -1030,6 +1033,47 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
       expect(token).toMatchObject({ source: "server", storeGeneration: undefined })
       yield* runClock(2, 100)
       expect((yield* shared.read(storeKey)).lease).toBeUndefined()
+    }))
+
+  it.scoped(
+    "a holder stuck a whole lease, then the offer of this instance's token fails: the token is still used",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* Fake.make()
+        const shared = TokenStore.memory()
+        yield* shared.acquireLease(storeKey, "stuck", 10 * MINUTE)
+        const failing: TokenStore.Service = {
+          ...shared,
+          publish: () =>
+            Effect.fail(new ClinicalError.TokenStoreError({ operation: "token", reason: "Timeout", detail: "lost" }))
+        }
+        const a = yield* instance(clientOver(fake, failing))
+        const caller = yield* Effect.fork(a(TokenService.get))
+        yield* runClock(220, 100)
+        const token = yield* Fiber.join(caller)
+        expect(token).toMatchObject({ source: "server", storeGeneration: undefined })
+        expect(yield* fake.tokenRequests).toHaveLength(1)
+      }),
+    CPU_BOUND_MILLIS
+  )
+
+  it.scoped("fail: a lease taken by a command that timed out is given back, and the refresh fails", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const shared = TokenStore.memory()
+      const slow: TokenStore.Service = {
+        ...shared,
+        onUnavailable: "fail",
+        timeoutMillis: 250,
+        retryAfterMillis: 5 * SECOND,
+        acquireLease: (...args) => Effect.zipRight(shared.acquireLease(...args), Effect.never)
+      }
+      const a = yield* instance(clientOver(fake, slow))
+      const refresh = yield* Effect.fork(a(TokenService.get))
+      yield* runClock(5, 100)
+      expect(yield* Effect.flip(Fiber.join(refresh))).toMatchObject({ _tag: "TokenStoreError", reason: "Timeout" })
+      expect((yield* shared.read(storeKey)).lease).toBeUndefined()
+      expect(yield* fake.tokenRequests).toHaveLength(0)
     }))
 
   it.scoped("a token sealed with another key, with time left, fail-closed: an Unreadable error of the token operation", () =>
