@@ -5,14 +5,45 @@
  * executable; these run the source, so that mutation testing reaches the batch's decisions.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Console, Duration, Effect, Either, Layer } from "effect"
+import { Console, Duration, Effect, Either, Fiber, Layer } from "effect"
 import { ClinicalClient, ClinicalError, PersonData } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { vi } from "vitest"
 import * as BatchJob from "../src/cli/batchJob.js"
+import * as Files from "../src/cli/files.js"
 import { ExitCode } from "../src/cli/outcome.js"
+
+// The file operations as they are, unless a test makes one fail (the file system refusing it).
+vi.mock("../src/cli/files.js", async (original) => {
+  const actual = await original<typeof import("../src/cli/files.js")>()
+  return {
+    ...actual,
+    createNew: vi.fn(actual.createNew),
+    kindAt: vi.fn(actual.kindAt),
+    openToRead: vi.fn(actual.openToRead),
+    replace: vi.fn(actual.replace),
+    writeReplacing: vi.fn(actual.writeReplacing)
+  }
+})
+
+/** Makes `operation` reject with an `EIO` for `path` until the returned function is called. */
+const failingFor = <F extends (path: string, ...rest: Array<any>) => Promise<unknown>>(operation: F, path: string) => {
+  const mocked = vi.mocked(operation)
+  const actual = mocked.getMockImplementation()!
+  mocked.mockImplementation(
+    ((target: string, ...rest: Array<any>) =>
+      target === path
+        ? Promise.reject(Object.assign(new Error(`i/o error at ${target}`), { code: "EIO" }))
+        : actual(target, ...rest)) as F
+  )
+  return () => void mocked.mockImplementation(actual)
+}
+
+/** The file descriptors this process has open (Linux). */
+const openDescriptors = () => Fs.readdirSync("/proc/self/fd").length
 
 const UIDS = MockClinicalServer.fixturePersons.map((person) => person.personUid)
 
@@ -97,10 +128,12 @@ describe("batchJob.run, in process", () => {
       const checkpoint = JSON.parse(Fs.readFileSync(`${job.out}.checkpoint.json`, "utf8"))
       expect(checkpoint).toMatchObject({ version: 1, operation: "medications", startDate: null, endDate: null })
       expect(checkpoint.inputSha256).toMatch(/^[0-9a-f]{64}$/)
+      expect(Fs.readFileSync(`${job.out}.checkpoint.json`, "utf8")).toBe(`${JSON.stringify(checkpoint)}\n`)
       expect(lines).toHaveLength(1)
       const summary = lines[0]!.split("\n")
       expect(summary[0]).toBe("batch medications: 3 persons: 3 succeeded, 0 failed, 0 skipped")
-      expect(summary[1]).toMatch(/^this run: 3 answered in .+ \(\d+\.\d\/s\)$/)
+      // The time this run took, in ms or s: a few of them, not the clock's reading.
+      expect(summary[1]).toMatch(/^this run: 3 answered in \d+(\.\d)? m?s \(\d+\.\d\/s\)$/)
       expect(summary.slice(2)).toEqual([`results: ${job.out}`])
       // Nothing of a PersonUid in any file written.
       for (const uid of UIDS) {
@@ -144,6 +177,7 @@ describe("batchJob.run, in process", () => {
       })
       const summary = lines.join("\n").split("\n")
       expect(summary[0]).toBe("batch medications: 3 persons: 1 succeeded, 2 failed, 0 skipped")
+      expect(summary[1]).toMatch(/^this run: 3 answered in /)
       expect(summary).toContain(
         `failures this run: 1 ApiError PersonNotFound, 1 ServerError (each with its error in ${job.out})`
       )
@@ -186,8 +220,13 @@ describe("batchJob.run, in process", () => {
       const { error, lines } = yield* runJob(job, "0f8fad5b-d9cb-469f-a165-70867728950e")
       expect(error).toMatchObject({
         code: ExitCode.CredentialsRefused,
-        message: "batch stopped: the credentials were refused"
+        message: "batch stopped: the credentials were refused",
+        reported: true
       })
+      // Only whole lines of ours: a skipped person has none.
+      for (const line of results(job.out)) {
+        expect(line).toMatchObject({ outcome: "Failure", error: { _tag: "Unauthorized" } })
+      }
       const summary = lines.join("\n")
       expect(summary).toContain("stopped early: the credentials were refused: ")
       expect(summary).toMatch(/(\d+) persons? failed for a cause that may go away or were not sent/)
@@ -260,6 +299,22 @@ describe("batchJob.run, in process", () => {
         const [, done, succeeded] = /^(\d)\/3 done: (\d) succeeded/.exec(line)!
         expect(done).toBe(succeeded)
       }
+    }))
+
+  it.live("not on a terminal: no bar is drawn, at the end either", () =>
+    Effect.gen(function*() {
+      const written: Array<string> = []
+      const write = process.stderr.write
+      process.stderr.write = ((chunk: string) => {
+        written.push(String(chunk))
+        return true
+      }) as typeof process.stderr.write
+      try {
+        expect((yield* runJob(jobOf(directory(), UIDS))).error).toBeUndefined()
+      } finally {
+        process.stderr.write = write
+      }
+      expect(written).toEqual([])
     }))
 })
 
@@ -346,5 +401,301 @@ describe("batchJob's files and counts (issue 24's mutation run)", () => {
         code: ExitCode.Usage,
         message: `${directoryJob.out} is not a regular file`
       })
+    }))
+
+  it.live("a resume keeps the lines done byte for byte, more than a MiB of them, whatever bytes they hold", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS)
+      yield* runJob(job)
+      // Three lines of 600 KB (over the MiB held before a write), with bytes that are not UTF-8.
+      const padded = Buffer.concat(UIDS.map((_, index) =>
+        Buffer.concat([
+          Buffer.from(`{"index":${index},"outcome":"Success","items":[],"pad":"`),
+          Buffer.alloc(600_000, 0xe9),
+          Buffer.from([0xff, 0xc3]),
+          Buffer.from(`"}\n`)
+        ])
+      ))
+      Fs.writeFileSync(job.out, padded)
+      const again = yield* runJob({ ...job, resume: true })
+      expect(again.error).toBeUndefined()
+      expect(again.lines.join("\n")).toContain("(3 done in earlier runs)")
+      expect(Fs.readFileSync(job.out).equals(padded)).toBe(true)
+    }))
+
+  it.live("a results file that cannot be replaced on resume: exit 1 naming the file and the cause, nothing left beside it", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS)
+      yield* runJob(job)
+      const before = Fs.readFileSync(job.out)
+      vi.mocked(Files.replace).mockRejectedValueOnce(Object.assign(new Error("cross-device link"), { code: "EXDEV" }))
+      const again = yield* runJob({ ...job, resume: true })
+      expect(again.error).toMatchObject({ code: ExitCode.Failure, message: `cannot read ${job.out}: EXDEV` })
+      expect(Fs.readdirSync(dir).sort()).toEqual(["out.ndjson", "out.ndjson.checkpoint.json", "persons.txt"])
+      expect(Fs.readFileSync(job.out).equals(before)).toBe(true)
+    }))
+
+  it.live("a results file in a directory that does not exist: exit 2 naming the file and the cause", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS, { out: Path.join(dir, "missing", "out.ndjson") })
+      expect((yield* runJob(job)).error).toMatchObject({
+        code: ExitCode.Usage,
+        message: `cannot write ${job.out}.checkpoint.json: ENOENT`
+      })
+    }))
+
+  it.live("a results directory others may write to: a warning, and the batch runs", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const shared = Path.join(dir, "shared")
+      Fs.mkdirSync(shared)
+      Fs.chmodSync(shared, 0o1777)
+      const job = jobOf(dir, UIDS, { out: Path.join(shared, "out.ndjson") })
+      const { error, lines } = yield* runJob(job)
+      expect(error).toBeUndefined()
+      expect(lines[0]).toBe(
+        `warning: other users may create files in the directory of ${job.out}; the results are written ` +
+          `owner-only and never through a link, but a directory of your own is safer`
+      )
+      expect(results(job.out)).toHaveLength(3)
+      // A directory of one's own: no warning.
+      const own = yield* runJob(jobOf(directory(), UIDS))
+      expect(own.lines.join("\n")).not.toContain("warning")
+    }))
+
+  it.live("interrupted: how many persons are in the results file, and how to go on", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS, { concurrency: 1 })
+      const { console, lines } = yield* capturing
+      yield* Effect.gen(function*() {
+        const server = yield* MockClinicalServer.MockClinicalServer
+        yield* server.injectFaults("medications", [
+          MockClinicalServer.Fault.delay(1),
+          MockClinicalServer.Fault.delay(60_000)
+        ])
+        const batch = yield* Effect.fork(BatchJob.run(job))
+        // The first person's line is written; the second person's answer never comes.
+        while (!Fs.existsSync(job.out) || Fs.readFileSync(job.out, "utf8") === "") yield* Effect.sleep(5)
+        yield* Fiber.interrupt(batch)
+      }).pipe(Effect.provide(client()), Effect.withConsole(console))
+      expect(results(job.out)).toHaveLength(1)
+      expect(lines).toEqual([
+        `\ninterrupted: 1 of 3 persons are in ${job.out}; run the same command with --resume to continue`
+      ])
+    }))
+
+  it.live("on a terminal, while it runs: the bar as often as asked, partly filled", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS, { interactive: true, progressEvery: Duration.millis(5), concurrency: 1 })
+      const written: Array<string> = []
+      const write = process.stderr.write
+      process.stderr.write = ((chunk: string) => {
+        written.push(String(chunk))
+        return true
+      }) as typeof process.stderr.write
+      try {
+        yield* Effect.gen(function*() {
+          const server = yield* MockClinicalServer.MockClinicalServer
+          yield* server.injectFaults("medications", UIDS.map(() => MockClinicalServer.Fault.delay(30)))
+          return yield* BatchJob.run(job)
+        }).pipe(Effect.provide(client()), Effect.withConsole((yield* capturing).console))
+      } finally {
+        process.stderr.write = write
+      }
+      const partial = written.slice(0, -1).filter((chunk) => /^\r\[#* *\] [0-2]\/3 done/.test(chunk))
+      expect(partial.length).toBeGreaterThan(0)
+      for (const chunk of partial) {
+        const [, filled, done] = /^\r\[(#*) *\] (\d)\/3/.exec(chunk)!
+        expect(filled!.length).toBe(Math.round((Number(done) / 3) * 24))
+        expect(chunk).toMatch(/^\r\[[# ]{24}\] .+\x1b\[K$/)
+      }
+    }))
+
+  it("a failure kind: an ApiError without an ErrorType is named by its tag alone", () => {
+    const error = new ClinicalError.ApiError({
+      operation: "medications",
+      method: "POST",
+      url: "https://clinical.test/api/clinical/medication/get",
+      status: 200,
+      errorType: null,
+      errorMessage: null
+    })
+    expect(BatchJob.failureKind(error)).toBe("ApiError")
+  })
+
+  it.live("resumed on a terminal: the bar counts the persons done in earlier runs", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS)
+      yield* runJob(job)
+      const lines = Fs.readFileSync(job.out, "utf8").split("\n").filter((line) => line !== "")
+      Fs.writeFileSync(job.out, `${lines.slice(0, 2).join("\n")}\n`)
+      const written: Array<string> = []
+      const write = process.stderr.write
+      process.stderr.write = ((chunk: string) => {
+        written.push(String(chunk))
+        return true
+      }) as typeof process.stderr.write
+      try {
+        expect((yield* runJob({ ...job, resume: true, interactive: true })).error).toBeUndefined()
+      } finally {
+        process.stderr.write = write
+      }
+      expect(written.at(-1)).toMatch(/^\r\[#{24}\] 3\/3 done: 3 succeeded, 0 failed, 0 skipped /)
+    }))
+
+  it.live("a resume leaves the checkpoint it found as it was", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const job = jobOf(dir, UIDS)
+      yield* runJob(job)
+      const before = Fs.statSync(`${job.out}.checkpoint.json`)
+      expect((yield* runJob({ ...job, resume: true })).error).toBeUndefined()
+      expect(Fs.statSync(`${job.out}.checkpoint.json`).ino).toBe(before.ino)
+    }))
+
+  it.live("a batch of one person whose credentials are refused: exit 4, stopped early and why", () =>
+    Effect.gen(function*() {
+      const job = jobOf(directory(), [UIDS[0]!])
+      const { error, lines } = yield* runJob(job, "0f8fad5b-d9cb-469f-a165-70867728950e")
+      expect(error).toMatchObject({ code: ExitCode.CredentialsRefused })
+      expect(lines.join("\n")).toContain("batch medications: 1 person: 0 succeeded, 1 failed, 0 skipped")
+      expect(lines.join("\n")).toContain("stopped early: the credentials were refused: ")
+    }))
+
+  it.live("stopped by transport failures in a row: why, in the summary, and the rest left to send again", () =>
+    Effect.gen(function*() {
+      const persons = Array.from({ length: 14 }, (_, i) => UIDS[i % UIDS.length]!)
+      const job = jobOf(directory(), persons, { concurrency: 1 })
+      const { console, lines } = yield* capturing
+      const outcome = yield* Effect.gen(function*() {
+        const server = yield* MockClinicalServer.MockClinicalServer
+        yield* server.injectFaults("medications", persons.map(() => MockClinicalServer.Fault.drop))
+        return yield* Effect.either(BatchJob.run(job))
+      }).pipe(Effect.provide(client()), Effect.withConsole(console))
+      expect(Either.isLeft(outcome) && outcome.left).toMatchObject({ code: ExitCode.BatchIncomplete })
+      const summary = lines.join("\n").split("\n")
+      expect(summary[0]).toBe(
+        `batch medications: 14 persons: 0 succeeded, ${PersonData.DEFAULT_STOP_AFTER_TRANSPORT_FAILURES} failed, ` +
+          `${14 - PersonData.DEFAULT_STOP_AFTER_TRANSPORT_FAILURES} skipped`
+      )
+      expect(summary.some((line) => line.startsWith("stopped early: too many transport failures in a row: "))).toBe(
+        true
+      )
+      expect(summary).toContain(
+        "14 persons failed for a cause that may go away or were not sent: " +
+          "fix the cause and run the same command with --resume to send them again"
+      )
+      expect(results(job.out)).toHaveLength(PersonData.DEFAULT_STOP_AFTER_TRANSPORT_FAILURES)
+    }))
+
+  it.live("the results file never holds a PersonUid the server echoed in an answer", () =>
+    Effect.gen(function*() {
+      const job = jobOf(directory(), [UIDS[0]!])
+      const echoed = {
+        Medications: [{ Name: `for ${UIDS[0]}`, Note: UIDS[0]!.toUpperCase() }],
+        Success: true,
+        ErrorMessage: null,
+        ErrorType: null
+      }
+      const { console } = yield* capturing
+      yield* Effect.gen(function*() {
+        const server = yield* MockClinicalServer.MockClinicalServer
+        yield* server.injectFaults("medications", [MockClinicalServer.Fault.status(200, { body: echoed })])
+        return yield* BatchJob.run(job)
+      }).pipe(Effect.provide(client()), Effect.withConsole(console))
+      const text = Fs.readFileSync(job.out, "utf8")
+      expect(results(job.out)).toHaveLength(1)
+      expect(text.toLowerCase()).not.toContain(UIDS[0]!.toLowerCase())
+    }))
+
+  it.live("a batch option the batch refuses: exit 2 with its reason, no results line", () =>
+    Effect.gen(function*() {
+      const job = jobOf(directory(), UIDS, { concurrency: 0 })
+      const { error } = yield* runJob(job)
+      expect(error).toMatchObject({ _tag: "CliError", code: ExitCode.Usage })
+      expect(error?.message).toMatch(/concurrency.*must be a whole number from 1 to 100000/)
+      expect(results(job.out)).toEqual([])
+    }))
+
+  it.live("a batch, new or resumed, leaves no file open", () =>
+    Effect.gen(function*() {
+      const job = jobOf(directory(), UIDS)
+      const before = openDescriptors()
+      yield* runJob(job)
+      expect(openDescriptors()).toBe(before)
+      yield* runJob({ ...job, resume: true })
+      expect(openDescriptors()).toBe(before)
+    }))
+
+  it.live("each file the batch cannot read or write: the exit code and a message naming the file and the cause", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<
+        readonly [string, (job: BatchJob.Job) => () => void, (job: BatchJob.Job) => string, number, boolean]
+      > = [
+        [
+          "checkpoint written",
+          (job) => failingFor(Files.writeReplacing, `${job.out}.checkpoint.json`),
+          (job) => `cannot write ${job.out}.checkpoint.json: EIO`,
+          ExitCode.Usage,
+          false
+        ],
+        [
+          "results created",
+          (job) => failingFor(Files.createNew, job.out),
+          (job) => `cannot create ${job.out}: EIO`,
+          ExitCode.Usage,
+          false
+        ],
+        [
+          "results looked at",
+          (job) => failingFor(Files.kindAt, job.out),
+          (job) => `cannot read ${job.out}: EIO`,
+          ExitCode.Usage,
+          false
+        ],
+        [
+          "checkpoint read",
+          (job) => failingFor(Files.openToRead, `${job.out}.checkpoint.json`),
+          (job) => `cannot read ${job.out}.checkpoint.json: EIO`,
+          ExitCode.Failure,
+          true
+        ],
+        [
+          "results read",
+          (job) => failingFor(Files.openToRead, job.out),
+          (job) => `cannot read ${job.out}: EIO`,
+          ExitCode.Failure,
+          true
+        ]
+      ]
+      for (const [, fail, message, code, resume] of cases) {
+        const job = jobOf(directory(), UIDS)
+        if (resume) yield* runJob(job)
+        const restore = fail(job)
+        const { error } = yield* Effect.ensuring(runJob({ ...job, resume }), Effect.sync(restore))
+        expect(error).toMatchObject({ code, message: message(job) })
+      }
+    }))
+
+  it.live("a results line that cannot be written: exit 1 naming the file and the cause", () =>
+    Effect.gen(function*() {
+      const job = jobOf(directory(), UIDS)
+      const mocked = vi.mocked(Files.createNew)
+      const actual = mocked.getMockImplementation()!
+      mocked.mockImplementationOnce(async (path) => {
+        const handle = await actual(path)
+        return Object.assign(Object.create(handle) as typeof handle, {
+          write: () => Promise.reject(Object.assign(new Error("no space"), { code: "ENOSPC" })),
+          close: () => handle.close()
+        })
+      })
+      const { error } = yield* runJob(job)
+      expect(error).toMatchObject({ code: ExitCode.Failure, message: `cannot write ${job.out}: ENOSPC` })
     }))
 })
