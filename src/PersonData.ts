@@ -265,6 +265,7 @@ const decoders = new WeakMap<Schema.Schema.Any, ItemsDecoder<unknown>>()
 
 const itemsDecoder = <A, I>(schema: Schema.Schema<A, I, never>): ItemsDecoder<A> => {
   let decoder = decoders.get(schema)
+  // Stryker disable next-line ConditionalExpression: equivalent in what it decodes, the cache saves compiling the schema on every call
   if (decoder === undefined) {
     const decode = Schema.decodeUnknownEither(Schema.Array(schema))
     decoder = (op, items) => Either.mapLeft(decode(items), (error) => describeParseError(error, op.collection))
@@ -280,15 +281,16 @@ const itemsDecoder = <A, I>(schema: Schema.Schema<A, I, never>): ItemsDecoder<A>
 const preparer = (baseUrl: string) => {
   const prepared = new WeakMap<Operation, Prepared>()
   return (op: Operation): Prepared | undefined => {
-    let ready = prepared.get(op)
-    if (ready === undefined && refusal(op) === undefined) {
-      ready = {
-        url: `${baseUrl}${op.path}`,
-        spanName: `PersonData.${op.name}`,
-        attributes: { "clinical.operation": op.name }
-      }
-      prepared.set(op, ready)
+    const known = prepared.get(op)
+    // Stryker disable next-line ConditionalExpression: equivalent in what it prepares, the cache saves checking the definition on every call
+    if (known !== undefined) return known
+    if (refusal(op) !== undefined) return undefined
+    const ready: Prepared = {
+      url: `${baseUrl}${op.path}`,
+      spanName: `PersonData.${op.name}`,
+      attributes: { "clinical.operation": op.name }
     }
+    prepared.set(op, ready)
     return ready
   }
 }
@@ -357,6 +359,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           traced
         ),
         // The fiber that runs the call, unless the call runs later under `Effect.withSpan` (see `traced`).
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, given the fiber under Effect.withSpan the call still takes the Effect path (the fiber's span asks for it), which reads the span when it runs; given none elsewhere, it takes the same fiber when it runs
         span === undefined && traced ? undefined : fiber
       )
     }
@@ -377,6 +380,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       // None at all when no one could see it (no tracer installed: see `FiberSpan.observed`).
       return Effect.withFiberRuntime((fiber) =>
         !FiberSpan.observed(fiber, config.tracePropagation)
+          // Stryker disable next-line BooleanLiteral: equivalent but slower, spans made for no one (Effect's default tracer, no traceparent) are seen by no one
           ? request(op, ready, decodeItems, personUid, options, fiber, undefined, false)
           : FiberSpan.canMake(fiber)
           ? request(
@@ -392,6 +396,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           : Effect.withSpan(
             request(op, ready, decodeItems, personUid, options, fiber, undefined, true),
             ready.spanName,
+            // Stryker disable next-line BooleanLiteral: a stack captured here would name only this line, in a failure's pretty print; not captured, to save the time
             { attributes: ready.attributes, captureStackTrace: false }
           )
       )

@@ -10,13 +10,14 @@
  * record; keep it so. No header, body or query is recorded.
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as MetricKey from "effect/MetricKey"
 import * as MetricLabel from "effect/MetricLabel"
-import type * as Tracer from "effect/Tracer"
+import * as Tracer from "effect/Tracer"
 import type { TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import { secretBodyOf, SecretBodyRequest } from "../call/secretText.js"
@@ -83,6 +84,12 @@ const durationOf = (method: string, server: Server, status: number | undefined, 
   return metric
 }
 
+/**
+ * Whether a span has ids to pass on: not Effect's no-op span (tracing turned off for the fiber),
+ * whose ids are "noop" and marked not to be propagated; a header made of them would be malformed.
+ */
+const carriesIds = (span: Tracer.Span): boolean => !Context.get(span.context, Tracer.DisablePropagation)
+
 /** The W3C `traceparent` header of a span. */
 const traceparent = (span: Tracer.Span): string => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
 
@@ -101,7 +108,9 @@ export class Attempt {
     private readonly server: Server,
     propagate: boolean
   ) {
-    this.request = propagate && span !== undefined ? withTraceparent(request, traceparent(span)) : request
+    this.request = propagate && span !== undefined && carriesIds(span)
+      ? withTraceparent(request, traceparent(span))
+      : request
   }
 
   /** Records how the attempt ended, at the fiber's time, with its metric labels. */
