@@ -4,8 +4,9 @@
  * each answer is read, an operation the library does not know, and definitions that are refused.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Context, Deferred, Effect, Fiber, Metric, type Schema, Stream, TestClock, Tracer } from "effect"
-import { ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
+import { Chunk, Context, Deferred, Effect, Fiber, Metric, Schema, Stream, TestClock, Tracer } from "effect"
+import { ClinicalClient, ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
 import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
@@ -405,4 +406,37 @@ describe("a call's span, each way a fiber can be traced (issue 24's mutation run
         expect(yield* fake.requests).toHaveLength(0)
       })
     ))
+})
+
+describe("a caller's Schema that throws (issue 24's mutation run)", () => {
+  const boom = new Error("boom")
+  const Throwing = Schema.transform(Schema.Unknown, Schema.Unknown, {
+    decode: () => {
+      throw boom
+    },
+    encode: (value) => value
+  })
+
+  it.live(
+    "fails the call with that defect, whether the token was cached (the common path, over undici) or not",
+    () =>
+      Effect.gen(function*() {
+        const mock = yield* Effect.acquireRelease(
+          Effect.promise(() => MockClinicalServer.start()),
+          (started) => Effect.promise(() => started.close())
+        )
+        const layer = ClinicalClient.layerUndici({ baseUrl: mock.url, applicationId: mock.applicationId })
+        yield* Effect.gen(function*() {
+          const person = MockClinicalServer.fixturePersons[0]!.personUid
+          for (let call = 0; call < 3; call++) {
+            const exit = yield* Effect.exit(PersonData.getAs(PersonData.medications, Throwing, person))
+            expect(exit).toMatchObject({ _tag: "Failure", cause: { _tag: "Die", defect: boom } })
+          }
+          // The client goes on: the next call with a Schema that decodes succeeds.
+          const { items } = yield* PersonData.getAs(PersonData.medications, Schema.Unknown, person)
+          expect(items).toEqual(MockClinicalServer.fixturePersons[0]!.medications)
+        }).pipe(Effect.provide(layer), Effect.timeout("5 seconds"), Effect.orDie)
+      }).pipe(Effect.scoped),
+    { timeout: 20_000 }
+  )
 })

@@ -545,7 +545,15 @@ class Caller {
           const json = this.readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
           if (Either.isLeft(json)) return continueFrom({ _tag: "Answered", status: response.status, read: json })
           // The call ends here: what it makes of the answer, recorded, its span ended.
-          const out = this.finished(fiber, call, progress, response.status, json.right, used)
+          let out: Either.Either<A, ClinicalError>
+          try {
+            out = this.finished(fiber, call, progress, response.status, json.right, used)
+          } catch (defect) {
+            // A caller's Schema that throws: the call dies with it, as on the Effect path, instead
+            // of the throw going up into the transport's callback and the call never ending.
+            if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.die(defect))
+            return resume(Effect.die(defect))
+          }
           if (call.span !== undefined) {
             FiberSpan.end(fiber, call.span, Either.isRight(out) ? Exit.void : Exit.fail(out.left))
           }
