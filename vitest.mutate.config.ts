@@ -45,6 +45,7 @@ export default {
       "test/TokenStore.test.ts",
       "test/RedisTokenStore.test.ts",
       "test/Promise.test.ts",
+      "test/CallerValues.test.ts",
       "test/BatchJob.test.ts"
     ]
   }

@@ -32,6 +32,7 @@ import * as ClinicalClient from "./ClinicalClient.js"
 import * as ClinicalConfig from "./ClinicalConfig.js"
 import { ClientClosed, type ClinicalError, InvalidConfig, InvalidRequest } from "./ClinicalError.js"
 import * as HttpTransport from "./HttpTransport.js"
+import { isAbortSignal, isThenable, levelName } from "./internal/callerValues.js"
 import { updater } from "./internal/observability/metricUpdater.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
 import { nameOf } from "./internal/operationName.js"
@@ -188,15 +189,6 @@ const LEVELS: Readonly<Record<LogLevelName, LogLevel.LogLevel>> = {
   none: LogLevel.None
 }
 
-const levelName = (level: LogLevel.LogLevel): LogEntry["level"] =>
-  LogLevel.lessThan(level, LogLevel.Info)
-    ? "debug"
-    : LogLevel.lessThan(level, LogLevel.Warning)
-    ? "info"
-    : LogLevel.lessThan(level, LogLevel.Error)
-    ? "warn"
-    : "error"
-
 const countDropped = updater(Telemetry.logLinesDroppedKey)
 
 /**
@@ -236,9 +228,6 @@ const toStandardError = Logger.withConsoleError(Logger.logfmtLogger)
  */
 export const reveal = (value: Redacted.Redacted<string>): string => Redacted.value(value)
 
-const isThenable = (value: unknown): value is PromiseLike<unknown> =>
-  typeof value === "object" && value !== null && typeof (value as PromiseLike<unknown>).then === "function"
-
 const checkLogging = (options: LoggingOptions): LoggingOptions => {
   if (options.logLevel !== undefined && !(options.logLevel in LEVELS)) {
     throw new InvalidConfig({ setting: "logLevel", reason: "must be one of debug, info, warn, error, none" })
@@ -248,17 +237,6 @@ const checkLogging = (options: LoggingOptions): LoggingOptions => {
   }
   return options
 }
-
-/**
- * Is this an AbortSignal (from this realm or another)? Its own tag says so, as only a real one's
- * does: an object with `aborted` and `addEventListener` alone would never fire, and the call would
- * never settle.
- */
-const isAbortSignal = (value: unknown): value is AbortSignal =>
-  typeof value === "object" && value !== null && Object.prototype.toString.call(value) === "[object AbortSignal]" &&
-  typeof (value as AbortSignal).aborted === "boolean" &&
-  typeof (value as AbortSignal).addEventListener === "function" &&
-  typeof (value as AbortSignal).removeEventListener === "function"
 
 /** Why a call's options cannot be used (JavaScript callers can pass anything), or `undefined`. */
 const callOptionsRefusal = (options: unknown): InvalidRequest | undefined => {

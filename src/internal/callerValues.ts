@@ -1,0 +1,33 @@
+/**
+ * What a JavaScript caller of the Promise client hands over, recognised without trusting its type:
+ * a logger's return value (a thenable to watch, or not), a call's signal (a real AbortSignal, or
+ * not), and the level name a logger is given for each of Effect's log levels.
+ */
+import * as LogLevel from "effect/LogLevel"
+
+/** A thenable, as Promises/A+ defines it: an object or function with a `then` method. */
+export const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  // Stryker disable next-line ConditionalExpression: equivalent, a primitive other than null and undefined has no then method
+  (typeof value === "object" || typeof value === "function") && value !== null &&
+  typeof (value as PromiseLike<unknown>).then === "function"
+
+/**
+ * An AbortSignal (from this realm or another)? Its own tag says so, as only a real one's does; and
+ * it has what a call uses of it: an object with `aborted` and `addEventListener` alone would never
+ * fire, and the call would never settle.
+ */
+export const isAbortSignal = (value: unknown): value is AbortSignal =>
+  Object.prototype.toString.call(value) === "[object AbortSignal]" &&
+  typeof (value as AbortSignal).aborted === "boolean" &&
+  typeof (value as AbortSignal).addEventListener === "function" &&
+  typeof (value as AbortSignal).removeEventListener === "function"
+
+/** The level a logger is given: Effect's Trace and Debug are "debug", Fatal is "error". */
+export const levelName = (level: LogLevel.LogLevel): "debug" | "info" | "warn" | "error" =>
+  LogLevel.lessThan(level, LogLevel.Info)
+    ? "debug"
+    : LogLevel.lessThan(level, LogLevel.Warning)
+    ? "info"
+    : LogLevel.lessThan(level, LogLevel.Error)
+    ? "warn"
+    : "error"
