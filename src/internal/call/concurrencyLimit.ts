@@ -1,0 +1,81 @@
+/**
+ * How many requests a client lets out at once, found by itself, as pure functions over numbers: no
+ * Effect, no clock, no allocation on an answer. AIMD as TCP and Netflix's concurrency-limits do it,
+ * with TCP BIC's return towards the last good limit: a client alone regains its limit in a few
+ * round trips and probes past it slowly, so that a fleet of clients, each probing on its own, does
+ * not outgrow what one client's decrease gives back; a probe that meets no overload speeds up.
+ * `maxConcurrentRequests` stays the ceiling. The settings were chosen on a model of the scenarios
+ * (scripts/load/model.ts) and are checked against a real server (docs/resilience.md).
+ *
+ * | a request ended | the limit, per round trip (`limit` answers) |
+ * |---|---|
+ * | answered while under half of it was in flight | unchanged: an idle client must not grow a limit it never tried |
+ * | answered, never overloaded yet | doubles ("slow start") |
+ * | answered, more than 1 below the limit the last overload came at (`good`) | half the way back to `good - 1` (at least `increase`) |
+ * | answered, from `good - 1` to `good` | +`increase` |
+ * | answered, past `good` | +a quarter of how far past (at least `increase`) |
+ * | overloaded (429, 503, an attempt that timed out), sent after the last decrease | times `backoffRatio`; `good` is the limit it came at |
+ * | overloaded, but sent before the last decrease | unchanged: the same overload, already answered |
+ *
+ * The limit is a real number; the gate lets `floor(limit)` requests out (at least 1).
+ */
+
+/** The settings the client uses unless told otherwise (see scripts/load/model.ts for why). */
+export const DEFAULTS = { initial: 4, min: 1, backoffRatio: 0.7, increase: 0.03 } as const
+
+/** The settings of a limit. */
+export interface Settings {
+  /** The least it goes down to (1: a client always makes progress). */
+  readonly min: number
+  /** The most it goes up to: `maxConcurrentRequests`. */
+  readonly max: number
+  /** What an overload multiplies it by, in (0, 1). */
+  readonly backoffRatio: number
+  /** How much it grows in a round trip when probing past the last good limit. */
+  readonly increase: number
+}
+
+/** A limit's state, replaced on an overload (rare); the limit itself changes on every answer. */
+export interface State {
+  /** Requests let out at once: `floor(limit)`. */
+  readonly limit: number
+  /** The limit the last overload came at; `Infinity` until the first (slow start). */
+  readonly good: number
+  /** When the limit last went down (local ms); requests sent before it tell nothing new. */
+  readonly decreasedAt: number
+}
+
+/** The state a client starts with: `initial`, growing fast until the first overload. */
+export const initial = (settings: Settings, initialLimit: number): State => ({
+  limit: clamp(settings, initialLimit),
+  good: Number.POSITIVE_INFINITY,
+  decreasedAt: Number.NEGATIVE_INFINITY
+})
+
+/** Past `good`, the probe grows by this share of how far past it is, per round trip. */
+const PROBE_GROWTH = 0.25
+
+const clamp = (settings: Settings, limit: number): number => Math.min(settings.max, Math.max(settings.min, limit))
+
+/** The requests the gate lets out at once under `limit`. */
+export const permits = (limit: number): number => Math.max(1, Math.floor(limit))
+
+/** The limit after a request was answered (not overloaded) with `inFlight` requests out, itself included. */
+export const afterAnswer = (settings: Settings, state: State, inFlight: number): number => {
+  const { good, limit } = state
+  if (inFlight * 2 < permits(limit)) return limit
+  // Each answer adds its share of what the limit gains in a round trip (`limit` answers).
+  const perRoundTrip = good === Number.POSITIVE_INFINITY
+    ? limit
+    : Math.max(settings.increase, limit < good - 1 ? (good - 1 - limit) / 2 : (limit - good) * PROBE_GROWTH)
+  return clamp(settings, limit + perRoundTrip / limit)
+}
+
+/**
+ * The state after an overload of a request sent at `sentAt`, seen at `now`; the same state when
+ * the request was sent before the last decrease.
+ */
+export const afterOverload = (settings: Settings, state: State, sentAt: number, now: number): State => {
+  if (sentAt < state.decreasedAt) return state
+  return { limit: clamp(settings, state.limit * settings.backoffRatio), good: state.limit, decreasedAt: now }
+}

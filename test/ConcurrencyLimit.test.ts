@@ -1,0 +1,148 @@
+/**
+ * The adaptive concurrency limit's decisions (src/internal/call/concurrencyLimit.ts), as pure
+ * functions: each row of its table, and a client alone finding a service's capacity round trip by
+ * round trip.
+ */
+import { describe, expect, it } from "vitest"
+import { runModel } from "../scripts/load/model.js"
+import * as ConcurrencyLimit from "../src/internal/call/concurrencyLimit.js"
+
+const settings: ConcurrencyLimit.Settings = { min: 1, max: 64, backoffRatio: 0.7, increase: 0.03 }
+const state = (limit: number, good: number, decreasedAt = 0): ConcurrencyLimit.State => ({ limit, good, decreasedAt })
+
+describe("the concurrency limit, row by row", () => {
+  it("starts at the initial limit, within min and max, in slow start; the gate lets floor(limit) out, at least 1", () => {
+    expect(ConcurrencyLimit.initial(settings, 4)).toEqual({
+      limit: 4,
+      good: Number.POSITIVE_INFINITY,
+      decreasedAt: Number.NEGATIVE_INFINITY
+    })
+    expect(ConcurrencyLimit.initial(settings, 100).limit).toBe(64)
+    expect(ConcurrencyLimit.initial(settings, 0).limit).toBe(1)
+    expect([0.2, 1, 1.99, 2, 7.5].map(ConcurrencyLimit.permits)).toEqual([1, 1, 1, 2, 7])
+  })
+
+  it("an answer while under half the limit is in flight leaves it as it is", () => {
+    const idle = ConcurrencyLimit.initial(settings, 8)
+    expect(ConcurrencyLimit.afterAnswer(settings, idle, 3)).toBe(8)
+    expect(ConcurrencyLimit.afterAnswer(settings, state(8, 20), 3)).toBe(8)
+    // Half in flight is in use.
+    expect(ConcurrencyLimit.afterAnswer(settings, idle, 4)).toBe(9)
+  })
+
+  it("slow start: +1 per answer, so that the limit doubles in a round trip", () => {
+    let current = ConcurrencyLimit.initial(settings, 4)
+    for (let answer = 0; answer < 4; answer++) {
+      current = { ...current, limit: ConcurrencyLimit.afterAnswer(settings, current, 4) }
+    }
+    expect(current.limit).toBe(8)
+  })
+
+  it("below good - 1: half the way back to it in a round trip, at least `increase`", () => {
+    expect(ConcurrencyLimit.afterAnswer(settings, state(6, 11), 6)).toBeCloseTo(6 + 2 / 6)
+    // Close to good - 1, the least step.
+    expect(ConcurrencyLimit.afterAnswer(settings, state(9.99, 11), 9)).toBeCloseTo(9.99 + 0.03 / 9.99)
+  })
+
+  it("from good - 1 to good: `increase` in a round trip", () => {
+    expect(ConcurrencyLimit.afterAnswer(settings, state(10, 11), 10)).toBeCloseTo(10 + 0.03 / 10)
+    expect(ConcurrencyLimit.afterAnswer(settings, state(10.9, 11), 10)).toBeCloseTo(10.9 + 0.03 / 10.9)
+  })
+
+  it("past good: a quarter of how far past in a round trip, at least `increase`", () => {
+    expect(ConcurrencyLimit.afterAnswer(settings, state(11.04, 11), 11)).toBeCloseTo(11.04 + 0.03 / 11.04)
+    expect(ConcurrencyLimit.afterAnswer(settings, state(15, 11), 15)).toBeCloseTo(15 + 1 / 15)
+  })
+
+  it("never above max, never below min", () => {
+    expect(ConcurrencyLimit.afterAnswer(settings, ConcurrencyLimit.initial(settings, 64), 64)).toBe(64)
+    expect(ConcurrencyLimit.afterAnswer(settings, state(63.99, 11), 64)).toBe(64)
+    expect(ConcurrencyLimit.afterOverload(settings, state(1.2, 5), 10, 20).limit).toBe(1)
+  })
+
+  it("an overload sent at or after the last decrease: times backoffRatio, good is where it came, and when", () => {
+    expect(ConcurrencyLimit.afterOverload(settings, ConcurrencyLimit.initial(settings, 20), 5, 7)).toEqual({
+      limit: 14,
+      good: 20,
+      decreasedAt: 7
+    })
+    expect(ConcurrencyLimit.afterOverload(settings, state(10, 12, 7), 7, 9)).toEqual(state(7, 10, 9))
+  })
+
+  it("an overload of a request sent before the last decrease is the same overload: nothing changes", () => {
+    const decreased = state(7, 10, 100)
+    expect(ConcurrencyLimit.afterOverload(settings, decreased, 99, 150)).toBe(decreased)
+  })
+})
+
+describe("a client alone, round trip by round trip", () => {
+  /**
+   * Each round trip, `permits(limit)` requests go out together; the service takes `capacity`,
+   * refuses the rest (answered after the ones it took, within the same round trip).
+   */
+  const run = (capacity: number, roundTrips: number) => {
+    let current = ConcurrencyLimit.initial(settings, ConcurrencyLimit.DEFAULTS.initial)
+    let sent = 0
+    let refused = 0
+    const permitsSeen: Array<number> = []
+    for (let trip = 1; trip <= roundTrips; trip++) {
+      const out = ConcurrencyLimit.permits(current.limit)
+      permitsSeen.push(out)
+      const sentAt = trip * 10
+      for (let request = 0; request < out; request++) {
+        sent++
+        if (request < capacity) {
+          current = { ...current, limit: ConcurrencyLimit.afterAnswer(settings, current, out) }
+        } else {
+          refused++
+          current = ConcurrencyLimit.afterOverload(settings, current, sentAt, sentAt + 5)
+        }
+      }
+    }
+    return { sent, refused, permitsSeen }
+  }
+
+  it("finds the capacity: over 90% of it used, under 2% of requests refused, never far past it", () => {
+    for (const capacity of [2, 8, 30]) {
+      const { permitsSeen, refused, sent } = run(capacity, 400)
+      const settled = permitsSeen.slice(100)
+      const used = settled.reduce((sum, permits) => sum + Math.min(permits, capacity), 0) / (capacity * settled.length)
+      expect(used, `capacity ${capacity}`).toBeGreaterThan(0.9)
+      expect(Math.max(...settled), `capacity ${capacity}`).toBeLessThanOrEqual(capacity + 1)
+      expect(refused / sent, `capacity ${capacity}`).toBeLessThan(0.02)
+    }
+  })
+
+  it("reaches a large capacity from the initial limit in a few round trips (slow start)", () => {
+    const { permitsSeen } = run(60, 10)
+    expect(permitsSeen.slice(0, 6)).toEqual([4, 8, 16, 32, 64, 44])
+  })
+})
+
+describe("a batch in the load model (scripts/load/model.ts), against a service of 8 at once", () => {
+  const model = (processes: number, limited: boolean) =>
+    runModel({
+      processes,
+      persons: 3000,
+      capacity: 8,
+      serviceMillis: 20,
+      retryAfterMillis: undefined,
+      max: 64,
+      limit: limited ? ConcurrencyLimit.DEFAULTS : undefined,
+      maxRetries: 3,
+      overloadRetriedAtOnce: false,
+      seed: 1
+    })
+
+  it("one process and four: no person failed, under 5% of requests refused, where a fixed cap of 64 fails many", () => {
+    for (const processes of [1, 4]) {
+      const fixed = model(processes, false)
+      const limited = model(processes, true)
+      expect(fixed.failedPersons, `${processes}`).toBeGreaterThan(10)
+      expect(limited.failedPersons, `${processes}`).toBe(0)
+      expect(limited.tooMany / limited.requests, `${processes}`).toBeLessThan(0.05)
+      expect(limited.wallMillis / limited.idealMillis, `${processes}`).toBeLessThan(1.5)
+      expect(limited.peakInFlight, `${processes}`).toBeLessThanOrEqual(4 * processes + 8)
+    }
+  })
+})
