@@ -11,6 +11,9 @@ export default {
     "src/internal/token/tokenCache.ts",
     "src/internal/call/callPolicy.ts",
     "src/internal/call/retryPolicy.ts",
+    "src/internal/call/concurrencyLimit.ts",
+    "src/internal/call/retryBudget.ts",
+    "src/internal/call/circuitBreaker.ts",
     "src/internal/batch/batchTally.ts",
     "src/internal/redaction/redaction.ts",
     "src/internal/redaction/readings.ts",
@@ -23,6 +26,7 @@ export default {
     "src/PersonAuthentication.ts",
     "src/PersonData.ts",
     "src/promise.ts",
+    "src/internal/callerValues.ts",
     "src/cli/batchJob.ts"
   ],
   coverageAnalysis: "perTest",

@@ -41,6 +41,8 @@ export default {
       "test/Batch.test.ts",
       "test/Checkpoint.test.ts",
       "test/CallPolicy.test.ts",
+      "test/ConcurrencyLimit.test.ts",
+      "test/LoadControl.test.ts",
       "test/PersonRequest.test.ts",
       "test/TokenStore.test.ts",
       "test/RedisTokenStore.test.ts",

@@ -1,0 +1,87 @@
+/**
+ * Whether a client sends at all, as pure functions over an immutable state: after
+ * `failureThreshold` failures in a row that say the service is down (the transport failing, a
+ * 5xx, an attempt that timed out), calls fail at once with `CircuitOpen` for a cool-down instead
+ * of piling on a service that is down; then one call at a time is let through to probe it
+ * (half-open); the first that gets an answer closes the circuit. Each probe that fails doubles the
+ * cool-down, up to `maxCooldownMillis`, so that a service down for long sees a request every few
+ * seconds from each client, and one that is back is found within one cool-down.
+ *
+ * | state | a call asks to go | a request ends in an answer | ...in a failure that says the service is down |
+ * |---|---|---|---|
+ * | `Closed` | goes | the count of failures in a row back to 0 | counted; at the threshold, `Open` for `cooldownMillis` |
+ * | `Open`, before its time | refused, until its time | (sent before it opened) nothing | nothing |
+ * | `Open`, at its time | goes as the probe: `HalfOpen` | | |
+ * | `HalfOpen` | refused, for a cool-down: one probe at a time | `Closed` | the probe's: `Open` again, the cool-down doubled; one sent before: nothing |
+ *
+ * An answer is any response the service made, a 4xx or a 429 included: it is up (a 429 is the
+ * concurrency limit's to act on, not this).
+ */
+
+/** The settings of a breaker. */
+export interface Settings {
+  /** Failures in a row that open the circuit. */
+  readonly failureThreshold: number
+  /** The first cool-down, in ms. */
+  readonly cooldownMillis: number
+  /** The longest cool-down, in ms. */
+  readonly maxCooldownMillis: number
+}
+
+/** The breaker the client uses unless told otherwise. */
+export const DEFAULTS: Settings = { failureThreshold: 10, cooldownMillis: 500, maxCooldownMillis: 2000 }
+
+export type State =
+  | { readonly _tag: "Closed"; readonly failures: number }
+  | { readonly _tag: "Open"; readonly until: number; readonly cooldownMillis: number }
+  /** Probing since `since`: a failure of a request sent before it is not the probe's. */
+  | { readonly _tag: "HalfOpen"; readonly cooldownMillis: number; readonly since: number }
+
+/** A circuit with no failure yet. */
+export const closed: State = { _tag: "Closed", failures: 0 }
+
+/** What a call that asks to go at `now` does: go (maybe as the probe), or be refused until `retryAt`. */
+export type Admission =
+  | { readonly _tag: "Go"; readonly state: State }
+  | { readonly _tag: "Refused"; readonly retryAt: number }
+
+export const admit = (state: State, now: number): Admission => {
+  switch (state._tag) {
+    case "Closed":
+      return { _tag: "Go", state }
+    case "Open":
+      return now < state.until
+        ? { _tag: "Refused", retryAt: state.until }
+        : { _tag: "Go", state: { _tag: "HalfOpen", cooldownMillis: state.cooldownMillis, since: now } }
+    case "HalfOpen":
+      return { _tag: "Refused", retryAt: now + state.cooldownMillis }
+  }
+}
+
+/**
+ * The state after a request sent at `sentAt` ended at `now`: in an answer, or in a failure that
+ * says the service is down.
+ */
+export const afterOutcome = (
+  settings: Settings,
+  state: State,
+  answered: boolean,
+  sentAt: number,
+  now: number
+): State => {
+  switch (state._tag) {
+    case "Closed":
+      if (answered) return state.failures === 0 ? state : closed
+      return state.failures + 1 < settings.failureThreshold
+        ? { _tag: "Closed", failures: state.failures + 1 }
+        : { _tag: "Open", until: now + settings.cooldownMillis, cooldownMillis: settings.cooldownMillis }
+    case "Open":
+      return state
+    case "HalfOpen": {
+      if (answered) return closed
+      if (sentAt < state.since) return state
+      const cooldownMillis = Math.min(settings.maxCooldownMillis, state.cooldownMillis * 2)
+      return { _tag: "Open", until: now + cooldownMillis, cooldownMillis }
+    }
+  }
+}
