@@ -29,18 +29,33 @@ vi.mock("../src/cli/files.js", async (original) => {
   }
 })
 
+/** A file operation of `files.js`: its first argument is the path. */
+type FileOperation = (path: string, ...rest: Array<never>) => Promise<unknown>
+
 /** Makes `operation` reject with an `EIO` for `path` until the returned function is called. */
-const failingFor = <F extends (path: string, ...rest: Array<any>) => Promise<unknown>>(operation: F, path: string) => {
-  const mocked = vi.mocked(operation)
+const failingFor = (operation: FileOperation, path: string) => {
+  const mocked = vi.mocked(operation as (path: string, ...rest: Array<unknown>) => Promise<unknown>)
   const actual = mocked.getMockImplementation()!
-  mocked.mockImplementation(
-    ((target: string, ...rest: Array<any>) =>
-      target === path
-        ? Promise.reject(Object.assign(new Error(`i/o error at ${target}`), { code: "EIO" }))
-        : actual(target, ...rest)) as F
+  mocked.mockImplementation((target, ...rest) =>
+    target === path
+      ? Promise.reject(Object.assign(new Error(`i/o error at ${target}`), { code: "EIO" }))
+      : actual(target, ...rest)
   )
   return () => void mocked.mockImplementation(actual)
 }
+
+/** What `run` writes to process.stderr (the progress bar's way out), and its outcome. */
+const stderrDuring = <A, E, R>(run: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const written: Array<string> = []
+    const write = process.stderr.write
+    process.stderr.write = ((chunk: string) => {
+      written.push(String(chunk))
+      return true
+    }) as typeof process.stderr.write
+    const outcome = yield* Effect.ensuring(run, Effect.sync(() => void (process.stderr.write = write)))
+    return { written, outcome }
+  })
 
 /** The file descriptors this process has open (Linux). */
 const openDescriptors = () => Fs.readdirSync("/proc/self/fd").length
@@ -262,19 +277,8 @@ describe("batchJob.run, in process", () => {
 
   it.live("on a terminal: the bar, whole at the end, counting every run", () =>
     Effect.gen(function*() {
-      const dir = directory()
-      const written: Array<string> = []
-      const write = process.stderr.write
-      process.stderr.write = ((chunk: string) => {
-        written.push(String(chunk))
-        return true
-      }) as typeof process.stderr.write
-      try {
-        const { error } = yield* runJob(jobOf(dir, UIDS, { interactive: true }))
-        expect(error).toBeUndefined()
-      } finally {
-        process.stderr.write = write
-      }
+      const { outcome, written } = yield* stderrDuring(runJob(jobOf(directory(), UIDS, { interactive: true })))
+      expect(outcome.error).toBeUndefined()
       expect(written.at(-1)).toBe(
         `\r[########################] 3/3 done: 3 succeeded, 0 failed, 0 skipped (${
           /\((\d+\.\d)\/s\)/.exec(written.at(-1)!)![1]
@@ -303,17 +307,8 @@ describe("batchJob.run, in process", () => {
 
   it.live("not on a terminal: no bar is drawn, at the end either", () =>
     Effect.gen(function*() {
-      const written: Array<string> = []
-      const write = process.stderr.write
-      process.stderr.write = ((chunk: string) => {
-        written.push(String(chunk))
-        return true
-      }) as typeof process.stderr.write
-      try {
-        expect((yield* runJob(jobOf(directory(), UIDS))).error).toBeUndefined()
-      } finally {
-        process.stderr.write = write
-      }
+      const { outcome, written } = yield* stderrDuring(runJob(jobOf(directory(), UIDS)))
+      expect(outcome.error).toBeUndefined()
       expect(written).toEqual([])
     }))
 })
@@ -492,21 +487,13 @@ describe("batchJob's files and counts (issue 24's mutation run)", () => {
     Effect.gen(function*() {
       const dir = directory()
       const job = jobOf(dir, UIDS, { interactive: true, progressEvery: Duration.millis(5), concurrency: 1 })
-      const written: Array<string> = []
-      const write = process.stderr.write
-      process.stderr.write = ((chunk: string) => {
-        written.push(String(chunk))
-        return true
-      }) as typeof process.stderr.write
-      try {
-        yield* Effect.gen(function*() {
+      const { written } = yield* stderrDuring(
+        Effect.gen(function*() {
           const server = yield* MockClinicalServer.MockClinicalServer
           yield* server.injectFaults("medications", UIDS.map(() => MockClinicalServer.Fault.delay(30)))
           return yield* BatchJob.run(job)
         }).pipe(Effect.provide(client()), Effect.withConsole((yield* capturing).console))
-      } finally {
-        process.stderr.write = write
-      }
+      )
       const partial = written.slice(0, -1).filter((chunk) => /^\r\[#* *\] [0-2]\/3 done/.test(chunk))
       expect(partial.length).toBeGreaterThan(0)
       for (const chunk of partial) {
@@ -535,17 +522,8 @@ describe("batchJob's files and counts (issue 24's mutation run)", () => {
       yield* runJob(job)
       const lines = Fs.readFileSync(job.out, "utf8").split("\n").filter((line) => line !== "")
       Fs.writeFileSync(job.out, `${lines.slice(0, 2).join("\n")}\n`)
-      const written: Array<string> = []
-      const write = process.stderr.write
-      process.stderr.write = ((chunk: string) => {
-        written.push(String(chunk))
-        return true
-      }) as typeof process.stderr.write
-      try {
-        expect((yield* runJob({ ...job, resume: true, interactive: true })).error).toBeUndefined()
-      } finally {
-        process.stderr.write = write
-      }
+      const { outcome, written } = yield* stderrDuring(runJob({ ...job, resume: true, interactive: true }))
+      expect(outcome.error).toBeUndefined()
       expect(written.at(-1)).toMatch(/^\r\[#{24}\] 3\/3 done: 3 succeeded, 0 failed, 0 skipped /)
     }))
 
@@ -636,50 +614,27 @@ describe("batchJob's files and counts (issue 24's mutation run)", () => {
   it.live("each file the batch cannot read or write: the exit code and a message naming the file and the cause", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<
-        readonly [string, (job: BatchJob.Job) => () => void, (job: BatchJob.Job) => string, number, boolean]
+        { operation: FileOperation; file: string; verb: string; code: number; resume: boolean }
       > = [
-        [
-          "checkpoint written",
-          (job) => failingFor(Files.writeReplacing, `${job.out}.checkpoint.json`),
-          (job) => `cannot write ${job.out}.checkpoint.json: EIO`,
-          ExitCode.Usage,
-          false
-        ],
-        [
-          "results created",
-          (job) => failingFor(Files.createNew, job.out),
-          (job) => `cannot create ${job.out}: EIO`,
-          ExitCode.Usage,
-          false
-        ],
-        [
-          "results looked at",
-          (job) => failingFor(Files.kindAt, job.out),
-          (job) => `cannot read ${job.out}: EIO`,
-          ExitCode.Usage,
-          false
-        ],
-        [
-          "checkpoint read",
-          (job) => failingFor(Files.openToRead, `${job.out}.checkpoint.json`),
-          (job) => `cannot read ${job.out}.checkpoint.json: EIO`,
-          ExitCode.Failure,
-          true
-        ],
-        [
-          "results read",
-          (job) => failingFor(Files.openToRead, job.out),
-          (job) => `cannot read ${job.out}: EIO`,
-          ExitCode.Failure,
-          true
-        ]
+        {
+          operation: Files.writeReplacing,
+          file: ".checkpoint.json",
+          verb: "write",
+          code: ExitCode.Usage,
+          resume: false
+        },
+        { operation: Files.createNew, file: "", verb: "create", code: ExitCode.Usage, resume: false },
+        { operation: Files.kindAt, file: "", verb: "read", code: ExitCode.Usage, resume: false },
+        { operation: Files.openToRead, file: ".checkpoint.json", verb: "read", code: ExitCode.Failure, resume: true },
+        { operation: Files.openToRead, file: "", verb: "read", code: ExitCode.Failure, resume: true }
       ]
-      for (const [, fail, message, code, resume] of cases) {
+      for (const { code, file, operation, resume, verb } of cases) {
         const job = jobOf(directory(), UIDS)
         if (resume) yield* runJob(job)
-        const restore = fail(job)
+        const path = `${job.out}${file}`
+        const restore = failingFor(operation, path)
         const { error } = yield* Effect.ensuring(runJob({ ...job, resume }), Effect.sync(restore))
-        expect(error).toMatchObject({ code, message: message(job) })
+        expect(error).toMatchObject({ code, message: `cannot ${verb} ${path}: EIO` })
       }
     }))
 

@@ -324,6 +324,13 @@ describe("found in review: leases changing hands, stores timing out, stores rest
     }))
 })
 
+/** `store`, but every publication times out. */
+const publishFailing = (store: TokenStore.Service): TokenStore.Service => ({
+  ...store,
+  publish: () =>
+    Effect.fail(new ClinicalError.TokenStoreError({ operation: "token", reason: "Timeout", detail: "lost" }))
+})
+
 /** A store whose every operation runs `operation`, counting the attempts. */
 const brokenStore = (
   onUnavailable: TokenStore.OnUnavailable,
@@ -1022,12 +1029,7 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
     Effect.gen(function*() {
       const fake = yield* Fake.make()
       const shared = TokenStore.memory()
-      const failing: TokenStore.Service = {
-        ...shared,
-        retryAfterMillis: 5 * SECOND,
-        publish: () =>
-          Effect.fail(new ClinicalError.TokenStoreError({ operation: "token", reason: "Timeout", detail: "lost" }))
-      }
+      const failing: TokenStore.Service = { ...publishFailing(shared), retryAfterMillis: 5 * SECOND }
       const a = yield* instance(clientOver(fake, failing))
       const token = yield* a(TokenService.get)
       expect(token).toMatchObject({ source: "server", storeGeneration: undefined })
@@ -1042,11 +1044,7 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
         const fake = yield* Fake.make()
         const shared = TokenStore.memory()
         yield* shared.acquireLease(storeKey, "stuck", 10 * MINUTE)
-        const failing: TokenStore.Service = {
-          ...shared,
-          publish: () =>
-            Effect.fail(new ClinicalError.TokenStoreError({ operation: "token", reason: "Timeout", detail: "lost" }))
-        }
+        const failing = publishFailing(shared)
         const a = yield* instance(clientOver(fake, failing))
         const caller = yield* Effect.fork(a(TokenService.get))
         yield* runClock(220, 100)
