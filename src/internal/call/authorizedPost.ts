@@ -516,49 +516,63 @@ class Caller {
       // Anything but the answer goes on on the Effect path, from this attempt.
       const continueFrom = (outcome: CallPolicy.Outcome) =>
         resume(this.onEffectPath(fiber, call, this.proceed(call, progress, outcome, used)))
+      // A throw in the callbacks below (a caller's Schema, a tracer's span) must not go up into the
+      // gate or the transport: the call dies with it, as on the Effect path, its turn given back.
+      const die = (defect: unknown) => {
+        if (holding) {
+          holding = false
+          gate.leave()
+        }
+        try {
+          if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.die(defect))
+        } catch {
+          // The tracer threw again: the call ends all the same.
+        }
+        resume(Effect.die(defect))
+      }
       const withdraw = gate.take(() => {
         holding = true
-        const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), this.requestTimeoutMillis)
-        if (budget._tag === "Passed") {
-          holding = false
-          gate.leave()
-          return resume(this.onEffectPath(fiber, call, this.fail(call, progress, this.deadlinePassed(call))))
+        try {
+          const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), this.requestTimeoutMillis)
+          if (budget._tag === "Passed") {
+            holding = false
+            gate.leave()
+            return resume(this.onEffectPath(fiber, call, this.fail(call, progress, this.deadlinePassed(call))))
+          }
+          const started = HttpSpan.startIn(
+            fiber,
+            this.spanOf(fiber, call),
+            this.request(call, used, budget.timeoutMillis),
+            0,
+            this.config.tracePropagation,
+            call.traced
+          )
+          attempt = started
+          cancel = send(started.request, (outcome) => {
+            holding = false
+            cancel = undefined
+            gate.leave()
+            try {
+              started.end(outcome, fiber)
+              if (Either.isLeft(outcome)) {
+                return continueFrom(failed(this.transportFailure(call, budget.byDeadline, outcome.left)))
+              }
+              const response = outcome.right
+              const json = this.readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
+              if (Either.isLeft(json)) return continueFrom({ _tag: "Answered", status: response.status, read: json })
+              // The call ends here: what it makes of the answer, recorded, its span ended.
+              const out = this.finished(fiber, call, progress, response.status, json.right, used)
+              if (call.span !== undefined) {
+                FiberSpan.end(fiber, call.span, Either.isRight(out) ? Exit.void : Exit.fail(out.left))
+              }
+              resume(out)
+            } catch (defect) {
+              die(defect)
+            }
+          })
+        } catch (defect) {
+          die(defect)
         }
-        const started = HttpSpan.startIn(
-          fiber,
-          this.spanOf(fiber, call),
-          this.request(call, used, budget.timeoutMillis),
-          0,
-          this.config.tracePropagation,
-          call.traced
-        )
-        attempt = started
-        cancel = send(started.request, (outcome) => {
-          holding = false
-          cancel = undefined
-          gate.leave()
-          started.end(outcome, fiber)
-          if (Either.isLeft(outcome)) {
-            return continueFrom(failed(this.transportFailure(call, budget.byDeadline, outcome.left)))
-          }
-          const response = outcome.right
-          const json = this.readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
-          if (Either.isLeft(json)) return continueFrom({ _tag: "Answered", status: response.status, read: json })
-          // The call ends here: what it makes of the answer, recorded, its span ended.
-          let out: Either.Either<A, ClinicalError>
-          try {
-            out = this.finished(fiber, call, progress, response.status, json.right, used)
-          } catch (defect) {
-            // A caller's Schema that throws: the call dies with it, as on the Effect path, instead
-            // of the throw going up into the transport's callback and the call never ending.
-            if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.die(defect))
-            return resume(Effect.die(defect))
-          }
-          if (call.span !== undefined) {
-            FiberSpan.end(fiber, call.span, Either.isRight(out) ? Exit.void : Exit.fail(out.left))
-          }
-          resume(out)
-        })
       })
       // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
       return () => {
