@@ -367,6 +367,29 @@ describe("a call's span, each way a fiber can be traced (issue 24's mutation run
       expect((yield* fake.requests).map((request) => request.headers["traceparent"])).toEqual([undefined, undefined])
     }))
 
+  it.effect("a tracer whose ids are not W3C ids (all zeros, as OpenTelemetry's without an SDK; not hex): no traceparent", () =>
+    Effect.gen(function*() {
+      const { tracer } = yield* CapturingTracer.make
+      for (
+        const [traceId, spanId] of [["0".repeat(32), "0".repeat(16)], ["x".repeat(32), "1".repeat(16)], [
+          "a".repeat(32),
+          "b".repeat(15)
+        ]]
+      ) {
+        const odd = Tracer.make({
+          span: (...args) => Object.assign(tracer.span(...args), { traceId, spanId }),
+          context: tracer.context
+        })
+        const fake = yield* Fake.make()
+        yield* PersonData.get(PersonData.medications, Fake.PERSON_UID).pipe(
+          Effect.provide(Fake.clientLayer(fake, { tracePropagation: true })),
+          Effect.withTracer(odd)
+        )
+        const sent = (yield* fake.requests).map((request) => request.headers["traceparent"])
+        expect(sent, traceId).toEqual([undefined, undefined])
+      }
+    }))
+
   it.effect("under a span that is not propagated (Effect's DisablePropagation): the call's spans start a trace of their own", () =>
     Effect.gen(function*() {
       const { spans, tracer } = yield* CapturingTracer.make

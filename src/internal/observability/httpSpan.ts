@@ -84,11 +84,16 @@ const durationOf = (method: string, server: Server, status: number | undefined, 
   return metric
 }
 
+const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/
+const SPAN_ID = /^(?!0{16})[0-9a-f]{16}$/
+
 /**
  * Whether a span has ids to pass on: not Effect's no-op span (tracing turned off for the fiber),
- * whose ids are "noop" and marked not to be propagated; a header made of them would be malformed.
+ * marked not to be propagated, nor a span whose ids are not W3C ids (all zeros, as OpenTelemetry's
+ * API gives without an SDK; "noop"; not lower-case hex): a header made of them would be malformed.
  */
-const carriesIds = (span: Tracer.Span): boolean => !Context.get(span.context, Tracer.DisablePropagation)
+const carriesIds = (span: Tracer.Span): boolean =>
+  !Context.get(span.context, Tracer.DisablePropagation) && TRACE_ID.test(span.traceId) && SPAN_ID.test(span.spanId)
 
 /** The W3C `traceparent` header of a span. */
 const traceparent = (span: Tracer.Span): string => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
