@@ -21,6 +21,7 @@ vi.mock("../src/cli/files.js", async (original) => {
   const actual = await original<typeof import("../src/cli/files.js")>()
   return {
     ...actual,
+    createBeside: vi.fn(actual.createBeside),
     createNew: vi.fn(actual.createNew),
     kindAt: vi.fn(actual.kindAt),
     openToRead: vi.fn(actual.openToRead),
@@ -427,7 +428,10 @@ describe("batchJob's files and counts (issue 24's mutation run)", () => {
       const before = Fs.readFileSync(job.out)
       vi.mocked(Files.replace).mockRejectedValueOnce(Object.assign(new Error("cross-device link"), { code: "EXDEV" }))
       const again = yield* runJob({ ...job, resume: true })
-      expect(again.error).toMatchObject({ code: ExitCode.Failure, message: `cannot read ${job.out}: EXDEV` })
+      expect(again.error).toMatchObject({
+        code: ExitCode.Failure,
+        message: `cannot read and rewrite ${job.out}: EXDEV`
+      })
       expect(Fs.readdirSync(dir).sort()).toEqual(["out.ndjson", "out.ndjson.checkpoint.json", "persons.txt"])
       expect(Fs.readFileSync(job.out).equals(before)).toBe(true)
     }))
@@ -601,13 +605,20 @@ describe("batchJob's files and counts (issue 24's mutation run)", () => {
       expect(results(job.out)).toEqual([])
     }))
 
-  it.live("a batch, new or resumed, leaves no file open", () =>
+  it.live("a batch, new or resumed, leaves no file open; nor a resume that cannot make its new results file", () =>
     Effect.gen(function*() {
       const job = jobOf(directory(), UIDS)
       const before = openDescriptors()
       yield* runJob(job)
       expect(openDescriptors()).toBe(before)
       yield* runJob({ ...job, resume: true })
+      expect(openDescriptors()).toBe(before)
+      vi.mocked(Files.createBeside).mockRejectedValueOnce(Object.assign(new Error("no space"), { code: "ENOSPC" }))
+      const refused = yield* runJob({ ...job, resume: true })
+      expect(refused.error).toMatchObject({
+        code: ExitCode.Failure,
+        message: `cannot read and rewrite ${job.out}: ENOSPC`
+      })
       expect(openDescriptors()).toBe(before)
     }))
 
@@ -626,7 +637,7 @@ describe("batchJob's files and counts (issue 24's mutation run)", () => {
         { operation: Files.createNew, file: "", verb: "create", code: ExitCode.Usage, resume: false },
         { operation: Files.kindAt, file: "", verb: "read", code: ExitCode.Usage, resume: false },
         { operation: Files.openToRead, file: ".checkpoint.json", verb: "read", code: ExitCode.Failure, resume: true },
-        { operation: Files.openToRead, file: "", verb: "read", code: ExitCode.Failure, resume: true }
+        { operation: Files.openToRead, file: "", verb: "read and rewrite", code: ExitCode.Failure, resume: true }
       ]
       for (const { code, file, operation, resume, verb } of cases) {
         const job = jobOf(directory(), UIDS)

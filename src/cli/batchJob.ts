@@ -77,7 +77,11 @@ const lastByte = async (handle: FileHandle): Promise<number | undefined> => {
 const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle }> =>
   (async () => {
     const reader = await openToRead(out)
-    const { handle: writer, path: kept } = await createBeside(out)
+    const beside = await createBeside(out).catch(async (error: unknown) => {
+      await reader.close()
+      throw error
+    })
+    const { handle: writer, path: kept } = beside
     const indices = new Set<number>()
     let failed = 0
     try {
@@ -159,7 +163,7 @@ const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
     const refused = mismatch(found, wanted)
     if (refused !== undefined) return yield* Effect.fail(usage(`--resume: ${refused}; use another --out`))
     if ((yield* refuseLink(job.out)) === "none") return { ...nothingEarlier, handle: undefined }
-    return yield* io(`cannot read ${Render.typed(job.out)}`, () => keepDone(job.out))
+    return yield* io(`cannot read and rewrite ${Render.typed(job.out)}`, () => keepDone(job.out))
   })
 
 /** Longest failure kind shown: an `ErrorType` is the server's text. */
