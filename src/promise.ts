@@ -247,6 +247,15 @@ const callOptionsRefusal = (options: unknown): InvalidRequest | undefined => {
   return signal === undefined || isAbortSignal(signal) ? undefined : refuse("signal", "must be an AbortSignal")
 }
 
+/** Whether the caller's signal is aborted now; a signal whose `aborted` throws (a look-alike) is not. */
+const abortedNow = (signal: AbortSignal | undefined): boolean => {
+  try {
+    return signal?.aborted === true
+  } catch {
+    return false
+  }
+}
+
 /** A client over resolved settings (already checked, so the layer cannot fail on them). */
 const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Client => {
   if (typeof options !== "object" || options === null) {
@@ -296,9 +305,9 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
     running.add(controller)
     return runtime.runPromiseExit(effect, { signal: controller.signal }).then((exit) => {
       running.delete(controller)
-      const aborted = signal?.aborted === true
       // The listener on the caller's signal goes with the call.
       controller.abort()
+      const aborted = abortedNow(signal)
       // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent in tests, only a call that ended just before close() and settles after it tells these apart, a race no test can order
       if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && !aborted && closed) {
         throw new ClientClosed({ operation, whileRunning: true })

@@ -826,6 +826,25 @@ describe("the Promise client's calls, each observed (issue 24's mutation run)", 
     expect(getEventListeners(controller.signal, "abort")).toHaveLength(0)
   })
 
+  it("a signal look-alike whose aborted getter throws once the call runs: the call settles with its own outcome", async () => {
+    const mock = await startMock()
+    const clinical = clientFor(mock.url, mock.applicationId)
+    let reads = 0
+    const lookAlike = {
+      [Symbol.toStringTag]: "AbortSignal",
+      get aborted() {
+        // Read twice before the call starts (recognised, then checked): the third read is after it ran.
+        if (++reads > 2) throw new Error("aborted getter, late")
+        return false
+      },
+      addEventListener: () => {},
+      removeEventListener: () => {}
+    }
+    const { medications } = await clinical.medications(mock.persons[0]!.personUid, { signal: lookAlike as never })
+    expect(medications).toEqual(mock.persons[0]!.medications)
+    expect(reads).toBeGreaterThan(2)
+  })
+
   it("a call aborted by its caller while the client closes rejects with the signal's reason", async () => {
     const scope = Effect.runSync(Scope.make())
     started.push({ close: () => Effect.runPromise(Scope.close(scope, Exit.void)) })

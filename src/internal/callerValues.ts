@@ -1,7 +1,10 @@
 /**
  * What a JavaScript caller of the Promise client hands over, recognised without trusting its type:
- * a logger's return value (a thenable to watch, or not), a call's signal (a real AbortSignal, or
- * not), and the level name a logger is given for each of Effect's log levels.
+ * a logger's return value (a thenable to watch, or not), a call's signal (an AbortSignal, or not),
+ * and the level name a logger is given for each of Effect's log levels.
+ *
+ * The recognisers read the value's properties, and a Proxy or a getter may throw from them: their
+ * callers call them inside a `try` (the Promise client refuses such a signal, drops such a line).
  */
 import * as LogLevel from "effect/LogLevel"
 
@@ -12,9 +15,9 @@ export const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   typeof (value as PromiseLike<unknown>).then === "function"
 
 /**
- * An AbortSignal (from this realm or another)? Its own tag says so, as only a real one's does; and
- * it has what a call uses of it: an object with `aborted` and `addEventListener` alone would never
- * fire, and the call would never settle.
+ * An AbortSignal (from this realm or another)? Tagged as one, and with what a call uses of it: an
+ * object with `aborted` and `addEventListener` alone, untagged, is most likely a mistake (it would
+ * never fire). A look-alike that is tagged and has them all is taken, and is on its own.
  */
 export const isAbortSignal = (value: unknown): value is AbortSignal =>
   Object.prototype.toString.call(value) === "[object AbortSignal]" &&
