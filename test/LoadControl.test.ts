@@ -49,14 +49,22 @@ describe("the retry budget", () => {
 })
 
 describe("the circuit breaker", () => {
-  const settings: CircuitBreaker.Settings = { failureThreshold: 3, cooldownMillis: 500, maxCooldownMillis: 2000 }
+  const settings: CircuitBreaker.Settings = {
+    failureThreshold: 3,
+    cooldownMillis: 500,
+    maxCooldownMillis: 2000,
+    probeTimeoutMillis: 10_000
+  }
   const fail = (state: CircuitBreaker.State, now: number, sentAt = now) =>
     CircuitBreaker.afterOutcome(settings, state, false, sentAt, now)
   const answer = (state: CircuitBreaker.State, now: number, sentAt = now) =>
     CircuitBreaker.afterOutcome(settings, state, true, sentAt, now)
 
   it("closed: calls go; failures in a row are counted, an answer starts the count again", () => {
-    expect(CircuitBreaker.admit(CircuitBreaker.closed, 0)).toEqual({ _tag: "Go", state: CircuitBreaker.closed })
+    expect(CircuitBreaker.admit(settings, CircuitBreaker.closed, 0)).toEqual({
+      _tag: "Go",
+      state: CircuitBreaker.closed
+    })
     const twice = fail(fail(CircuitBreaker.closed, 1), 2)
     expect(twice).toEqual({ _tag: "Closed", failures: 2 })
     expect(answer(twice, 3)).toEqual(CircuitBreaker.closed)
@@ -67,17 +75,27 @@ describe("the circuit breaker", () => {
   it("the threshold's failure opens it for a cool-down; calls are refused until then, and outcomes change nothing", () => {
     const open = fail(fail(fail(CircuitBreaker.closed, 1), 2), 10)
     expect(open).toEqual({ _tag: "Open", until: 510, cooldownMillis: 500 })
-    expect(CircuitBreaker.admit(open, 509)).toEqual({ _tag: "Refused", retryAt: 510 })
+    expect(CircuitBreaker.admit(settings, open, 509)).toEqual({ _tag: "Refused", retryAt: 510 })
     expect(answer(open, 20)).toBe(open)
     expect(fail(open, 20)).toBe(open)
   })
 
   it("at its time, one call goes as the probe; the others are refused while it runs", () => {
     const open: CircuitBreaker.State = { _tag: "Open", until: 510, cooldownMillis: 500 }
-    const probing = CircuitBreaker.admit(open, 510)
+    const probing = CircuitBreaker.admit(settings, open, 510)
     expect(probing).toEqual({ _tag: "Go", state: { _tag: "HalfOpen", cooldownMillis: 500, since: 510 } })
     const halfOpen = (probing as { state: CircuitBreaker.State }).state
-    expect(CircuitBreaker.admit(halfOpen, 520)).toEqual({ _tag: "Refused", retryAt: 1020 })
+    expect(CircuitBreaker.admit(settings, halfOpen, 520)).toEqual({ _tag: "Refused", retryAt: 1020 })
+  })
+
+  it("half-open: a probe never heard of (interrupted, never sent) is given up after probeTimeoutMillis: another call probes", () => {
+    const halfOpen: CircuitBreaker.State = { _tag: "HalfOpen", cooldownMillis: 500, since: 510 }
+    // Refused until the probe is given up, never past that.
+    expect(CircuitBreaker.admit(settings, halfOpen, 10_200)).toEqual({ _tag: "Refused", retryAt: 10_510 })
+    expect(CircuitBreaker.admit(settings, halfOpen, 10_510)).toEqual({
+      _tag: "Go",
+      state: { _tag: "HalfOpen", cooldownMillis: 500, since: 10_510 }
+    })
   })
 
   it("half-open: an answer closes it; the probe's failure opens it again for twice as long, up to the longest", () => {
@@ -99,7 +117,7 @@ describe("the circuit breaker", () => {
     const sent: Array<number> = []
     // A call asks every 10 ms for 20 s; every request fails at once.
     for (let now = 0; now < 20_000; now += 10) {
-      const admission = CircuitBreaker.admit(state, now)
+      const admission = CircuitBreaker.admit(settings, state, now)
       if (admission._tag === "Refused") continue
       sent.push(now)
       state = fail(admission.state, now)

@@ -12,7 +12,7 @@
  * | `Closed` | goes | the count of failures in a row back to 0 | counted; at the threshold, `Open` for `cooldownMillis` |
  * | `Open`, before its time | refused, until its time | (sent before it opened) nothing | nothing |
  * | `Open`, at its time | goes as the probe: `HalfOpen` | | |
- * | `HalfOpen` | refused, for a cool-down: one probe at a time | `Closed` | the probe's: `Open` again, the cool-down doubled; one sent before: nothing |
+ * | `HalfOpen` | refused, for a cool-down: one probe at a time; once the probe is `probeTimeoutMillis` old, goes as a new probe | `Closed` | the probe's: `Open` again, the cool-down doubled; one sent before: nothing |
  *
  * An answer is any response the service made, a 4xx or a 429 included: it is up (a 429 is the
  * concurrency limit's to act on, not this).
@@ -26,10 +26,20 @@ export interface Settings {
   readonly cooldownMillis: number
   /** The longest cool-down, in ms. */
   readonly maxCooldownMillis: number
+  /**
+   * How long a probe may go without an outcome before another call probes instead (a probe
+   * interrupted, or never sent, is never heard of): the attempt timeout.
+   */
+  readonly probeTimeoutMillis: number
 }
 
 /** The breaker the client uses unless told otherwise. */
-export const DEFAULTS: Settings = { failureThreshold: 10, cooldownMillis: 500, maxCooldownMillis: 2000 }
+export const DEFAULTS: Settings = {
+  failureThreshold: 10,
+  cooldownMillis: 500,
+  maxCooldownMillis: 2000,
+  probeTimeoutMillis: 30_000
+}
 
 export type State =
   | { readonly _tag: "Closed"; readonly failures: number }
@@ -45,7 +55,7 @@ export type Admission =
   | { readonly _tag: "Go"; readonly state: State }
   | { readonly _tag: "Refused"; readonly retryAt: number }
 
-export const admit = (state: State, now: number): Admission => {
+export const admit = (settings: Settings, state: State, now: number): Admission => {
   switch (state._tag) {
     case "Closed":
       return { _tag: "Go", state }
@@ -53,8 +63,12 @@ export const admit = (state: State, now: number): Admission => {
       return now < state.until
         ? { _tag: "Refused", retryAt: state.until }
         : { _tag: "Go", state: { _tag: "HalfOpen", cooldownMillis: state.cooldownMillis, since: now } }
-    case "HalfOpen":
-      return { _tag: "Refused", retryAt: now + state.cooldownMillis }
+    case "HalfOpen": {
+      const probeGivenUpAt = state.since + settings.probeTimeoutMillis
+      return now >= probeGivenUpAt
+        ? { _tag: "Go", state: { _tag: "HalfOpen", cooldownMillis: state.cooldownMillis, since: now } }
+        : { _tag: "Refused", retryAt: Math.min(now + state.cooldownMillis, probeGivenUpAt) }
+    }
   }
 }
 

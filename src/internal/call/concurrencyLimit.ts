@@ -73,7 +73,9 @@ export const afterAnswer = (settings: Settings, state: State, inFlight: number):
 
 /**
  * The state after an overload of a request sent at `sentAt`, seen at `now`; the same state when
- * the request was sent before the last decrease.
+ * the request was sent before the last decrease. `sentAt` and `now` are any measure that only
+ * grows: a count of requests sent tells apart two sent in the same millisecond, and a clock that
+ * steps back cannot make every later overload look old.
  */
 export const afterOverload = (settings: Settings, state: State, sentAt: number, now: number): State => {
   if (sentAt < state.decreasedAt) return state

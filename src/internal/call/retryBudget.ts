@@ -28,7 +28,10 @@ export interface Settings {
 /** The budget the client uses unless told otherwise. */
 export const DEFAULTS: Settings = { ratio: 0.5, perSecond: 10, cap: 100 }
 
-/** The balance at `now`, `balance` having been counted at `at` (local ms). */
+/**
+ * The balance at `now`, `balance` having been counted at `at` (ms of a clock that only grows; with
+ * one that may step back, keep `max(at, now)` as the next `at`, or time is counted twice).
+ */
 export const balanceAt = (settings: Settings, balance: number, at: number, now: number): number =>
   now <= at ? balance : Math.min(settings.cap, balance + (settings.perSecond * (now - at)) / 1000)
 
