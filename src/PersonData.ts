@@ -359,7 +359,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           traced
         ),
         // The fiber that runs the call, unless the call runs later under `Effect.withSpan` (see `traced`).
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, given the fiber under Effect.withSpan the call still takes the Effect path (the fiber's span asks for it), which reads the span when it runs; given none elsewhere, it takes the same fiber when it runs
+        // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: equivalent, given the fiber under Effect.withSpan the call still takes the Effect path (the fiber's span asks for it), which reads the span when it runs; given none elsewhere, it takes the same fiber when it runs
         span === undefined && traced ? undefined : fiber
       )
     }
@@ -378,10 +378,11 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       // The call's span, made from the fiber and handed to the call rather than made current
       // (Effect.withSpan would copy the fiber's context on every call); the same span either way.
       // None at all when no one could see it (no tracer installed: see `FiberSpan.observed`).
+      // Stryker disable next-line BooleanLiteral: equivalent but slower, spans made for no one (Effect's default tracer, no traceparent) are seen by no one
+      const unseen = false
       return Effect.withFiberRuntime((fiber) =>
         !FiberSpan.observed(fiber, config.tracePropagation)
-          // Stryker disable next-line BooleanLiteral: equivalent but slower, spans made for no one (Effect's default tracer, no traceparent) are seen by no one
-          ? request(op, ready, decodeItems, personUid, options, fiber, undefined, false)
+          ? request(op, ready, decodeItems, personUid, options, fiber, undefined, unseen)
           : FiberSpan.canMake(fiber)
           ? request(
             op,

@@ -280,6 +280,7 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
   const follow = (options: CallOptions | undefined, controller: AbortController): AbortSignal | undefined => {
     const signal = options?.signal
     if (signal === undefined) return undefined
+    // Stryker disable next-line BooleanLiteral: equivalent, the listener goes with the call's controller either way
     signal.addEventListener("abort", () => controller.abort(), { once: true, signal: controller.signal })
     return signal
   }

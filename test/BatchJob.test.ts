@@ -369,6 +369,17 @@ describe("batchJob's files and counts (issue 24's mutation run)", () => {
       expect(results(job.out)).toHaveLength(3)
     }))
 
+  it.live("a resume whose checkpoint is not JSON is refused as not one this version wrote", () =>
+    Effect.gen(function*() {
+      const job = jobOf(directory(), UIDS)
+      yield* runJob(job)
+      Fs.writeFileSync(`${job.out}.checkpoint.json`, "{ not json")
+      expect((yield* runJob({ ...job, resume: true })).error).toMatchObject({
+        code: ExitCode.Usage,
+        message: "--resume: the checkpoint file is not one this version wrote; use another --out"
+      })
+    }))
+
   it.live("a resume of another batch (another operation) is refused, naming what differs", () =>
     Effect.gen(function*() {
       const dir = directory()

@@ -52,6 +52,8 @@ describe("the concurrency limit, row by row", () => {
   it("past good: a quarter of how far past in a round trip, at least `increase`", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, state(11.04, 11), 11)).toBeCloseTo(11.04 + 0.03 / 11.04)
     expect(ConcurrencyLimit.afterAnswer(settings, state(15, 11), 15)).toBeCloseTo(15 + 1 / 15)
+    // Less than 1 past it: a quarter of that already, above `increase`.
+    expect(ConcurrencyLimit.afterAnswer(settings, state(11.8, 11), 11)).toBeCloseTo(11.8 + 0.2 / 11.8)
   })
 
   it("never above max, never below min", () => {

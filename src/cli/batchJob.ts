@@ -13,6 +13,7 @@ import * as Console from "effect/Console"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -21,6 +22,7 @@ import { type FileHandle, unlink } from "node:fs/promises"
 import { createInterface } from "node:readline"
 import type { ClinicalError } from "../ClinicalError.js"
 import { initial, progressOf, stopReasonOf } from "../internal/batch/batchTally.js"
+import * as Json from "../internal/json.js"
 import * as PersonData from "../PersonData.js"
 import { type Checkpoint, isFinal, keptLine, mismatch, resultLine } from "./checkpoint.js"
 import { createBeside, createNew, kindAt, openToRead, othersMayWriteBeside, replace, writeReplacing } from "./files.js"
@@ -112,6 +114,7 @@ const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle 
         if (previous !== undefined) await keep(previous)
         previous = line
       }
+      // Stryker disable next-line ConditionalExpression: equivalent, keptLine finds no line in undefined
       if (previous !== undefined && whole) await keep(previous)
       await writer.write(pending, null, "latin1")
       await replace(kept, out)
@@ -150,16 +153,7 @@ const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
       } finally {
         await handle.close()
       }
-    }).pipe(
-      Effect.map((text) => {
-        try {
-          return JSON.parse(text) as unknown
-          // Stryker disable next-line BlockStatement: equivalent, an empty catch returns undefined too
-        } catch {
-          return undefined
-        }
-      })
-    )
+    }).pipe(Effect.map((text) => Option.getOrUndefined(Json.parse(text))))
     const refused = mismatch(found, wanted)
     if (refused !== undefined) return yield* Effect.fail(usage(`--resume: ${refused}; use another --out`))
     if ((yield* refuseLink(job.out)) === "none") return { ...nothingEarlier, handle: undefined }

@@ -85,7 +85,7 @@ export const afterOutcome = (
 ): State => {
   switch (state._tag) {
     case "Closed":
-      if (answered) return state.failures === 0 ? state : closed
+      if (answered) return closed
       return state.failures + 1 < settings.failureThreshold
         ? { _tag: "Closed", failures: state.failures + 1 }
         : { _tag: "Open", until: now + settings.cooldownMillis, cooldownMillis: settings.cooldownMillis }

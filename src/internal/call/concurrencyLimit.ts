@@ -67,6 +67,7 @@ export const afterAnswer = (settings: Settings, state: State, inFlight: number):
   // Each answer adds its share of what the limit gains in a round trip (`limit` answers).
   const perRoundTrip = good === Number.POSITIVE_INFINITY
     ? limit
+    // Stryker disable next-line EqualityOperator: equivalent, at good - 1 both ways give `increase`
     : Math.max(settings.increase, limit < good - 1 ? (good - 1 - limit) / 2 : (limit - good) * PROBE_GROWTH)
   return clamp(settings, limit + perRoundTrip / limit)
 }

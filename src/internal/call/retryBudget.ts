@@ -33,6 +33,7 @@ export const DEFAULTS: Settings = { ratio: 0.5, perSecond: 10, cap: 100 }
  * one that may step back, keep `max(at, now)` as the next `at`, or time is counted twice).
  */
 export const balanceAt = (settings: Settings, balance: number, at: number, now: number): number =>
+  // Stryker disable next-line EqualityOperator: equivalent, no time adds nothing either way
   now <= at ? balance : Math.min(settings.cap, balance + (settings.perSecond * (now - at)) / 1000)
 
 /** The balance after a first attempt is sent. */
