@@ -319,6 +319,9 @@ const finishItems = <A>(
     )
 }
 
+/** A call no one could see the spans of makes none: `traced` false. */
+const UNTRACED = false
+
 /** Builds the person-data operations over the services they need. */
 export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport | TokenService> = Effect.gen(
   function*() {
@@ -378,11 +381,9 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       // The call's span, made from the fiber and handed to the call rather than made current
       // (Effect.withSpan would copy the fiber's context on every call); the same span either way.
       // None at all when no one could see it (no tracer installed: see `FiberSpan.observed`).
-      // Stryker disable next-line BooleanLiteral: equivalent but slower, spans made for no one (Effect's default tracer, no traceparent) are seen by no one
-      const unseen = false
       return Effect.withFiberRuntime((fiber) =>
         !FiberSpan.observed(fiber, config.tracePropagation)
-          ? request(op, ready, decodeItems, personUid, options, fiber, undefined, unseen)
+          ? request(op, ready, decodeItems, personUid, options, fiber, undefined, UNTRACED)
           : FiberSpan.canMake(fiber)
           ? request(
             op,

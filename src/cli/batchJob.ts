@@ -79,11 +79,10 @@ const lastByte = async (handle: FileHandle): Promise<number | undefined> => {
 const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle }> =>
   (async () => {
     const reader = await openToRead(out)
-    const beside = await createBeside(out).catch(async (error: unknown) => {
+    const { handle: writer, path: kept } = await createBeside(out).catch(async (error: unknown) => {
       await reader.close()
       throw error
     })
-    const { handle: writer, path: kept } = beside
     const indices = new Set<number>()
     let failed = 0
     try {

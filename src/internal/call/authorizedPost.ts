@@ -492,6 +492,25 @@ class Caller {
   }
 
   /**
+   * The end of a common-path call whose callback threw (a caller's Schema, a tracer's span): it
+   * dies with the thrown value, as on the Effect path, rather than the throw going up into the gate
+   * or the transport and the call never ending. Its turn is given back by the caller.
+   */
+  private died<A>(
+    fiber: FiberSpan.AnyFiber,
+    call: Call<A>,
+    resume: (effect: Effect.Effect<A, ClinicalError>) => void,
+    defect: unknown
+  ): void {
+    try {
+      if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.die(defect))
+    } catch {
+      // The tracer threw again: the call ends all the same.
+    }
+    resume(Effect.die(defect))
+  }
+
+  /**
    * The call's common path, with no fiber suspended but for the wait on the socket: a fresh token
    * read without an Effect, a turn taken (or waited for) in a callback, the request dispatched and
    * its answer read in the transport's own callback. Whatever is not the common case (no fresh
@@ -516,20 +535,6 @@ class Caller {
       // Anything but the answer goes on on the Effect path, from this attempt.
       const continueFrom = (outcome: CallPolicy.Outcome) =>
         resume(this.onEffectPath(fiber, call, this.proceed(call, progress, outcome, used)))
-      // A throw in the callbacks below (a caller's Schema, a tracer's span) must not go up into the
-      // gate or the transport: the call dies with it, as on the Effect path, its turn given back.
-      const die = (defect: unknown) => {
-        if (holding) {
-          holding = false
-          gate.leave()
-        }
-        try {
-          if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.die(defect))
-        } catch {
-          // The tracer threw again: the call ends all the same.
-        }
-        resume(Effect.die(defect))
-      }
       const withdraw = gate.take(() => {
         holding = true
         try {
@@ -567,11 +572,15 @@ class Caller {
               }
               resume(out)
             } catch (defect) {
-              die(defect)
+              this.died(fiber, call, resume, defect)
             }
           })
         } catch (defect) {
-          die(defect)
+          if (holding) {
+            holding = false
+            gate.leave()
+          }
+          this.died(fiber, call, resume, defect)
         }
       })
       // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.

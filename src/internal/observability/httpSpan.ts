@@ -10,14 +10,13 @@
  * record; keep it so. No header, body or query is recorded.
  */
 import * as Cause from "effect/Cause"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as MetricKey from "effect/MetricKey"
 import * as MetricLabel from "effect/MetricLabel"
-import * as Tracer from "effect/Tracer"
+import type * as Tracer from "effect/Tracer"
 import type { TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import { secretBodyOf, SecretBodyRequest } from "../call/secretText.js"
@@ -88,12 +87,11 @@ const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/
 const SPAN_ID = /^(?!0{16})[0-9a-f]{16}$/
 
 /**
- * Whether a span has ids to pass on: not Effect's no-op span (tracing turned off for the fiber),
- * marked not to be propagated, nor a span whose ids are not W3C ids (all zeros, as OpenTelemetry's
- * API gives without an SDK; "noop"; not lower-case hex): a header made of them would be malformed.
+ * Whether a span has W3C ids to pass on: not Effect's no-op span (tracing turned off for the
+ * fiber; its ids are "noop"), nor one whose ids are all zeros (OpenTelemetry's API without an SDK)
+ * or not lower-case hex: a header made of them would be malformed.
  */
-const carriesIds = (span: Tracer.Span): boolean =>
-  !Context.get(span.context, Tracer.DisablePropagation) && TRACE_ID.test(span.traceId) && SPAN_ID.test(span.spanId)
+const carriesIds = (span: Tracer.Span): boolean => TRACE_ID.test(span.traceId) && SPAN_ID.test(span.spanId)
 
 /** The W3C `traceparent` header of a span. */
 const traceparent = (span: Tracer.Span): string => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
