@@ -30,6 +30,7 @@ export default {
       "test/TokenService.test.ts",
       "test/Resilience.test.ts",
       "test/Redaction.test.ts",
+      "test/Readings.test.ts",
       "test/Json.test.ts",
       "test/MedicationService.test.ts",
       "test/PersonData.test.ts",
