@@ -159,6 +159,15 @@ describe("units and their pool", () => {
     release(second)
   })
 
+  it("every reading's units go back to the pool once read", () => {
+    const read: Array<Units> = []
+    forEachReading("a%2541b", (units) => read.push(units))
+    expect(read).toHaveLength(3)
+    const again = read.map(() => foldedOf(unitsOf("x"), false))
+    expect(new Set(again)).toEqual(new Set(read))
+    for (const units of again) release(units)
+  })
+
   it("the pool keeps at most 16 buffers", () => {
     const source = unitsOf("pooled")
     const taken = Array.from({ length: 20 }, () => foldedOf(source, false))
