@@ -44,6 +44,7 @@ export default {
       "test/CallPolicy.test.ts",
       "test/ConcurrencyLimit.test.ts",
       "test/LoadControl.test.ts",
+      "test/LoadControlCalls.test.ts",
       "test/PersonRequest.test.ts",
       "test/TokenStore.test.ts",
       "test/RedisTokenStore.test.ts",

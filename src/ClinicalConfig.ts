@@ -79,8 +79,37 @@ export interface Options {
   readonly deadline?: DurationSetting | undefined
   /** Whether operations that write may be retried too. The documented operations only read. Default false. */
   readonly retryWrites?: boolean | undefined
-  /** Most data requests in flight at once per client; more callers wait for a turn. Default 64. */
+  /**
+   * Most data requests in flight at once per client; more callers wait for a turn. With
+   * `adaptiveConcurrency`, the ceiling of the limit the client finds. Default 64.
+   */
   readonly maxConcurrentRequests?: number | undefined
+  /**
+   * Whether the client finds by itself how many requests the service takes at once: it lets more
+   * out while answers come back, and fewer after a 429, a 503 or an attempt timeout (see
+   * docs/resilience.md). Off: always `maxConcurrentRequests`. Default true.
+   */
+  readonly adaptiveConcurrency?: boolean | undefined
+  /** Requests let out at once before the limit has learnt anything (it doubles quickly). Default 4. */
+  readonly initialConcurrency?: number | undefined
+  /**
+   * Whether retries are bounded by a budget: a share of the first attempts (`retryBudgetRatio`)
+   * plus 10 a second, so that when many calls fail together their retries do not multiply the
+   * load; a retry beyond it fails at once with the error that asked for it. Default true.
+   */
+  readonly retryBudget?: boolean | undefined
+  /** Retries per first attempt the budget allows, above 0 and at most 1. Default 0.5. */
+  readonly retryBudgetRatio?: number | undefined
+  /**
+   * Failures in a row that say the service is down (the network failing, a 5xx, an attempt timing
+   * out) after which calls fail at once with `CircuitOpen` for a cool-down, then one call probes
+   * the service. 0 turns the breaker off. Default 10.
+   */
+  readonly circuitBreakerThreshold?: number | undefined
+  /** The breaker's first cool-down; each failed probe doubles it. Default 500 ms. */
+  readonly circuitBreakerCooldown?: DurationSetting | undefined
+  /** The breaker's longest cool-down. Default 2 seconds. */
+  readonly circuitBreakerMaxCooldown?: DurationSetting | undefined
   /** Largest response body read, in bytes; a larger one fails the call. Default 4 MiB. */
   readonly maxResponseBytes?: number | undefined
   /**
@@ -115,6 +144,13 @@ export interface Service {
   readonly deadline: Duration.Duration
   readonly retryWrites: boolean
   readonly maxConcurrentRequests: number
+  readonly adaptiveConcurrency: boolean
+  readonly initialConcurrency: number
+  readonly retryBudget: boolean
+  readonly retryBudgetRatio: number
+  readonly circuitBreakerThreshold: number
+  readonly circuitBreakerCooldown: Duration.Duration
+  readonly circuitBreakerMaxCooldown: Duration.Duration
   readonly maxResponseBytes: number
   readonly tracePropagation: boolean
 }
@@ -188,6 +224,13 @@ const settings: { readonly [K in keyof Service]: Setting<Service[K]> } = {
   deadline: setting("CLINICAL_DEADLINE", positive, Duration.seconds(60)),
   retryWrites: setting("CLINICAL_RETRY_WRITES", validate.boolean, false),
   maxConcurrentRequests: setting("CLINICAL_MAX_CONCURRENT_REQUESTS", validate.integer(1, 100_000), 64),
+  adaptiveConcurrency: setting("CLINICAL_ADAPTIVE_CONCURRENCY", validate.boolean, true),
+  initialConcurrency: setting("CLINICAL_INITIAL_CONCURRENCY", validate.integer(1, 100_000), 4),
+  retryBudget: setting("CLINICAL_RETRY_BUDGET", validate.boolean, true),
+  retryBudgetRatio: setting("CLINICAL_RETRY_BUDGET_RATIO", validate.share, 0.5),
+  circuitBreakerThreshold: setting("CLINICAL_CIRCUIT_BREAKER_THRESHOLD", validate.integer(0, 100_000), 10),
+  circuitBreakerCooldown: setting("CLINICAL_CIRCUIT_BREAKER_COOLDOWN", positive, Duration.millis(500)),
+  circuitBreakerMaxCooldown: setting("CLINICAL_CIRCUIT_BREAKER_MAX_COOLDOWN", positive, Duration.seconds(2)),
   maxResponseBytes: setting("CLINICAL_MAX_RESPONSE_BYTES", validate.integer(1, 1024 * 1024 * 1024), 4 * 1024 * 1024),
   tracePropagation: setting("CLINICAL_TRACE_PROPAGATION", validate.boolean, false)
 }
@@ -248,6 +291,9 @@ const resolve = (given: Given, label: (name: Name) => string): Either.Either<Ser
   }
   if (Duration.greaterThan(service.retryBaseDelay, service.retryMaxDelay)) {
     return refuse("retryBaseDelay", "must not be longer than retryMaxDelay")
+  }
+  if (Duration.greaterThan(service.circuitBreakerCooldown, service.circuitBreakerMaxCooldown)) {
+    return refuse("circuitBreakerCooldown", "must not be longer than circuitBreakerMaxCooldown")
   }
   return Either.right(service)
 }

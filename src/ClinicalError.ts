@@ -232,6 +232,24 @@ export class TokenStoreError extends Schema.TaggedError<TokenStoreError>()("Toke
 }
 
 /**
+ * The client's circuit breaker is open: so many requests in a row failed in a way that says the
+ * service is down (the network failing, a 5xx, an attempt timing out) that calls fail at once for a
+ * cool-down instead of piling on it. Nothing was sent. `retryAfterMillis` is when the breaker lets a
+ * call through to probe the service; the first probe that gets an answer closes it. Worth waiting
+ * for, not a failure of this call's input: a batch waits and sends again.
+ */
+export class CircuitOpen extends Schema.TaggedError<CircuitOpen>()("CircuitOpen", {
+  operation: Operation,
+  retryAfterMillis: Schema.Number
+}) {
+  override get message(): string {
+    return `${this.operation} call refused: the service looks down (circuit open); it is probed again in ${
+      Math.ceil(this.retryAfterMillis)
+    } ms`
+  }
+}
+
+/**
  * A Promise client (`effect-clinical/promise`) was closed: a call made after `close()` is refused
  * before anything is sent; a call still running when `close()` was called is ended at once (its
  * request aborted on the socket). Not a failure of a request: Effect programs never see it.
@@ -259,7 +277,8 @@ export const ClinicalError = Schema.Union(
   UnexpectedStatus,
   ResponseDecodeError,
   ApiError,
-  TokenStoreError
+  TokenStoreError,
+  CircuitOpen
 )
 
 /** Every failure of a request. */

@@ -38,6 +38,13 @@ describe("ClinicalConfig.layer", () => {
       expect(config.retryWrites).toBe(false)
       expect(config.maxConcurrentRequests).toBe(64)
       expect(config.maxResponseBytes).toBe(4 * 1024 * 1024)
+      expect(config.adaptiveConcurrency).toBe(true)
+      expect(config.initialConcurrency).toBe(4)
+      expect(config.retryBudget).toBe(true)
+      expect(config.retryBudgetRatio).toBe(0.5)
+      expect(config.circuitBreakerThreshold).toBe(10)
+      expect(Duration.toMillis(config.circuitBreakerCooldown)).toBe(500)
+      expect(Duration.toMillis(config.circuitBreakerMaxCooldown)).toBe(2000)
     }))
 
   it.effect("keeps a path prefix and drops trailing slashes", () =>
@@ -105,6 +112,22 @@ describe("ClinicalConfig.layer", () => {
     ["a zero deadline", { deadline: 0 }, "deadline"],
     ["a retryWrites that is not a boolean", { retryWrites: "maybe" as unknown as boolean }, "retryWrites"],
     ["a zero maxConcurrentRequests", { maxConcurrentRequests: 0 }, "maxConcurrentRequests"],
+    [
+      "an adaptiveConcurrency that is not a boolean",
+      { adaptiveConcurrency: "on" as unknown as boolean },
+      "adaptiveConcurrency"
+    ],
+    ["a zero initialConcurrency", { initialConcurrency: 0 }, "initialConcurrency"],
+    ["a retryBudgetRatio of 0", { retryBudgetRatio: 0 }, "retryBudgetRatio"],
+    ["a retryBudgetRatio over 1", { retryBudgetRatio: 1.5 }, "retryBudgetRatio"],
+    ["a NaN retryBudgetRatio", { retryBudgetRatio: Number.NaN }, "retryBudgetRatio"],
+    ["a negative circuitBreakerThreshold", { circuitBreakerThreshold: -1 }, "circuitBreakerThreshold"],
+    ["a zero circuitBreakerCooldown", { circuitBreakerCooldown: 0 }, "circuitBreakerCooldown"],
+    [
+      "a breaker cool-down longer than its longest",
+      { circuitBreakerCooldown: "5 seconds", circuitBreakerMaxCooldown: "2 seconds" },
+      "circuitBreakerCooldown"
+    ],
     ["a NaN maxResponseBytes", { maxResponseBytes: Number.NaN }, "maxResponseBytes"],
     ["a zero maxResponseBytes", { maxResponseBytes: 0 }, "maxResponseBytes"],
     ["a maxRetryAfter over an hour", { maxRetryAfter: "61 minutes" }, "maxRetryAfter"],
@@ -169,7 +192,14 @@ describe("ClinicalConfig.layerConfig", () => {
         CLINICAL_DEADLINE: "15 seconds",
         CLINICAL_RETRY_WRITES: "true",
         CLINICAL_MAX_CONCURRENT_REQUESTS: "8",
-        CLINICAL_MAX_RESPONSE_BYTES: "65536"
+        CLINICAL_MAX_RESPONSE_BYTES: "65536",
+        CLINICAL_ADAPTIVE_CONCURRENCY: "false",
+        CLINICAL_INITIAL_CONCURRENCY: "2",
+        CLINICAL_RETRY_BUDGET: "no",
+        CLINICAL_RETRY_BUDGET_RATIO: ".2",
+        CLINICAL_CIRCUIT_BREAKER_THRESHOLD: "0",
+        CLINICAL_CIRCUIT_BREAKER_COOLDOWN: "250ms",
+        CLINICAL_CIRCUIT_BREAKER_MAX_COOLDOWN: "4s"
       })
       expect(config.authUrl).toBe("https://openapiauthtest.intelichart.com")
       expect(config.tokenPath).toBe("/api/server/token")
@@ -187,6 +217,13 @@ describe("ClinicalConfig.layerConfig", () => {
       expect(config.retryWrites).toBe(true)
       expect(config.maxConcurrentRequests).toBe(8)
       expect(config.maxResponseBytes).toBe(65_536)
+      expect(config.adaptiveConcurrency).toBe(false)
+      expect(config.initialConcurrency).toBe(2)
+      expect(config.retryBudget).toBe(false)
+      expect(config.retryBudgetRatio).toBe(0.2)
+      expect(config.circuitBreakerThreshold).toBe(0)
+      expect(Duration.toMillis(config.circuitBreakerCooldown)).toBe(250)
+      expect(Duration.toMillis(config.circuitBreakerMaxCooldown)).toBe(4000)
     }))
 
   it.effect("names the environment variable of a refused value", () =>

@@ -777,7 +777,12 @@ for (const [name, transport, paths] of transports) {
               yield* server.drained.pipe(Effect.timeout("2 seconds"))
               return { before, after: timers() }
             })
-            const { exit } = yield* run(server.url, calls, { requestTimeout: "30 seconds", maxConcurrentRequests: 128 })
+            const { exit } = yield* run(server.url, calls, {
+              requestTimeout: "30 seconds",
+              maxConcurrentRequests: 128,
+              // All 100 in flight at once, not the adaptive limit's first 4.
+              initialConcurrency: 128
+            })
             if (Exit.isFailure(exit)) throw new Error(Cause.pretty(exit.cause))
             expect(exit.value.after).toBeLessThanOrEqual(exit.value.before)
             // Once the client is closed, not one connection of its pool is left open (undici may open

@@ -7,19 +7,27 @@ import * as CircuitBreaker from "../src/internal/call/circuitBreaker.js"
 import * as RetryBudget from "../src/internal/call/retryBudget.js"
 
 describe("the retry budget", () => {
-  const settings: RetryBudget.Settings = { ratio: 0.5, perSecond: 10, cap: 20 }
+  const settings: RetryBudget.Settings = { ratio: 0.5, perSecond: 10, windowMillis: 2000 }
 
-  it("time adds perSecond a second, up to the cap; no time, nothing", () => {
-    expect(RetryBudget.balanceAt(settings, 3, 1000, 1500)).toBe(8)
+  it("the floor is perSecond over the window: what a quiet client may retry at once", () => {
+    expect(RetryBudget.floor(settings)).toBe(20)
+    expect(RetryBudget.floor(RetryBudget.DEFAULTS)).toBe(100)
+  })
+
+  it("time takes the balance towards the floor, e^(-elapsed / window) of the way left; no time, nothing", () => {
+    expect(RetryBudget.balanceAt(settings, 120, 1000, 3000)).toBeCloseTo(20 + 100 * Math.exp(-1), 10)
+    expect(RetryBudget.balanceAt(settings, 0, 0, 2000)).toBeCloseTo(20 - 20 * Math.exp(-1), 10)
     expect(RetryBudget.balanceAt(settings, 3, 1000, 1000)).toBe(3)
     // A clock that went back adds nothing.
     expect(RetryBudget.balanceAt(settings, 3, 1000, 900)).toBe(3)
-    expect(RetryBudget.balanceAt(settings, 15, 0, 10_000)).toBe(20)
+    // Long after, the floor whatever came before; from the start (never counted), the floor.
+    expect(RetryBudget.balanceAt(settings, 5000, 0, 1_000_000)).toBe(20)
+    expect(RetryBudget.balanceAt(settings, 0, Number.NEGATIVE_INFINITY, 0)).toBe(20)
   })
 
-  it("a first attempt adds ratio, up to the cap", () => {
+  it("a first attempt deposits ratio, with no cap: a burst deposits in full", () => {
     expect(RetryBudget.afterFirstAttempt(settings, 3)).toBe(3.5)
-    expect(RetryBudget.afterFirstAttempt(settings, 19.8)).toBe(20)
+    expect(RetryBudget.afterFirstAttempt(settings, 1000)).toBe(1000.5)
   })
 
   it("a retry takes 1 when there is 1; with less it is refused", () => {
@@ -28,23 +36,41 @@ describe("the retry budget", () => {
     expect(RetryBudget.afterRetry(0.99)).toBeUndefined()
   })
 
-  it("when every call fails, retries stay near ratio of the first attempts, not the retries each call may take", () => {
-    // 1,000 calls in one second, each failing and asking for up to 3 retries.
-    let balance = settings.cap
+  /** Calls `calls` calls over `spreadMillis`, each failing with probability `failing` per attempt (up to 3 retries): retries sent, refused. */
+  const run = (calls: number, spreadMillis: number, failing: (call: number, attempt: number) => boolean) => {
+    let balance = RetryBudget.floor(settings)
+    let at = Number.NEGATIVE_INFINITY
     let retries = 0
-    for (let call = 0; call < 1000; call++) {
-      const now = call
-      balance = RetryBudget.afterFirstAttempt(settings, RetryBudget.balanceAt(settings, balance, now - 1, now))
-      for (let retry = 0; retry < 3; retry++) {
+    let refused = 0
+    for (let call = 0; call < calls; call++) {
+      const now = (call * spreadMillis) / calls
+      balance = RetryBudget.afterFirstAttempt(settings, RetryBudget.balanceAt(settings, balance, at, now))
+      at = now
+      for (let attempt = 0; attempt < 3 && failing(call, attempt); attempt++) {
         const after = RetryBudget.afterRetry(balance)
-        if (after === undefined) break
+        if (after === undefined) {
+          refused++
+          break
+        }
         balance = after
         retries++
       }
     }
-    // ratio x 1,000, the cap, and 10 a second for the one second.
+    return { retries, refused }
+  }
+
+  it("when every call fails, retries stay near ratio of the first attempts, not the retries each call may take", () => {
+    const { retries } = run(1000, 1000, () => true)
+    // ratio x 1,000, the floor, and at most perSecond for the one second (the balance, spent,
+    // creeps back towards the floor).
     expect(retries).toBeGreaterThanOrEqual(500)
     expect(retries).toBeLessThanOrEqual(500 + 20 + 10)
+  })
+
+  it("a burst of a thousand calls at once with a sixth failing takes every retry it asks for", () => {
+    const { refused, retries } = run(1000, 0, (call, attempt) => attempt === 0 && call % 6 === 0)
+    expect(retries).toBe(167)
+    expect(refused).toBe(0)
   })
 })
 

@@ -314,6 +314,12 @@ const batch = Command.make("batch", {
     Options.withDescription("seconds between progress reports (default: 0.2 at a terminal, else 10)"),
     Options.optional
   ),
+  outagePatience: Options.float("outage-patience").pipe(
+    Options.withDescription(
+      "seconds the batch waits for a service that looks down before it stops (default 300; 0: no wait)"
+    ),
+    Options.optional
+  ),
   startDate,
   endDate
 }, (options) =>
@@ -328,7 +334,12 @@ const batch = Command.make("batch", {
       // Checked by the library's own rules before any file is created: a refused option leaves
       // nothing behind.
       const concurrency = Option.getOrUndefined(options.concurrency)
-      const refused = refusedOption({ concurrency })
+      const patience = Option.getOrUndefined(options.outagePatience)
+      if (patience !== undefined && !(patience >= 0 && patience <= 604_800)) {
+        return yield* Effect.fail(usage("--outage-patience must be from 0 to 604800 seconds"))
+      }
+      const outagePatience = patience === undefined ? undefined : Duration.millis(patience * 1000)
+      const refused = refusedOption({ concurrency, outagePatience })
       if (refused !== undefined) return yield* Effect.fail(usage(`--${refused[0]} ${refused[1]}`))
       yield* (yield* BatchJob).run({
         operation,
@@ -339,7 +350,8 @@ const batch = Command.make("batch", {
         startDate,
         endDate,
         interactive,
-        progressEvery: Duration.millis(every * 1000)
+        progressEvery: Duration.millis(every * 1000),
+        outagePatience
       })
     }).pipe(Effect.provide(client(options.settingsFile))))).pipe(
     Command.withDescription(

@@ -43,6 +43,8 @@ export interface Job {
   readonly interactive: boolean
   /** How often progress is shown. */
   readonly progressEvery: Duration.Duration
+  /** How long a person waits for a service that looks down (the library's default when undefined). */
+  readonly outagePatience?: Duration.Duration | undefined
 }
 
 const io = <A>(what: string, run: () => Promise<A>, code: number = ExitCode.Failure): Effect.Effect<A, CliError> =>
@@ -199,7 +201,8 @@ export class FailureCounts {
 const STOP_WORDS: Record<PersonData.StopReason, string> = {
   CredentialsRefused: "the credentials were refused",
   InvalidRequest: "the request was refused before sending",
-  TransportFailures: "too many transport failures in a row"
+  TransportFailures: "too many transport failures in a row",
+  ServiceDown: "the service stayed down longer than --outage-patience"
 }
 
 const progressLine = (progress: PersonData.Progress, total: number): string =>
@@ -392,6 +395,7 @@ const writeResults = (
   )
   return PersonData.getMany(job.operation, persons, {
     concurrency: job.concurrency,
+    outagePatience: job.outagePatience,
     startDate: job.startDate,
     endDate: job.endDate,
     // The results file must not hold what the server echoed of the request.

@@ -83,6 +83,14 @@ export const integer = (min: number, max: number) => (value: unknown): Either.Ei
     : Either.left(`must be a whole number from ${min} to ${max}`)
 }
 
+/** A share above 0 and at most 1, given as a number or as decimal text (`0.5`, `.25`, `1`). */
+export const share = (value: unknown): Either.Either<number, string> => {
+  const number = typeof value === "string" && /^\s*(?:\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : value
+  return typeof number === "number" && number > 0 && number <= 1
+    ? Either.right(number)
+    : Either.left("must be a number above 0 and at most 1")
+}
+
 /** `true` or `false`, given as a boolean or as text (`true`/`false`, `yes`/`no`, `1`/`0`, any case). */
 export const boolean = (value: unknown): Either.Either<boolean, string> => {
   if (typeof value === "boolean") return Either.right(value)

@@ -45,6 +45,10 @@ export interface Server {
 /** Is this a token request? (The service writes the path in two cases.) */
 export const isToken = (received: Received): boolean => received.path.toLowerCase() === "/api/server/token"
 
+/** The data requests (not token ones) the server received so far. */
+export const dataRequests = (server: Server): ReadonlyArray<Received> =>
+  server.received.filter((received) => !isToken(received))
+
 /** A JSON answer with a Content-Length. */
 export const json = (
   res: Http.ServerResponse,

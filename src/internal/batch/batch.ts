@@ -4,7 +4,9 @@
  * (the totals, when to stop) are `batchTally`'s; this is their interpreter.
  */
 import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { type ClinicalError, InvalidRequest } from "../../ClinicalError.js"
 import * as Tally from "./batchTally.js"
@@ -32,11 +34,19 @@ export interface Options {
   readonly concurrency?: number | undefined
   /** Transport failures in a row after which the rest are skipped. Default 10. */
   readonly stopAfterTransportFailures?: number | undefined
+  /**
+   * How long a person's call waits for the service while the client's circuit is open (the service
+   * looks down) before it fails with `CircuitOpen` and the rest are skipped. The batch pauses
+   * rather than failing every person. Default 5 minutes; 0 does not wait.
+   */
+  readonly outagePatience?: Duration.DurationInput | undefined
   /** Called after every outcome with the totals so far (keep it quick: the batch waits for it). */
   readonly onProgress?: ((progress: Tally.Progress) => Effect.Effect<void>) | undefined
 }
 
 export const DEFAULT_STOP_AFTER_TRANSPORT_FAILURES = 10
+
+export const DEFAULT_OUTAGE_PATIENCE: Duration.Duration = Duration.minutes(5)
 
 /** Persons read from an iterable input at a time. */
 const READ_AHEAD = 64
@@ -75,7 +85,36 @@ export const refusedOption = (options: Options | undefined): readonly [string, s
   if (onProgress !== undefined && typeof onProgress !== "function") {
     return ["onProgress", "must be a function"]
   }
+  if (patienceOf(options) === undefined) return ["outagePatience", "must be a duration, 0 or more and finite"]
   return undefined
+}
+
+/** The patience the options ask for, in ms (the default when not given), or `undefined` when refused. */
+const patienceOf = (options: Options | undefined): number | undefined => {
+  const given = options?.outagePatience ?? undefined
+  if (given === undefined) return Duration.toMillis(DEFAULT_OUTAGE_PATIENCE)
+  const decoded = Duration.decodeUnknown(given)
+  if (Option.isNone(decoded)) return undefined
+  const millis = Duration.toMillis(decoded.value)
+  return Number.isFinite(millis) && millis >= 0 ? millis : undefined
+}
+
+/**
+ * `call`, sent again while the client's circuit refuses it, each time once the breaker lets a
+ * probe through, for at most `patienceMillis` in all (see `batchTally.circuitWaitMillis`).
+ */
+const patiently = <A>(
+  call: Effect.Effect<A, ClinicalError>,
+  patienceMillis: number
+): Effect.Effect<A, ClinicalError> => {
+  const attempt = (waitedMillis: number): Effect.Effect<A, ClinicalError> =>
+    Effect.catchIf(call, (error) => error._tag === "CircuitOpen", (error) => {
+      const wait = Tally.circuitWaitMillis(error.retryAfterMillis, waitedMillis, patienceMillis)
+      return wait === undefined
+        ? Effect.fail(error)
+        : Effect.zipRight(Effect.sleep(Duration.millis(wait)), Effect.suspend(() => attempt(waitedMillis + wait)))
+    })
+  return attempt(0)
 }
 
 /**
@@ -96,6 +135,7 @@ export const many = <P, A, E, R>(
   // More would only wait for the client's bound on requests in flight, their deadline running.
   const concurrency = Math.min(options?.concurrency ?? defaultConcurrency, defaultConcurrency)
   const stopAfter = options?.stopAfterTransportFailures ?? DEFAULT_STOP_AFTER_TRANSPORT_FAILURES
+  const patienceMillis = patienceOf(options)!
   const onProgress = options?.onProgress
   if (!isStream<P, E, R>(input) && !isIterable<P>(input)) {
     return Stream.fail(
@@ -130,7 +170,7 @@ export const many = <P, A, E, R>(
           tally = Tally.skipped(tally)
           return settle(index, { _tag: "Skipped", stop })
         }
-        return Effect.flatMap(Effect.either(call(person)), (result) => {
+        return Effect.flatMap(Effect.either(patiently(call(person), patienceMillis)), (result) => {
           if (result._tag === "Right") {
             tally = Tally.succeeded(tally)
             return settle(index, { _tag: "Success", result: result.right })

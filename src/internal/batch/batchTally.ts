@@ -11,9 +11,10 @@ import type { ClinicalError } from "../../ClinicalError.js"
  *   fresh token (401/419 after the client's refresh and resend);
  * - `InvalidRequest`: the operation's definition or the batch's options (the date range) were
  *   refused, before anything was sent;
- * - `TransportFailures`: that many transport failures in a row (the host is down or unreachable).
+ * - `TransportFailures`: that many transport failures in a row (the host is down or unreachable);
+ * - `ServiceDown`: the client's circuit stayed open longer than the batch's `outagePatience`.
  */
-export type StopReason = "CredentialsRefused" | "InvalidRequest" | "TransportFailures"
+export type StopReason = "CredentialsRefused" | "InvalidRequest" | "TransportFailures" | "ServiceDown"
 
 /** Why the batch stopped, and the error that decided it. */
 export interface Stop {
@@ -54,9 +55,28 @@ export const stopReasonOf = (
       return error.reason !== "ResponseTooLarge" && transportFailuresInARow >= stopAfterTransportFailures
         ? "TransportFailures"
         : undefined
+    case "CircuitOpen":
+      // A person's call gets it only once the batch waited out its patience for the service.
+      return "ServiceDown"
     default:
       return undefined
   }
+}
+
+/**
+ * How long a person's call waits before it is sent again, after the client's circuit refused it
+ * (`retryAfterMillis`, when the service is probed) having already waited `waitedMillis`; or
+ * `undefined` once that would outlast `patienceMillis`: the service is down for longer than the
+ * batch waits, and the person fails with `CircuitOpen`.
+ */
+export const circuitWaitMillis = (
+  retryAfterMillis: number,
+  waitedMillis: number,
+  patienceMillis: number
+): number | undefined => {
+  // At least a millisecond: a refusal at the probe's very time must not spin.
+  const wait = Math.max(1, retryAfterMillis)
+  return waitedMillis + wait > patienceMillis ? undefined : wait
 }
 
 export const succeeded = (tally: Tally): Tally => ({

@@ -10,11 +10,14 @@
  * - The whole call has a deadline. A wait that would pass it is not started: the call fails at
  *   once with the error that asked for it (carrying its `Retry-After`).
  * - At most `maxConcurrentRequests` data requests are in flight per client; others wait for a turn.
+ *   Within that, the client's load control (`loadControl`) sets how many go at once, refuses calls
+ *   while its circuit is open (`CircuitOpen`), and bounds retries by its budget.
  *
  * This is the hot path of every call, so it is written for cost: no timer of its own when the
  * token is cached and a permit is free (the transport's own timeout, bounded by the deadline,
  * does the work), metrics tagged once, secrets gathered only when an error needs them.
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -29,7 +32,7 @@ import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
-import { type ClinicalError, type HttpError, type Operation, TransportError } from "../../ClinicalError.js"
+import { CircuitOpen, type ClinicalError, type HttpError, type Operation, TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import type * as TokenService from "../../TokenService.js"
 import * as FiberSpan from "../observability/fiberSpan.js"
@@ -41,6 +44,7 @@ import { labelled } from "./attempt.js"
 import { callback } from "./callback.js"
 import * as CallPolicy from "./callPolicy.js"
 import * as Gate from "./gate.js"
+import { LoadControl, settingsOf, type Signal, signalOfError, signalOfStatus } from "./loadControl.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
 import { SecretBodyRequest, type SecretText } from "./secretText.js"
@@ -207,6 +211,13 @@ const failed = (error: HttpError): CallPolicy.Outcome => ({
   sent: !(error._tag === "TransportError" && error.requestSent === false)
 })
 
+const refusedByCircuit = Metric.tagged(Telemetry.refusedByLoadControl, "reason", "circuit-open")
+const refusedByBudget = Metric.tagged(Telemetry.refusedByLoadControl, "reason", "retry-budget")
+
+/** The error an attempt that did not end the call ended in. */
+const errorOf = (outcome: CallPolicy.Outcome): ClinicalError | undefined =>
+  outcome._tag === "Failed" ? outcome.error : outcome.read._tag === "Left" ? outcome.read.left : undefined
+
 /**
  * The calls of one client, one method per step (a class rather than closures over shared state:
  * V8 runs its methods as fast, and each step has a name). The public entry is {@link make}.
@@ -218,6 +229,7 @@ class Caller {
   private readonly requestTimeoutMillis: number
   private readonly maxRetryAfterMillis: number
   private readonly gate: Gate.Gate
+  private readonly load: LoadControl
   // Tagged once per operation name: the names come from definitions in code, a small fixed set.
   private readonly metricsByOperation = new Map<Operation, ReturnType<typeof operationMetrics>>()
   // The headers change with the token only: built once per token, not on every call.
@@ -238,6 +250,11 @@ class Caller {
     this.requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
     this.maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
     this.gate = Gate.make(config.maxConcurrentRequests)
+    this.load = new LoadControl(
+      settingsOf(config),
+      this.gate,
+      (permits) => Telemetry.concurrencyLimit.unsafeUpdate(permits, [])
+    )
     this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
     this.dispatch = transport.dispatch
   }
@@ -248,7 +265,8 @@ class Caller {
     const now = clock.unsafeCurrentTimeMillis()
     const begun = CallPolicy.begin(now, this.deadlineMillis)
     const dispatch = this.dispatch
-    const used = dispatch === undefined || (call.traced && !FiberSpan.canMake(fiber, this.spanOf(fiber, call)))
+    const used = dispatch === undefined || !this.load.closed() ||
+        (call.traced && !FiberSpan.canMake(fiber, this.spanOf(fiber, call)))
       ? undefined
       : this.fresh?.(now)
     return used === undefined
@@ -422,6 +440,9 @@ class Caller {
               Effect.zipRight(Effect.suspend(() => this.attempt(call, step.progress)))
             )
           case "Retry":
+            if (!this.load.retryAllowed(clock.unsafeCurrentTimeMillis())) {
+              return this.overBudget(call, progress, errorOf(outcome)!)
+            }
             return Metric.increment(this.metricsOf(call.operation).retry(step.cause)).pipe(
               Effect.zipRight(
                 Effect.logDebug("retrying").pipe(
@@ -437,6 +458,14 @@ class Caller {
             )
         }
       }))
+  }
+
+  /** A retry the budget cannot pay for: the call fails at once with the error that asked for it. */
+  private overBudget(call: AnyCall, progress: CallPolicy.Progress, error: ClinicalError) {
+    return Metric.increment(refusedByBudget).pipe(
+      Effect.zipRight(Effect.logDebug("retry not sent: the retry budget is spent")),
+      Effect.zipRight(this.fail(call, progress, error))
+    )
   }
 
   /** A response read into its JSON, or the error it stands for. */
@@ -479,15 +508,65 @@ class Caller {
    * once in `exchange`.
    */
   private attempt<A>(call: Call<A>, before: CallPolicy.Progress): Effect.Effect<A, ClinicalError> {
-    const progress = CallPolicy.attempted(before)
-    return Effect.matchEffect(this.token(call, progress), {
-      // Nothing of this call was sent yet: a token failure may always be retried.
-      onFailure: (error) => this.proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined),
-      onSuccess: (used) =>
-        Effect.matchEffect(this.gate.run(this.exchange(call, progress, used)), {
-          onFailure: (error) => this.proceed(call, progress, failed(error), used),
-          onSuccess: (response) => this.answered(call, progress, used, response)
-        })
+    return Effect.clockWith((clock) => {
+      const waitMillis = this.load.admit(clock)
+      if (waitMillis !== undefined) return this.circuitOpen(call, before, waitMillis)
+      const progress = CallPolicy.attempted(before)
+      const sentAt = this.load.sentAt(clock)
+      return Effect.matchEffect(this.token(call, progress), {
+        // Nothing of this call was sent yet: a token failure may always be retried.
+        onFailure: (error) => {
+          this.load.endedUnsent(sentAt, signalOfError(error), clock)
+          return this.proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined)
+        },
+        onSuccess: (taken) =>
+          Effect.suspend(() => {
+            let used = taken
+            const exchange = Effect.suspend(() => {
+              used = this.latest(taken, clock)
+              return this.measured(this.exchange(call, progress, used), progress, clock)
+            })
+            return Effect.matchEffect(this.gate.run(exchange), {
+              onFailure: (error) => this.proceed(call, progress, failed(error), used),
+              onSuccess: (response) => this.answered(call, progress, used, response)
+            })
+          })
+      })
+    })
+  }
+
+  /**
+   * The token to send once a turn is had: the cache's fresh one, which may have replaced `taken`
+   * while the call waited (a wait the concurrency limit can make long), else `taken`.
+   */
+  private latest(taken: TokenService.AccessToken, clock: Clock.Clock): TokenService.AccessToken {
+    return this.fresh?.(clock.unsafeCurrentTimeMillis()) ?? taken
+  }
+
+  /** A call the open circuit refuses: nothing is sent, the caller learns when the service is probed. */
+  private circuitOpen(call: AnyCall, progress: CallPolicy.Progress, waitMillis: number) {
+    return Effect.zipRight(
+      Metric.increment(refusedByCircuit),
+      this.fail(call, progress, new CircuitOpen({ operation: call.operation, retryAfterMillis: waitMillis }))
+    )
+  }
+
+  /** An exchange whose end the load control is told of, in its turn (so that the turn counts as in flight). */
+  private measured(
+    exchange: Effect.Effect<HttpTransport.TransportResponse, HttpError>,
+    progress: CallPolicy.Progress,
+    clock: Clock.Clock
+  ): Effect.Effect<HttpTransport.TransportResponse, HttpError> {
+    return Effect.suspend(() => {
+      const number = this.load.sending(progress.attempts === 1, clock.unsafeCurrentTimeMillis())
+      const sentAt = this.load.sentAt(clock)
+      const told = (signal: Signal) => Effect.sync(() => this.load.ended(number, sentAt, signal, clock))
+      return Effect.onExit(exchange, (exit) =>
+        Exit.isSuccess(exit)
+          ? told(signalOfStatus(exit.value.status))
+          : Cause.isFailType(exit.cause)
+          ? told(signalOfError(exit.cause.error))
+          : Effect.void)
     })
   }
 
@@ -529,16 +608,21 @@ class Caller {
     const gate = this.gate
     return callback<A, ClinicalError>((resume) => {
       let holding = false
+      // Whether the turn came later than asked for: then the token is read again (see `latest`).
+      let waited = false
+      let token = used
       // The request in flight: its attempt, and how to call it off (two variables, no object per call).
       let attempt: HttpSpan.Attempt | undefined
       let cancel: (() => void) | undefined
       // Anything but the answer goes on on the Effect path, from this attempt.
       const continueFrom = (outcome: CallPolicy.Outcome) =>
-        resume(this.onEffectPath(fiber, call, this.proceed(call, progress, outcome, used)))
+        resume(this.onEffectPath(fiber, call, this.proceed(call, progress, outcome, token)))
       const withdraw = gate.take(() => {
         holding = true
         try {
-          const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), this.requestTimeoutMillis)
+          const now = clock.unsafeCurrentTimeMillis()
+          if (waited) token = this.fresh?.(now) ?? token
+          const budget = CallPolicy.budget(progress, now, this.requestTimeoutMillis)
           if (budget._tag === "Passed") {
             holding = false
             gate.leave()
@@ -547,31 +631,46 @@ class Caller {
           const started = HttpSpan.startIn(
             fiber,
             this.spanOf(fiber, call),
-            this.request(call, used, budget.timeoutMillis),
+            this.request(call, token, budget.timeoutMillis),
             0,
             this.config.tracePropagation,
             call.traced
           )
           attempt = started
+          const load = this.load
+          const number = load.sending(true, now)
+          const sentAt = load.sentAt(clock)
           cancel = send(started.request, (outcome) => {
-            holding = false
             cancel = undefined
-            gate.leave()
             try {
+              // The load control learns of the end while the turn is held: it counts as in flight.
+              const failure = Either.isLeft(outcome)
+                ? this.transportFailure(call, budget.byDeadline, outcome.left)
+                : undefined
+              const response = Either.isRight(outcome) ? outcome.right : undefined
+              load.ended(
+                number,
+                sentAt,
+                response === undefined ? signalOfError(failure!) : signalOfStatus(response.status),
+                clock
+              )
+              holding = false
+              gate.leave()
               started.end(outcome, fiber)
-              if (Either.isLeft(outcome)) {
-                return continueFrom(failed(this.transportFailure(call, budget.byDeadline, outcome.left)))
-              }
-              const response = outcome.right
-              const json = this.readAnswer(call, used, response, clock.unsafeCurrentTimeMillis())
+              if (response === undefined) return continueFrom(failed(failure!))
+              const json = this.readAnswer(call, token, response, clock.unsafeCurrentTimeMillis())
               if (Either.isLeft(json)) return continueFrom({ _tag: "Answered", status: response.status, read: json })
               // The call ends here: what it makes of the answer, recorded, its span ended.
-              const out = this.finished(fiber, call, progress, response.status, json.right, used)
+              const out = this.finished(fiber, call, progress, response.status, json.right, token)
               if (call.span !== undefined) {
                 FiberSpan.end(fiber, call.span, Either.isRight(out) ? Exit.void : Exit.fail(out.left))
               }
               resume(out)
             } catch (defect) {
+              if (holding) {
+                holding = false
+                gate.leave()
+              }
               this.died(fiber, call, resume, defect)
             }
           })
@@ -583,6 +682,7 @@ class Caller {
           this.died(fiber, call, resume, defect)
         }
       })
+      waited = true
       // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
       return () => {
         if (withdraw() && holding) {

@@ -5,6 +5,10 @@
  *
  * Two forms of the same gate: `take`/`leave` for code that runs in callbacks (the call's common
  * path waits for its turn inside the same callback that sends), and `run` for an Effect.
+ *
+ * Its size may change while it is used (the concurrency limit moves it): a larger size lets
+ * waiters in at once; a smaller one takes effect as turns are given back (a turn given back while
+ * more than the size are out is freed, not handed on), never by cutting a request short.
  */
 import * as Effect from "effect/Effect"
 import { callback } from "./callback.js"
@@ -22,6 +26,10 @@ export interface Gate {
   readonly leave: () => void
   /** Runs `effect` in a turn, waiting for one (in arrival order) when none is free. */
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  /** Turns taken and not given back. */
+  readonly inFlight: () => number
+  /** Sets how many turns there are (1 or more). */
+  readonly resize: (size: number) => void
 }
 
 /**
@@ -33,18 +41,30 @@ class Waiter {
   constructor(readonly wake: () => void) {}
 }
 
-/** A gate of `size` turns. */
-export const make = (size: number): Gate => {
+/** A gate of `initialSize` turns. */
+export const make = (initialSize: number): Gate => {
+  let size = initialSize
   let inFlight = 0
   const queue: Array<Waiter> = []
 
-  // A finishing caller hands its turn straight to the first waiter, or frees it.
+  const grantFirst = () => {
+    const next = queue.shift()!
+    next.granted = true
+    next.wake()
+  }
+
+  // A finishing caller hands its turn straight to the first waiter, or frees it (and frees it
+  // while more than the size are out, the size having come down).
   const leave = () => {
-    const next = queue.shift()
-    if (next === undefined) inFlight--
-    else {
-      next.granted = true
-      next.wake()
+    if (queue.length === 0 || inFlight > size) inFlight--
+    else grantFirst()
+  }
+
+  const resize = (next: number) => {
+    size = next
+    while (inFlight < size && queue.length > 0) {
+      inFlight++
+      grantFirst()
     }
   }
 
@@ -77,6 +97,8 @@ export const make = (size: number): Gate => {
   return {
     take,
     leave,
+    inFlight: () => inFlight,
+    resize,
     run: (effect) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {

@@ -46,6 +46,17 @@ export const throttledFastFails = Metric.counter("clinical_token_throttled_total
   incremental: true
 })
 
+/** Requests a client lets out at once: the adaptive concurrency limit's last value (see docs/resilience.md). */
+export const concurrencyLimit = Metric.gauge("clinical_concurrency_limit", {
+  description: "Requests the client lets out at once (the adaptive concurrency limit)"
+})
+
+/** Attempts not sent by the load control, by `reason` (circuit-open, retry-budget). */
+export const refusedByLoadControl = Metric.counter("clinical_load_refusals_total", {
+  description: "Attempts the client did not send: the circuit was open, or the retry budget was spent",
+  incremental: true
+})
+
 /** The key of {@link attemptsPerCall}, for the hot path's updater (see `metricUpdater`). */
 export const attemptsPerCallKey = MetricKey.histogram(
   "clinical_call_attempts",

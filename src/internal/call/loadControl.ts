@@ -1,0 +1,220 @@
+/**
+ * A client's load control: the adaptive concurrency limit, the retry budget and the circuit
+ * breaker (their decisions are `concurrencyLimit`, `retryBudget` and `circuitBreaker`'s), kept in
+ * one object per client that the call path tells what happens. It holds the state those pure
+ * functions replace, and moves the gate's size with the limit.
+ *
+ * What an attempt's end tells each (see {@link signalOf}):
+ *
+ * | the attempt ended in | the limit | the breaker |
+ * |---|---|---|
+ * | an answer (2xx, 4xx but 429, a body too large, a redirect) | an answer | an answer |
+ * | 429 | an overload | an answer: the service is up |
+ * | 503, an attempt that timed out | an overload | down |
+ * | another 5xx, the network failing | nothing | down |
+ * | the call's deadline | nothing | nothing |
+ *
+ * The common path costs a few arithmetic steps: the breaker reads the clock only when it is not
+ * closed; the budget counts time by the call's own reading of the wall clock.
+ */
+import type * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import type * as ClinicalConfig from "../../ClinicalConfig.js"
+import type { ClinicalError } from "../../ClinicalError.js"
+import * as CircuitBreaker from "./circuitBreaker.js"
+import * as ConcurrencyLimit from "./concurrencyLimit.js"
+import type * as Gate from "./gate.js"
+import * as RetryBudget from "./retryBudget.js"
+
+/** What an attempt's end tells the limit and the breaker (a number: no object per request). */
+export const Signal = {
+  /** The service answered: the limit may grow, the breaker closes. */
+  Answer: 0,
+  /** 429: the limit comes down; the service is up. */
+  Throttled: 1,
+  /** 503 or an attempt timeout: the limit comes down, and it counts towards opening the breaker. */
+  Overloaded: 2,
+  /** Another 5xx, the network failing: it counts towards opening the breaker. */
+  Down: 3,
+  /** Nothing either can learn from (the call's own deadline, a call refused before sending). */
+  Nothing: 4
+} as const
+
+export type Signal = typeof Signal[keyof typeof Signal]
+
+/** What a response's status tells. */
+export const signalOfStatus = (status: number): Signal =>
+  status === 429 ? Signal.Throttled : status === 503 ? Signal.Overloaded : status >= 500 ? Signal.Down : Signal.Answer
+
+/** What an attempt's failure tells (an error read from a response tells what its status does). */
+export const signalOfError = (error: ClinicalError): Signal => {
+  switch (error._tag) {
+    case "TransportError":
+      return error.reason === "Network"
+        ? Signal.Down
+        : error.reason === "Timeout"
+        ? Signal.Overloaded
+        : error.reason === "Deadline"
+        ? Signal.Nothing
+        : Signal.Answer
+    case "InvalidRequest":
+    case "CircuitOpen":
+    case "TokenStoreError":
+      return Signal.Nothing
+    default:
+      return signalOfStatus(error.status)
+  }
+}
+
+/** The settings of a client's load control; an `undefined` part is turned off. */
+export interface Settings {
+  readonly limit: ConcurrencyLimit.Settings | undefined
+  readonly initialLimit: number
+  readonly budget: RetryBudget.Settings | undefined
+  readonly breaker: CircuitBreaker.Settings | undefined
+}
+
+/** The load control a client's settings describe. */
+export const settingsOf = (config: ClinicalConfig.Service): Settings => {
+  const cooldownMillis = Duration.toMillis(config.circuitBreakerCooldown)
+  return {
+    limit: config.adaptiveConcurrency
+      ? { ...ConcurrencyLimit.DEFAULTS, max: config.maxConcurrentRequests }
+      : undefined,
+    initialLimit: Math.min(config.initialConcurrency, config.maxConcurrentRequests),
+    budget: config.retryBudget ? { ...RetryBudget.DEFAULTS, ratio: config.retryBudgetRatio } : undefined,
+    breaker: config.circuitBreakerThreshold > 0
+      ? {
+        failureThreshold: config.circuitBreakerThreshold,
+        cooldownMillis,
+        maxCooldownMillis: Duration.toMillis(config.circuitBreakerMaxCooldown),
+        // A probe not heard of for as long as an attempt may take is given up.
+        probeTimeoutMillis: Duration.toMillis(config.requestTimeout)
+      }
+      : undefined
+  }
+}
+
+/** A clock's time in milliseconds that never goes back (a wall clock may step back). */
+const monotonicMillis = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)
+
+/** One client's load control, fed by its call path; each step that needs the time reads it from the caller's clock. */
+export class LoadControl {
+  // Changed in place: the limit moves on nearly every answer, and this is the hot path.
+  private readonly limitState: { limit: number; good: number; decreasedAt: number } | undefined
+  private permits: number
+  /** Requests sent: a request's number orders it against the limit's last decrease. */
+  private sent = 0
+  private balance: number
+  private balanceCountedAt = Number.NEGATIVE_INFINITY
+  private breaker: CircuitBreaker.State = CircuitBreaker.closed
+
+  constructor(
+    private readonly settings: Settings,
+    private readonly gate: Gate.Gate,
+    /** Told of each new size of the gate (the limit's gauge). */
+    private readonly onLimit: (permits: number) => void = () => {}
+  ) {
+    this.limitState = settings.limit === undefined
+      ? undefined
+      : { ...ConcurrencyLimit.initial(settings.limit, settings.initialLimit) }
+    this.permits = this.limitState === undefined ? 0 : ConcurrencyLimit.permits(this.limitState.limit)
+    if (this.limitState !== undefined) gate.resize(this.permits)
+    this.balance = settings.budget === undefined ? 0 : RetryBudget.floor(settings.budget)
+  }
+
+  /** The limit now (a real number), or `undefined` when it is fixed. */
+  limit(): number | undefined {
+    return this.limitState?.limit
+  }
+
+  /** Whether a call may go now: `undefined`, or the milliseconds until the breaker lets a probe through. */
+  admit(clock: Clock.Clock): number | undefined {
+    const settings = this.settings.breaker
+    if (settings === undefined || this.breaker._tag === "Closed") return undefined
+    const now = monotonicMillis(clock)
+    const admission = CircuitBreaker.admit(settings, this.breaker, now)
+    if (admission._tag === "Refused") return admission.retryAt - now
+    this.breaker = admission.state
+    return undefined
+  }
+
+  /** Whether the breaker lets every call through (the common path's condition). */
+  closed(): boolean {
+    return this.breaker._tag === "Closed"
+  }
+
+  /**
+   * A request is about to go: its number, to tell its end with. A first attempt deposits in the
+   * retry budget; `now` is the caller's wall clock (ms), which the budget counts time by.
+   */
+  sending(firstAttempt: boolean, now: number): number {
+    const budget = this.settings.budget
+    if (firstAttempt && budget !== undefined) {
+      this.balance = RetryBudget.afterFirstAttempt(budget, this.balanceNow(budget, now))
+    }
+    return ++this.sent
+  }
+
+  /** When a request about to go was sent, for the breaker: only told apart from the probe when not closed. */
+  sentAt(clock: Clock.Clock): number {
+    return this.breaker._tag === "Closed" ? Number.NEGATIVE_INFINITY : monotonicMillis(clock)
+  }
+
+  /**
+   * A request ended in `signal`: `number` is what {@link sending} gave it, `sentAt` what
+   * {@link sentAt} did. Called while its turn of the gate is still held.
+   */
+  ended(number: number, sentAt: number, signal: Signal, clock: Clock.Clock): void {
+    if (signal === Signal.Nothing) return
+    const limit = this.settings.limit
+    if (limit !== undefined && signal !== Signal.Down) {
+      const state = this.limitState!
+      if (signal === Signal.Answer) state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight())
+      else Object.assign(state, ConcurrencyLimit.afterOverload(limit, state, number, this.sent + 1))
+      this.resize()
+    }
+    this.toldBreaker(sentAt, signal, clock)
+  }
+
+  /**
+   * A call admitted while the circuit was not closed ended before its request went (its token could
+   * not be had): the breaker is told, or a probe that sends nothing would hold it half-open.
+   */
+  endedUnsent(sentAt: number, signal: Signal, clock: Clock.Clock): void {
+    if (this.breaker._tag !== "Closed") this.toldBreaker(sentAt, signal, clock)
+  }
+
+  private toldBreaker(sentAt: number, signal: Signal, clock: Clock.Clock): void {
+    const breaker = this.settings.breaker
+    if (breaker === undefined || signal === Signal.Nothing) return
+    if (signal === Signal.Answer && this.breaker === CircuitBreaker.closed) return
+    const answered = signal === Signal.Answer || signal === Signal.Throttled
+    this.breaker = CircuitBreaker.afterOutcome(breaker, this.breaker, answered, sentAt, monotonicMillis(clock))
+  }
+
+  /** Whether a retry may be sent: the budget pays for it (always, with no budget). */
+  retryAllowed(now: number): boolean {
+    const budget = this.settings.budget
+    if (budget === undefined) return true
+    const balance = this.balanceNow(budget, now)
+    const after = RetryBudget.afterRetry(balance)
+    this.balance = after ?? balance
+    return after !== undefined
+  }
+
+  /** The budget's balance at `now` (wall ms: one that stepped back counts no time). */
+  private balanceNow(budget: RetryBudget.Settings, now: number): number {
+    const balance = RetryBudget.balanceAt(budget, this.balance, this.balanceCountedAt, now)
+    this.balanceCountedAt = Math.max(this.balanceCountedAt, now)
+    return balance
+  }
+
+  private resize(): void {
+    const permits = ConcurrencyLimit.permits(this.limitState!.limit)
+    if (permits === this.permits) return
+    this.permits = permits
+    this.gate.resize(permits)
+    this.onLimit(permits)
+  }
+}
