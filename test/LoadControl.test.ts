@@ -138,6 +138,21 @@ describe("the circuit breaker", () => {
     expect(answer(halfOpen, 530, 509)).toEqual(CircuitBreaker.closed)
   })
 
+  it("a probe abandoned (its call interrupted): open with its time come, the next call probes; anything else unchanged", () => {
+    const halfOpen: CircuitBreaker.State = { _tag: "HalfOpen", cooldownMillis: 1000, since: 500 }
+    const reopened = CircuitBreaker.abandoned(halfOpen, 500, 700)
+    expect(reopened).toEqual({ _tag: "Open", until: 700, cooldownMillis: 1000 })
+    expect(CircuitBreaker.admit(settings, reopened, 700)).toEqual({
+      _tag: "Go",
+      state: { _tag: "HalfOpen", cooldownMillis: 1000, since: 700 }
+    })
+    // Another probe's, or no probe at all: nothing to give up.
+    expect(CircuitBreaker.abandoned(halfOpen, 400, 700)).toBe(halfOpen)
+    expect(CircuitBreaker.abandoned(CircuitBreaker.closed, 500, 700)).toBe(CircuitBreaker.closed)
+    const open: CircuitBreaker.State = { _tag: "Open", until: 900, cooldownMillis: 1000 }
+    expect(CircuitBreaker.abandoned(open, 500, 700)).toBe(open)
+  })
+
   it("a service down for long sees at most one request per longest cool-down once it has grown", () => {
     let state: CircuitBreaker.State = CircuitBreaker.closed
     const sent: Array<number> = []

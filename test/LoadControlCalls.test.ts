@@ -74,7 +74,8 @@ const calls = (count: number) =>
 const outcomesOf = (results: ReadonlyArray<Either.Either<unknown, { readonly _tag: string }>>) =>
   results.map((r) => Either.isLeft(r) ? r.left._tag : "Right")
 
-describe("the adaptive concurrency limit", () => {
+// Hundreds of calls under TestClock, step by step: seconds on a busy machine.
+describe("the adaptive concurrency limit", { timeout: 30_000 }, () => {
   it.effect("a cold client lets initialConcurrency requests out, more as answers come back, never more than the ceiling", () =>
     withClient(
       (fake) =>
@@ -128,7 +129,7 @@ describe("the adaptive concurrency limit", () => {
         Effect.gen(function*() {
           const service = fixedCapacity(fake, 4, 20)
           yield* service.script(2000)
-          yield* Fake.runWithClock(calls(100), "10 millis")
+          yield* Fake.runWithClock(calls(50), "50 millis")
           expect(service.seen.throttled).toBeGreaterThan(service.seen.answered)
         }),
       { adaptiveConcurrency: false, maxConcurrentRequests: 16, circuitBreakerThreshold: 0, retryBudget: false }
@@ -242,6 +243,24 @@ describe("the circuit breaker", () => {
       { adaptiveConcurrency: false }
     ))
 
+  it.effect("a probe whose call is interrupted is given up: the next call probes at once", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fail503(fake, 10)
+          for (let i = 0; i < 10; i++) yield* Effect.flip(get)
+          yield* fake.scriptData(() => Effect.never)
+          yield* TestClock.adjust("500 millis")
+          const probe = yield* Effect.fork(get)
+          while ((yield* fake.dataRequests).length < 11) yield* Effect.yieldNow()
+          expect(yield* Effect.flip(get)).toMatchObject({ _tag: "CircuitOpen" })
+          yield* Fiber.interrupt(probe)
+          expect((yield* get).medications).toHaveLength(2)
+          expect(yield* fake.dataRequests).toHaveLength(12)
+        }),
+      { maxRetries: 0 }
+    ))
+
   it.effect("threshold 0 turns it off: every call is sent", () =>
     withClient(
       (fake) =>
@@ -277,7 +296,7 @@ describe("the circuit breaker", () => {
     ))
 })
 
-describe("the retry budget", () => {
+describe("the retry budget", { timeout: 30_000 }, () => {
   const refusedByBudget = Metric.tagged(Telemetry.refusedByLoadControl, "reason", "retry-budget")
 
   it.effect("when every call fails, retries stay within the budget, and the refused ones fail with the error that asked", () =>

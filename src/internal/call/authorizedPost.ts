@@ -512,8 +512,8 @@ class Caller {
       const waitMillis = this.load.admit(clock)
       if (waitMillis !== undefined) return this.circuitOpen(call, before, waitMillis)
       const progress = CallPolicy.attempted(before)
-      const sentAt = this.load.sentAt(clock)
-      return Effect.matchEffect(this.token(call, progress), {
+      const sentAt = this.load.probeSince()
+      const attempt = Effect.matchEffect(this.token(call, progress), {
         // Nothing of this call was sent yet: a token failure may always be retried.
         onFailure: (error) => {
           this.load.endedUnsent(sentAt, signalOfError(error), clock)
@@ -532,6 +532,10 @@ class Caller {
             })
           })
       })
+      // Only a call admitted while the circuit was not closed can be its probe (see `sentAt`).
+      return sentAt === Number.NEGATIVE_INFINITY
+        ? attempt
+        : Effect.onInterrupt(attempt, () => Effect.sync(() => this.load.interrupted(sentAt, clock)))
     })
   }
 

@@ -108,6 +108,7 @@ export class LoadControl {
   private balance: number
   private balanceCountedAt = Number.NEGATIVE_INFINITY
   private breaker: CircuitBreaker.State = CircuitBreaker.closed
+  private admittedAt = Number.NEGATIVE_INFINITY
 
   constructor(
     private readonly settings: Settings,
@@ -128,15 +129,29 @@ export class LoadControl {
     return this.limitState?.limit
   }
 
-  /** Whether a call may go now: `undefined`, or the milliseconds until the breaker lets a probe through. */
+  /**
+   * Whether a call may go now: `undefined`, or the milliseconds until the breaker lets a probe
+   * through. A call let through while the circuit is not closed is its probe: {@link probeSince}
+   * tells it when it went, read at once.
+   */
   admit(clock: Clock.Clock): number | undefined {
     const settings = this.settings.breaker
+    this.admittedAt = Number.NEGATIVE_INFINITY
     if (settings === undefined || this.breaker._tag === "Closed") return undefined
     const now = monotonicMillis(clock)
     const admission = CircuitBreaker.admit(settings, this.breaker, now)
     if (admission._tag === "Refused") return admission.retryAt - now
     this.breaker = admission.state
+    this.admittedAt = now
     return undefined
+  }
+
+  /**
+   * When the call {@link admit} just let through went as the probe (what to tell its end with), or
+   * `-Infinity` when the circuit was closed.
+   */
+  probeSince(): number {
+    return this.admittedAt
   }
 
   /** Whether the breaker lets every call through (the common path's condition). */
@@ -183,6 +198,13 @@ export class LoadControl {
    */
   endedUnsent(sentAt: number, signal: Signal, clock: Clock.Clock): void {
     if (this.breaker._tag !== "Closed") this.toldBreaker(sentAt, signal, clock)
+  }
+
+  /** A call admitted at `sentAt` (see {@link sentAt}) was interrupted: if it was the probe, another call probes now. */
+  interrupted(sentAt: number, clock: Clock.Clock): void {
+    if (this.breaker._tag === "HalfOpen") {
+      this.breaker = CircuitBreaker.abandoned(this.breaker, sentAt, monotonicMillis(clock))
+    }
   }
 
   private toldBreaker(sentAt: number, signal: Signal, clock: Clock.Clock): void {
