@@ -421,7 +421,8 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           (personUid: PersonUid) => get(op, personUid, options),
           personUids,
           options,
-          config.maxConcurrentRequests
+          config.maxConcurrentRequests,
+          config.maxRetries
         )
     })
   }

@@ -364,3 +364,41 @@ describe("batchTally: when a failure stops a batch", () => {
     expect(Tally.progressOf(Tally.initial, 0).perSecond).toBe(0)
   })
 })
+
+describe("batchTally: when a person's call is sent again", () => {
+  const at = { operation: "medications", method: "POST", url: "https://x.org/api" }
+  const persistence: Tally.Persistence = { patienceMillis: 10_000, resends: 1 }
+  const open = (retryAfterMillis: number) =>
+    new ClinicalError.CircuitOpen({ operation: "medications", retryAfterMillis })
+
+  it("an open circuit: after its retryAfterMillis (at least 1 ms), while the waits fit the patience", () => {
+    expect(Tally.againAfterMillis(open(500), 0, 0, persistence)).toBe(500)
+    expect(Tally.againAfterMillis(open(0), 0, 0, persistence)).toBe(1)
+    expect(Tally.againAfterMillis(open(2000), 8000, 1, persistence)).toBe(2000)
+    expect(Tally.againAfterMillis(open(2000), 8001, 0, persistence)).toBeUndefined()
+    expect(Tally.againAfterMillis(open(1), 0, 0, { ...persistence, patienceMillis: 0 })).toBeUndefined()
+  })
+
+  it("a failure worth retrying: once more, after its Retry-After; anything else is taken", () => {
+    const transient: ReadonlyArray<readonly [ClinicalError.ClinicalError, number]> = [
+      [new ClinicalError.ServerError({ ...at, status: 503 }), 0],
+      [new ClinicalError.ServerError({ ...at, status: 503, retryAfterMillis: 1500 }), 1500],
+      [new ClinicalError.RateLimited({ ...at, status: 429, retryAfterMillis: 1000 }), 1000],
+      [new ClinicalError.TransportError({ ...at, reason: "Network", detail: "ECONNRESET" }), 0],
+      [new ClinicalError.TransportError({ ...at, reason: "Timeout", detail: "30 s" }), 0]
+    ]
+    for (const [error, wait] of transient) {
+      expect(Tally.againAfterMillis(error, 0, 0, persistence), error._tag).toBe(wait)
+      expect(Tally.againAfterMillis(error, 0, 1, persistence), error._tag).toBeUndefined()
+      expect(Tally.againAfterMillis(error, 0, 0, { ...persistence, resends: 0 }), error._tag).toBeUndefined()
+    }
+    for (
+      const error of [
+        new ClinicalError.ServerError({ ...at, status: 501 }),
+        new ClinicalError.TransportError({ ...at, reason: "Deadline", detail: "60 s" }),
+        new ClinicalError.BadRequest({ ...at, status: 400 }),
+        new ClinicalError.ApiError({ ...at, status: 200, errorType: "PersonNotFound", errorMessage: null })
+      ]
+    ) expect(Tally.againAfterMillis(error, 0, 0, persistence), error._tag).toBeUndefined()
+  })
+})

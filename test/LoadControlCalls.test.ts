@@ -333,6 +333,8 @@ describe("the retry budget", { timeout: 30_000 }, () => {
 })
 
 describe("a batch while the circuit is open", () => {
+  const fail503 = (fake: Fake.FakeService, count: number) =>
+    fake.scriptData(...Array.from({ length: count }, () => Fake.respond(503, {})))
   const batchOf = (count: number, options: PersonData.ManyOptions = {}) =>
     Effect.map(
       Stream.runCollect(
@@ -388,6 +390,20 @@ describe("a batch while the circuit is open", () => {
           expect(outcomes.slice(10)).toEqual(["CircuitOpen", "Skipped"])
         }),
       { maxRetries: 0 }
+    ))
+
+  it.effect("a person whose call failed with a transient error is sent once more, as a new call with its own retries", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fail503(fake, 3)
+          expect(yield* Fake.runWithClock(batchOf(1))).toEqual(["Success"])
+          expect(yield* fake.dataRequests).toHaveLength(4)
+          yield* fail503(fake, 4)
+          expect(yield* Fake.runWithClock(batchOf(1))).toEqual(["ServerError"])
+          expect(yield* fake.dataRequests).toHaveLength(8)
+        }),
+      { maxRetries: 1 }
     ))
 
   it.effect("a patience that is no duration is refused before anything is sent", () =>

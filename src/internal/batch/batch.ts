@@ -100,21 +100,23 @@ const patienceOf = (options: Options | undefined): number | undefined => {
 }
 
 /**
- * `call`, sent again while the client's circuit refuses it, each time once the breaker lets a
- * probe through, for at most `patienceMillis` in all (see `batchTally.circuitWaitMillis`).
+ * `call`, sent again while the client's circuit refuses it (for at most the patience in all) and
+ * after a failure worth retrying (`resends` times): see `batchTally.againAfterMillis`.
  */
-const patiently = <A>(
+const persistently = <A>(
   call: Effect.Effect<A, ClinicalError>,
-  patienceMillis: number
+  persistence: Tally.Persistence
 ): Effect.Effect<A, ClinicalError> => {
-  const attempt = (waitedMillis: number): Effect.Effect<A, ClinicalError> =>
-    Effect.catchIf(call, (error) => error._tag === "CircuitOpen", (error) => {
-      const wait = Tally.circuitWaitMillis(error.retryAfterMillis, waitedMillis, patienceMillis)
-      return wait === undefined
-        ? Effect.fail(error)
-        : Effect.zipRight(Effect.sleep(Duration.millis(wait)), Effect.suspend(() => attempt(waitedMillis + wait)))
+  const attempt = (waitedMillis: number, resent: number): Effect.Effect<A, ClinicalError> =>
+    Effect.catchAll(call, (error) => {
+      const wait = Tally.againAfterMillis(error, waitedMillis, resent, persistence)
+      if (wait === undefined) return Effect.fail(error)
+      const again = error._tag === "CircuitOpen"
+        ? Effect.suspend(() => attempt(waitedMillis + wait, resent))
+        : Effect.suspend(() => attempt(waitedMillis, resent + 1))
+      return wait === 0 ? again : Effect.zipRight(Effect.sleep(Duration.millis(wait)), again)
     })
-  return attempt(0)
+  return attempt(0, 0)
 }
 
 /**
@@ -126,7 +128,8 @@ export const many = <P, A, E, R>(
   call: (person: P) => Effect.Effect<A, ClinicalError>,
   input: Iterable<P> | Stream.Stream<P, E, R>,
   options: Options | undefined,
-  defaultConcurrency: number
+  defaultConcurrency: number,
+  maxRetries: number
 ): Stream.Stream<Entry<A>, E | InvalidRequest, R> => {
   const refused = refusedOption(options)
   if (refused !== undefined) {
@@ -135,7 +138,8 @@ export const many = <P, A, E, R>(
   // More would only wait for the client's bound on requests in flight, their deadline running.
   const concurrency = Math.min(options?.concurrency ?? defaultConcurrency, defaultConcurrency)
   const stopAfter = options?.stopAfterTransportFailures ?? DEFAULT_STOP_AFTER_TRANSPORT_FAILURES
-  const patienceMillis = patienceOf(options)!
+  // A person is sent again once after a transient failure, unless the client's retries are off.
+  const persistence: Tally.Persistence = { patienceMillis: patienceOf(options)!, resends: maxRetries > 0 ? 1 : 0 }
   const onProgress = options?.onProgress
   if (!isStream<P, E, R>(input) && !isIterable<P>(input)) {
     return Stream.fail(
@@ -170,7 +174,7 @@ export const many = <P, A, E, R>(
           tally = Tally.skipped(tally)
           return settle(index, { _tag: "Skipped", stop })
         }
-        return Effect.flatMap(Effect.either(patiently(call(person), patienceMillis)), (result) => {
+        return Effect.flatMap(Effect.either(persistently(call(person), persistence)), (result) => {
           if (result._tag === "Right") {
             tally = Tally.succeeded(tally)
             return settle(index, { _tag: "Success", result: result.right })

@@ -4,6 +4,7 @@
  * interprets it.
  */
 import type { ClinicalError } from "../../ClinicalError.js"
+import { retryAfterOf, retryCause } from "../call/retryPolicy.js"
 
 /**
  * Why a batch stopped early:
@@ -127,4 +128,32 @@ export const progressOf = (tally: Tally, elapsedMillis: number): Progress => {
     perSecond: elapsedMillis > 0 ? (answered * 1000) / elapsedMillis : 0,
     stopped: tally.stop?.reason
   }
+}
+
+/** How a batch sends a person's call again. */
+export interface Persistence {
+  /** Longest wait in all for a client whose circuit is open. */
+  readonly patienceMillis: number
+  /** Calls sent again after one that ended in a failure worth retrying. */
+  readonly resends: number
+}
+
+/**
+ * What a batch does with a person's failed call, having waited `waitedMillis` for an open circuit
+ * and sent it again `resent` times: the wait before sending it again, or `undefined` to take the
+ * failure. An open circuit is waited for (see {@link circuitWaitMillis}); a failure worth retrying
+ * (the network, a timeout, 429, 5xx: the call's own retries spent) is sent again after its
+ * `Retry-After`, `resends` times. Each call sent again is a new call, its retries its own: at 30%
+ * of requests failing at random, four attempts leave 0.8% of persons failed, eight 0.007%.
+ */
+export const againAfterMillis = (
+  error: ClinicalError,
+  waitedMillis: number,
+  resent: number,
+  persistence: Persistence
+): number | undefined => {
+  if (error._tag === "CircuitOpen") {
+    return circuitWaitMillis(error.retryAfterMillis, waitedMillis, persistence.patienceMillis)
+  }
+  return resent < persistence.resends && retryCause(error) !== undefined ? retryAfterOf(error) ?? 0 : undefined
 }

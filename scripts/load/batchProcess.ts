@@ -1,0 +1,60 @@
+/**
+ * One client process of a load scenario: reads `persons` PersonUids (`first` to `first + persons - 1`)
+ * through `MedicationService.getMany` over the default undici transport, with the client's default
+ * settings unless `settings` says otherwise, and prints what became of them as one JSON line.
+ *
+ *   node --import tsx scripts/load/batchProcess.ts '{"baseUrl": ..., "first": 0, "persons": 750, "settings": {}}'
+ */
+import { Effect, Stream } from "effect"
+import { ClinicalClient, type ClinicalConfig, MedicationService } from "../../src/index.js"
+
+export interface BatchRequest {
+  readonly baseUrl: string
+  readonly first: number
+  readonly persons: number
+  readonly settings?: Partial<ClinicalConfig.Options>
+  /** Milliseconds a person waits for a service that looks down (the library's default when absent). */
+  readonly outagePatienceMillis?: number | undefined
+}
+
+export interface BatchSummary {
+  readonly succeeded: number
+  readonly failed: number
+  readonly skipped: number
+  readonly failedByTag: Readonly<Record<string, number>>
+  readonly wallMillis: number
+}
+
+const request = JSON.parse(process.argv[2] ?? "{}") as BatchRequest
+const applicationId = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
+
+const program = Effect.gen(function*() {
+  const started = Date.now()
+  const summary = { succeeded: 0, failed: 0, skipped: 0, failedByTag: {} as Record<string, number> }
+  const persons = Array.from({ length: request.persons }, (_, i) => `scenario-person-${request.first + i}`)
+  yield* MedicationService.getMany(persons, { outagePatience: request.outagePatienceMillis }).pipe(
+    Stream.runForEach(({ outcome }) =>
+      Effect.sync(() => {
+        if (outcome._tag === "Success") summary.succeeded++
+        else if (outcome._tag === "Skipped") summary.skipped++
+        else {
+          summary.failed++
+          summary.failedByTag[outcome.error._tag] = (summary.failedByTag[outcome.error._tag] ?? 0) + 1
+        }
+      })
+    )
+  )
+  return { ...summary, wallMillis: Date.now() - started } satisfies BatchSummary
+})
+
+Effect.runPromise(
+  program.pipe(
+    Effect.provide(ClinicalClient.layerUndici({ baseUrl: request.baseUrl, applicationId, ...request.settings }))
+  )
+).then(
+  (summary) => process.stdout.write(`${JSON.stringify(summary)}\n`),
+  (error) => {
+    process.stderr.write(`${String(error)}\n`)
+    process.exit(1)
+  }
+)

@@ -1,0 +1,41 @@
+/** What the scenarios' service of fixed capacity (`capacityServer.ts`) is told, and what it counts. */
+
+/** What the service does from `at` (ms after its start) until the next phase. */
+export interface Phase {
+  readonly at: number
+  readonly latencyMillis?: number
+  /** Every request answered with this status at once (503: the service down). */
+  readonly status?: number
+  /** The port closed: connections refused. */
+  readonly closed?: boolean
+  /** A share of data requests answered 500 at once. */
+  readonly failingShare?: number
+}
+
+export interface Plan {
+  readonly capacity: number
+  readonly retryAfterSeconds?: number
+  readonly phases: ReadonlyArray<Phase>
+}
+
+/** The counts of one 100 ms bucket. */
+export interface Bucket {
+  /** Data requests that arrived (answered, refused or failed). */
+  readonly requests: number
+  readonly tokenRequests: number
+  readonly throttled: number
+  readonly failed: number
+  /** The most data requests in flight during it. */
+  readonly peakInFlight: number
+}
+
+export interface Stats {
+  readonly answered: number
+  readonly throttled: number
+  readonly failed: number
+  readonly tokenRequests: number
+  readonly peakInFlight: number
+  readonly buckets: ReadonlyArray<Bucket>
+}
+
+export const BUCKET_MILLIS = 100

@@ -1,0 +1,132 @@
+/**
+ * A service of fixed capacity for the load-control scenarios (docs/resilience.md), run in a process
+ * of its own so that the client's CPU does not slow it: `capacity` data requests at once, each
+ * answered after `latencyMillis`; one more is answered 429 at once (with `Retry-After` when set).
+ * Its behaviour follows a plan of phases in time from its start (503 to everything, the port
+ * closed, another latency, a share of random 500s), and it counts what it saw, by 100 ms.
+ *
+ *   node --import tsx scripts/load/capacityServer.ts '<plan as JSON>'
+ *
+ * prints `{"port": N}` on its first line once it listens; `GET /__stats` answers its counts.
+ * Token requests are answered at once and not counted against the capacity (but a 503 phase and a
+ * closed port take them too).
+ */
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { BUCKET_MILLIS, type Phase, type Plan } from "./capacityPlan.js"
+
+const plan = JSON.parse(process.argv[2] ?? "{}") as Plan
+// The plan's time starts with the first request (the clients' start-up is not the service's).
+let started: number | undefined
+const elapsedNow = () => (started === undefined ? 0 : Date.now() - started)
+const phaseNow = (): Phase => {
+  const elapsed = elapsedNow()
+  let current: Phase = { at: 0 }
+  for (const phase of plan.phases) if (phase.at <= elapsed) current = { ...current, ...phase }
+  return current
+}
+
+const totals = { answered: 0, throttled: 0, failed: 0, tokenRequests: 0, peakInFlight: 0 }
+const buckets: Array<
+  { requests: number; tokenRequests: number; throttled: number; failed: number; peakInFlight: number }
+> = []
+const bucket = () => {
+  const index = Math.floor(elapsedNow() / BUCKET_MILLIS)
+  while (buckets.length <= index) {
+    buckets.push({ requests: 0, tokenRequests: 0, throttled: 0, failed: 0, peakInFlight: 0 })
+  }
+  return buckets[index]!
+}
+let inFlight = 0
+
+const json = (res: Http.ServerResponse, status: number, body: unknown, headers: Http.OutgoingHttpHeaders = {}) => {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", ...headers })
+  res.end(text)
+}
+
+const MEDICATIONS = {
+  Medications: [{ Name: "Lisinopril", Strength: "10 mg" }],
+  Success: true,
+  ErrorMessage: null,
+  ErrorType: null
+}
+
+const handle = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
+  const path = (req.url ?? "").toLowerCase()
+  if (path === "/__stats") return json(res, 200, { ...totals, buckets })
+  started ??= Date.now()
+  const phase = phaseNow()
+  if (path.endsWith("/api/server/token")) {
+    totals.tokenRequests++
+    bucket().tokenRequests++
+    if (phase.status !== undefined) return json(res, phase.status, {})
+    const now = Date.now()
+    return json(res, 200, { Token: "scenario-token", TokenType: "Bearer" }, {
+      Date: new Date(now).toUTCString(),
+      TOKEN_EXPIRES: new Date(now + 3_600_000).toUTCString()
+    })
+  }
+  const counts = bucket()
+  counts.requests++
+  if (phase.status !== undefined || (phase.failingShare !== undefined && Math.random() < phase.failingShare)) {
+    totals.failed++
+    counts.failed++
+    return json(res, phase.status ?? 500, {})
+  }
+  if (inFlight >= plan.capacity) {
+    totals.throttled++
+    counts.throttled++
+    return json(
+      res,
+      429,
+      {},
+      plan.retryAfterSeconds === undefined ? {} : { "Retry-After": String(plan.retryAfterSeconds) }
+    )
+  }
+  inFlight++
+  totals.peakInFlight = Math.max(totals.peakInFlight, inFlight)
+  counts.peakInFlight = Math.max(counts.peakInFlight, inFlight)
+  setTimeout(() => {
+    inFlight--
+    totals.answered++
+    json(res, 200, MEDICATIONS)
+  }, phase.latencyMillis ?? 20)
+}
+
+// Requests are read whole before they are answered (the client sends a small JSON body).
+const server = Http.createServer((req, res) => {
+  req.resume()
+  req.on("end", () => handle(req, res))
+})
+server.keepAliveTimeout = 60_000
+
+let port = 0
+const sockets = new Set<import("node:net").Socket>()
+server.on("connection", (socket) => {
+  sockets.add(socket)
+  socket.on("close", () => sockets.delete(socket))
+})
+
+/** Opens and closes the port as the plan says (checked every 20 ms). */
+const followClosedPhases = () => {
+  let closed = false
+  setInterval(() => {
+    const shouldClose = phaseNow().closed === true
+    if (shouldClose && !closed) {
+      closed = true
+      server.close()
+      for (const socket of sockets) socket.destroy()
+    } else if (!shouldClose && closed) {
+      closed = false
+      server.listen(port, "127.0.0.1")
+    }
+  }, 20).unref()
+}
+
+server.listen(0, "127.0.0.1", () => {
+  port = (server.address() as AddressInfo).port
+  process.stdout.write(`${JSON.stringify({ port })}\n`)
+  followClosedPhases()
+})
+process.on("SIGTERM", () => process.exit(0))

@@ -1,0 +1,219 @@
+/**
+ * The load-control scenarios of docs/resilience.md, for real: a service of fixed capacity in a
+ * process of its own (`capacityServer.ts`: K requests at once, 20 ms each, 429 beyond), client
+ * processes running a batch through the default undici transport (`batchProcess.ts`), and the
+ * figures each scenario is judged by.
+ *
+ *   npm run load:scenarios -- [--only 1,2,3,3b,4,5] [--before] [--persons 3000]
+ *
+ * `--before` turns the load control off (`adaptiveConcurrency: false`, no breaker, no budget): the
+ * client as it was before it, for the figures side by side.
+ */
+import { spawn } from "node:child_process"
+import * as Path from "node:path"
+import * as Readline from "node:readline"
+import type { BatchRequest, BatchSummary } from "./batchProcess.js"
+import { BUCKET_MILLIS, type Plan, type Stats } from "./capacityPlan.js"
+
+const here = import.meta.dirname
+
+/** A scenario: the service's plan, the persons, how many client processes share them. */
+export interface Scenario {
+  readonly name: string
+  readonly plan: Plan
+  readonly persons: number
+  readonly processes: number
+  /** The outage or slowdown, in ms from the start: the window its figures are read in. */
+  readonly window?: { readonly from: number; readonly to: number }
+}
+
+export interface Figures {
+  readonly scenario: string
+  readonly failedPersons: number
+  readonly failedByTag: Readonly<Record<string, number>>
+  readonly requests: number
+  readonly throttledShare: number
+  readonly wallMillis: number
+  readonly idealMillis: number
+  readonly peakInFlight: number
+  readonly requestsPerPerson: number
+  /** Data and token requests a second per process reaching the service in the window, after its first 2 s (the most in any second). */
+  readonly deadRatePerProcess: number | undefined
+  /** The most data requests in flight at the service during the window. */
+  readonly peakInFlightInWindow: number | undefined
+  /** From the window's end to the first 100 ms in which the service answered at least half its capacity's rate. */
+  readonly recoveryMillis: number | undefined
+}
+
+const LATENCY = 20
+const K = 8
+
+/** The scenarios of issue 25, at `persons` persons. */
+export const scenarios = (persons: number): ReadonlyArray<Scenario> => [
+  {
+    name: "1 one process, 429 with Retry-After: 1",
+    plan: { capacity: K, retryAfterSeconds: 1, phases: [] },
+    persons,
+    processes: 1
+  },
+  { name: "1 one process, 429 without Retry-After", plan: { capacity: K, phases: [] }, persons, processes: 1 },
+  { name: "2 four processes", plan: { capacity: K, retryAfterSeconds: 1, phases: [] }, persons, processes: 4 },
+  {
+    name: "3 all 503 for 15 s",
+    plan: { capacity: K, phases: [{ at: 2000, status: 503 }, { at: 17_000 }] },
+    persons,
+    processes: 1,
+    window: { from: 2000, to: 17_000 }
+  },
+  {
+    name: "3b port closed for 15 s",
+    plan: { capacity: K, phases: [{ at: 2000, closed: true }, { at: 17_000 }] },
+    persons,
+    processes: 1,
+    window: { from: 2000, to: 17_000 }
+  },
+  {
+    name: "4 latency 20 ms -> 2 s for 20 s",
+    plan: { capacity: K, phases: [{ at: 2000, latencyMillis: 2000 }, { at: 22_000, latencyMillis: LATENCY }] },
+    persons,
+    processes: 1,
+    window: { from: 2000, to: 22_000 }
+  },
+  {
+    name: "5 30% random 500s",
+    plan: { capacity: K, phases: [{ at: 0, failingShare: 0.3 }] },
+    persons,
+    processes: 1
+  }
+]
+
+/** Starts a child process and resolves with its first line of output (and the process). */
+const start = (script: string, argument: unknown) => {
+  const child = spawn(process.execPath, ["--import", "tsx", Path.join(here, script), JSON.stringify(argument)], {
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  const line = new Promise<string>((resolve, reject) => {
+    Readline.createInterface({ input: child.stdout! }).once("line", resolve)
+    child.once("exit", (code) => reject(new Error(`${script} exited with ${code} before printing`)))
+  })
+  return { child, line }
+}
+
+const figuresOf = (
+  scenario: Scenario,
+  stats: Stats,
+  summaries: ReadonlyArray<BatchSummary>,
+  wallMillis: number
+): Figures => {
+  const failedByTag: Record<string, number> = {}
+  for (const summary of summaries) {
+    for (const [tag, count] of Object.entries(summary.failedByTag)) failedByTag[tag] = (failedByTag[tag] ?? 0) + count
+  }
+  const requests = stats.answered + stats.throttled + stats.failed
+  const window = scenario.window
+  const bucketsIn = (from: number, to: number) =>
+    stats.buckets.slice(Math.floor(from / BUCKET_MILLIS), Math.ceil(to / BUCKET_MILLIS))
+  let deadRate: number | undefined
+  let peakInWindow: number | undefined
+  let recovery: number | undefined
+  if (window !== undefined) {
+    const perSecond = 1000 / BUCKET_MILLIS
+    const late = bucketsIn(window.from + 2000, window.to)
+    deadRate = 0
+    for (let i = 0; i + perSecond <= late.length; i++) {
+      const second = late.slice(i, i + perSecond).reduce((sum, b) => sum + b.requests + b.tokenRequests, 0)
+      deadRate = Math.max(deadRate, second / scenario.processes)
+    }
+    peakInWindow = Math.max(0, ...bucketsIn(window.from, window.to).map((b) => b.peakInFlight))
+    // Half the capacity's rate in a bucket: K / latency requests a ms, for 100 ms.
+    const half = (K / LATENCY) * BUCKET_MILLIS / 2
+    const after = stats.buckets.slice(Math.floor(window.to / BUCKET_MILLIS))
+    const first = after.findIndex((b) => b.requests - b.throttled - b.failed >= half)
+    recovery = first < 0 ? undefined : first * BUCKET_MILLIS
+  }
+  return {
+    scenario: scenario.name,
+    failedPersons: summaries.reduce((sum, s) => sum + s.failed + s.skipped, 0),
+    failedByTag,
+    requests,
+    throttledShare: requests === 0 ? 0 : stats.throttled / requests,
+    wallMillis,
+    idealMillis: (scenario.persons * LATENCY) / K,
+    peakInFlight: stats.peakInFlight,
+    requestsPerPerson: requests / scenario.persons,
+    deadRatePerProcess: deadRate,
+    peakInFlightInWindow: peakInWindow,
+    recoveryMillis: recovery
+  }
+}
+
+/** Runs one scenario: the server, its client processes, the figures. */
+export const run = async (
+  scenario: Scenario,
+  settings: Partial<BatchRequest["settings"]> = {},
+  outagePatienceMillis?: number
+): Promise<Figures> => {
+  const server = start("capacityServer.ts", scenario.plan)
+  try {
+    const { port } = JSON.parse(await server.line) as { port: number }
+    const baseUrl = `http://127.0.0.1:${port}`
+    const share = Math.ceil(scenario.persons / scenario.processes)
+    const clients = Array.from({ length: scenario.processes }, (_, i) =>
+      start(
+        "batchProcess.ts",
+        {
+          baseUrl,
+          first: i * share,
+          persons: Math.min(share, scenario.persons - i * share),
+          settings,
+          outagePatienceMillis
+        } satisfies BatchRequest
+      ))
+    const summaries = await Promise.all(clients.map(async ({ line }) => JSON.parse(await line) as BatchSummary))
+    // The batches' own time, without the processes' start-up.
+    const wallMillis = Math.max(...summaries.map((summary) => summary.wallMillis))
+    const stats = await (await fetch(`${baseUrl}/__stats`)).json() as Stats
+    return figuresOf(scenario, stats, summaries, wallMillis)
+  } finally {
+    server.child.kill("SIGTERM")
+  }
+}
+
+/** The client's load control turned off: how it was before. */
+export const BEFORE = { adaptiveConcurrency: false, circuitBreakerThreshold: 0, retryBudget: false } as const
+
+const main = async () => {
+  const option = (name: string) => {
+    const at = process.argv.indexOf(name)
+    return at < 0 ? undefined : process.argv[at + 1]
+  }
+  const persons = Number(option("--persons") ?? 3000)
+  const only = option("--only")?.split(",")
+  const before = process.argv.includes("--before")
+  const chosen = scenarios(persons).filter((s) => only === undefined || only.includes(s.name.split(" ")[0]!))
+  process.stdout.write(
+    `Load scenarios, ${persons} persons, K = ${K}, ${LATENCY} ms a request, ${
+      before ? "load control off (before)" : "default settings"
+    }\n`
+  )
+  for (const scenario of chosen) {
+    const f = await run(scenario, before ? BEFORE : {})
+    const percent = (x: number) => `${(x * 100).toFixed(1)}%`
+    const window = f.deadRatePerProcess === undefined
+      ? ""
+      : `; in the window: ${f.deadRatePerProcess} req/s per process after its first 2 s, peak in flight ${f.peakInFlightInWindow}, recovery ${
+        f.recoveryMillis ?? "never"
+      } ms`
+    process.stdout.write(
+      `${f.scenario}: ${f.failedPersons} failed ${JSON.stringify(f.failedByTag)}; 429s ${
+        percent(f.throttledShare)
+      } of ${f.requests}; ` +
+        `wall ${(f.wallMillis / f.idealMillis).toFixed(2)}x ideal (${
+          (f.wallMillis / 1000).toFixed(1)
+        } s); peak in flight ${f.peakInFlight}; ` +
+        `${f.requestsPerPerson.toFixed(2)} requests/person${window}\n`
+    )
+  }
+}
+
+if (process.argv[1] !== undefined && Path.resolve(process.argv[1]) === Path.join(here, "scenarios.ts")) await main()
