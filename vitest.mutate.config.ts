@@ -45,6 +45,7 @@ export default {
       "test/ConcurrencyLimit.test.ts",
       "test/LoadControl.test.ts",
       "test/LoadControlCalls.test.ts",
+      "test/LoadControlEdges.test.ts",
       "test/PersonRequest.test.ts",
       "test/TokenStore.test.ts",
       "test/RedisTokenStore.test.ts",

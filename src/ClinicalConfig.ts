@@ -190,6 +190,16 @@ const duration = ({ allowZero, max }: DurationBounds): Parse<Duration.Duration> 
   })
 
 const positive = duration({ allowZero: false })
+
+/**
+ * A breaker's cool-down: from 10 ms (callers waiting for its probe come back this often) to an
+ * hour (longer is an outage the application should see, not a pause).
+ */
+const breakerCooldown: Parse<Duration.Duration> = (value) =>
+  Either.flatMap(
+    duration({ allowZero: false, max: { duration: Duration.hours(1), words: "1 hour" } })(value),
+    (decoded) => Duration.toMillis(decoded) < 10 ? Either.left("must be at least 10 ms") : Either.right(decoded)
+  )
 const nonNegative = duration({ allowZero: true })
 
 const applicationId: Parse<Redacted.Redacted<string>> = (value) =>
@@ -229,8 +239,8 @@ const settings: { readonly [K in keyof Service]: Setting<Service[K]> } = {
   retryBudget: setting("CLINICAL_RETRY_BUDGET", validate.boolean, true),
   retryBudgetRatio: setting("CLINICAL_RETRY_BUDGET_RATIO", validate.share, 0.5),
   circuitBreakerThreshold: setting("CLINICAL_CIRCUIT_BREAKER_THRESHOLD", validate.integer(0, 100_000), 10),
-  circuitBreakerCooldown: setting("CLINICAL_CIRCUIT_BREAKER_COOLDOWN", positive, Duration.millis(500)),
-  circuitBreakerMaxCooldown: setting("CLINICAL_CIRCUIT_BREAKER_MAX_COOLDOWN", positive, Duration.seconds(2)),
+  circuitBreakerCooldown: setting("CLINICAL_CIRCUIT_BREAKER_COOLDOWN", breakerCooldown, Duration.millis(500)),
+  circuitBreakerMaxCooldown: setting("CLINICAL_CIRCUIT_BREAKER_MAX_COOLDOWN", breakerCooldown, Duration.seconds(2)),
   maxResponseBytes: setting("CLINICAL_MAX_RESPONSE_BYTES", validate.integer(1, 1024 * 1024 * 1024), 4 * 1024 * 1024),
   tracePropagation: setting("CLINICAL_TRACE_PROPAGATION", validate.boolean, false)
 }

@@ -45,6 +45,7 @@ export {
   type AnyClinicalError,
   ApiError,
   BadRequest,
+  CircuitOpen,
   ClientClosed,
   type ClinicalError,
   InvalidConfig,

@@ -123,6 +123,8 @@ describe("ClinicalConfig.layer", () => {
     ["a NaN retryBudgetRatio", { retryBudgetRatio: Number.NaN }, "retryBudgetRatio"],
     ["a negative circuitBreakerThreshold", { circuitBreakerThreshold: -1 }, "circuitBreakerThreshold"],
     ["a zero circuitBreakerCooldown", { circuitBreakerCooldown: 0 }, "circuitBreakerCooldown"],
+    ["a circuitBreakerCooldown under 10 ms", { circuitBreakerCooldown: "9ms" }, "circuitBreakerCooldown"],
+    ["a circuitBreakerMaxCooldown over an hour", { circuitBreakerMaxCooldown: "61m" }, "circuitBreakerMaxCooldown"],
     [
       "a breaker cool-down longer than its longest",
       { circuitBreakerCooldown: "5 seconds", circuitBreakerMaxCooldown: "2 seconds" },

@@ -7,7 +7,8 @@
  *
  *   node --import tsx scripts/load/capacityServer.ts '<plan as JSON>'
  *
- * prints `{"port": N}` on its first line once it listens; `GET /__stats` answers its counts.
+ * prints `{"port": N, "controlPort": M}` on its first line once it listens; any request to the
+ * control port answers its counts (`Stats`).
  * Token requests are answered at once and not counted against the capacity (but a 503 phase and a
  * closed port take them too).
  */
@@ -54,7 +55,6 @@ const MEDICATIONS = {
 
 const handle = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
   const path = (req.url ?? "").toLowerCase()
-  if (path === "/__stats") return json(res, 200, { ...totals, buckets })
   started ??= Date.now()
   const phase = phaseNow()
   if (path.endsWith("/api/server/token")) {
@@ -124,9 +124,15 @@ const followClosedPhases = () => {
   }, 20).unref()
 }
 
+// The counts on a port of their own, open while the service's is closed.
+const control = Http.createServer((_, res) => json(res, 200, { ...totals, buckets }))
+
 server.listen(0, "127.0.0.1", () => {
   port = (server.address() as AddressInfo).port
-  process.stdout.write(`${JSON.stringify({ port })}\n`)
-  followClosedPhases()
+  control.listen(0, "127.0.0.1", () => {
+    const controlPort = (control.address() as AddressInfo).port
+    process.stdout.write(`${JSON.stringify({ port, controlPort })}\n`)
+    followClosedPhases()
+  })
 })
 process.on("SIGTERM", () => process.exit(0))

@@ -155,7 +155,7 @@ export const run = async (
 ): Promise<Figures> => {
   const server = start("capacityServer.ts", scenario.plan)
   try {
-    const { port } = JSON.parse(await server.line) as { port: number }
+    const { controlPort, port } = JSON.parse(await server.line) as { port: number; controlPort: number }
     const baseUrl = `http://127.0.0.1:${port}`
     const share = Math.ceil(scenario.persons / scenario.processes)
     const clients = Array.from({ length: scenario.processes }, (_, i) =>
@@ -172,7 +172,7 @@ export const run = async (
     const summaries = await Promise.all(clients.map(async ({ line }) => JSON.parse(await line) as BatchSummary))
     // The batches' own time, without the processes' start-up.
     const wallMillis = Math.max(...summaries.map((summary) => summary.wallMillis))
-    const stats = await (await fetch(`${baseUrl}/__stats`)).json() as Stats
+    const stats = await (await fetch(`http://127.0.0.1:${controlPort}/`)).json() as Stats
     return figuresOf(scenario, stats, summaries, wallMillis)
   } finally {
     server.child.kill("SIGTERM")

@@ -93,6 +93,10 @@ export const refusedOption = (options: Options | undefined): readonly [string, s
 const patienceOf = (options: Options | undefined): number | undefined => {
   const given = options?.outagePatience ?? undefined
   if (given === undefined) return Duration.toMillis(DEFAULT_OUTAGE_PATIENCE)
+  // Effect reads a negative duration as zero: refused here instead, as a mistake.
+  if (typeof given === "number" ? !(given >= 0) : typeof given === "string" && given.trim().startsWith("-")) {
+    return undefined
+  }
   const decoded = Duration.decodeUnknown(given)
   if (Option.isNone(decoded)) return undefined
   const millis = Duration.toMillis(decoded.value)
@@ -106,18 +110,23 @@ const patienceOf = (options: Options | undefined): number | undefined => {
 const persistently = <A>(
   call: Effect.Effect<A, ClinicalError>,
   persistence: Tally.Persistence
-): Effect.Effect<A, ClinicalError> => {
-  const attempt = (waitedMillis: number, resent: number): Effect.Effect<A, ClinicalError> =>
-    Effect.catchAll(call, (error) => {
-      const wait = Tally.againAfterMillis(error, waitedMillis, resent, persistence)
-      if (wait === undefined) return Effect.fail(error)
-      const again = error._tag === "CircuitOpen"
-        ? Effect.suspend(() => attempt(waitedMillis + wait, resent))
-        : Effect.suspend(() => attempt(waitedMillis, resent + 1))
-      return wait === 0 ? again : Effect.zipRight(Effect.sleep(Duration.millis(wait)), again)
-    })
-  return attempt(0, 0)
-}
+): Effect.Effect<A, ClinicalError> =>
+  Effect.suspend(() => {
+    // The wait for an open circuit counts on the clock from the first refusal: the calls between
+    // the sleeps (a probe that hangs until its timeout) are time spent waiting for the service too.
+    let firstRefusedAt: number | undefined
+    const attempt = (resent: number): Effect.Effect<A, ClinicalError> =>
+      Effect.catchAll(call, (error) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          if (error._tag === "CircuitOpen") firstRefusedAt ??= now
+          const waited = firstRefusedAt === undefined ? 0 : Math.max(0, now - firstRefusedAt)
+          const wait = Tally.againAfterMillis(error, waited, resent, persistence)
+          if (wait === undefined) return Effect.fail(error)
+          const again = Effect.suspend(() => attempt(error._tag === "CircuitOpen" ? resent : resent + 1))
+          return wait === 0 ? again : Effect.zipRight(Effect.sleep(Duration.millis(wait)), again)
+        }))
+    return attempt(0)
+  })
 
 /**
  * Runs `call` for every person of `input` (an iterable, read lazily, or a Stream). The options are

@@ -89,7 +89,9 @@ export const succeeded = (tally: Tally): Tally => ({
 /** A person failed; the first failure that would hit everyone stops the batch (later ones keep that reason). */
 export const failed = (tally: Tally, error: ClinicalError, stopAfterTransportFailures: number): Tally => {
   // A body too large is this person's; the others say the host cannot be reached.
-  const inARow = error._tag === "TransportError" && error.reason !== "ResponseTooLarge"
+  // A deadline that passed before the request went (the call waited for a turn) says nothing of the host.
+  const inARow = error._tag === "TransportError" && error.reason !== "ResponseTooLarge" &&
+      !(error.reason === "Deadline" && error.requestSent === false)
     ? tally.transportFailuresInARow + 1
     : 0
   const reason = tally.stop === undefined ? stopReasonOf(error, inARow, stopAfterTransportFailures) : undefined

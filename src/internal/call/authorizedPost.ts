@@ -271,7 +271,7 @@ class Caller {
       : this.fresh?.(now)
     return used === undefined
       ? this.onEffectPath(fiber, call, this.attempt(call, begun))
-      : this.common(fiber, call, CallPolicy.attempted(begun), used, dispatch!, clock)
+      : this.common(fiber, call, begun, used, dispatch!, clock)
   }
 
   private metricsOf(operation: Operation) {
@@ -280,10 +280,12 @@ class Caller {
     return metrics
   }
 
-  private deadlinePassed(call: AnyCall): HttpError {
+  /** The call's deadline passed; `unsent` when it passed before the request went (waiting for a turn or a token). */
+  private deadlinePassed(call: AnyCall, unsent = false): HttpError {
     return new TransportError({
       operation: call.operation,
       reason: "Deadline",
+      ...(unsent ? { requestSent: false } : {}),
       method: "POST",
       url: call.url,
       detail: `the call's deadline of ${Duration.format(this.config.deadline)} passed`
@@ -313,7 +315,7 @@ class Caller {
   private exchange(call: AnyCall, progress: CallPolicy.Progress, token: TokenService.AccessToken) {
     return Effect.clockWith((clock) => {
       const budget = CallPolicy.budget(progress, clock.unsafeCurrentTimeMillis(), this.requestTimeoutMillis)
-      if (budget._tag === "Passed") return Effect.fail(this.deadlinePassed(call))
+      if (budget._tag === "Passed") return Effect.fail(this.deadlinePassed(call, true))
       return Effect.mapError(
         HttpSpan.attempt(
           this.request(call, token, budget.timeoutMillis),
@@ -333,7 +335,7 @@ class Caller {
       Effect.mapError(
         this.tokens.getWithin(Math.max(0, progress.deadlineAt - clock.unsafeCurrentTimeMillis())),
         (error): ClinicalError =>
-          error._tag === "TransportError" && error.reason === "Deadline" ? this.deadlinePassed(call) : error
+          error._tag === "TransportError" && error.reason === "Deadline" ? this.deadlinePassed(call, true) : error
       )
     )
   }
@@ -522,12 +524,22 @@ class Caller {
         onSuccess: (taken) =>
           Effect.suspend(() => {
             let used = taken
-            const exchange = Effect.suspend(() => {
+            const exchange = Effect.suspend((): Effect.Effect<HttpTransport.TransportResponse, HttpError> => {
+              // Admitted while closed, its turn coming once the circuit opened: asked again.
+              if (sentAt === Number.NEGATIVE_INFINITY && !this.load.closed()) {
+                const waitMillis = this.load.admit(clock)
+                if (waitMillis !== undefined) {
+                  return Effect.fail(new CircuitOpen({ operation: call.operation, retryAfterMillis: waitMillis }))
+                }
+              }
               used = this.latest(taken, clock)
               return this.measured(this.exchange(call, progress, used), progress, clock)
             })
             return Effect.matchEffect(this.gate.run(exchange), {
-              onFailure: (error) => this.proceed(call, progress, failed(error), used),
+              onFailure: (error) =>
+                error._tag === "CircuitOpen"
+                  ? this.circuitOpen(call, before, error.retryAfterMillis)
+                  : this.proceed(call, progress, failed(error), used),
               onSuccess: (response) => this.answered(call, progress, used, response)
             })
           })
@@ -604,12 +616,13 @@ class Caller {
   private common<A>(
     fiber: FiberSpan.AnyFiber,
     call: Call<A>,
-    progress: CallPolicy.Progress,
+    before: CallPolicy.Progress,
     used: TokenService.AccessToken,
     send: NonNullable<HttpTransport.Service["dispatch"]>,
     clock: Clock.Clock
   ): Effect.Effect<A, ClinicalError> {
     const gate = this.gate
+    const progress = CallPolicy.attempted(before)
     return callback<A, ClinicalError>((resume) => {
       let holding = false
       // Whether the turn came later than asked for: then the token is read again (see `latest`).
@@ -624,13 +637,19 @@ class Caller {
       const withdraw = gate.take(() => {
         holding = true
         try {
+          if (!this.load.closed()) {
+            // The circuit opened while this call waited: admitted (or refused) on the Effect path.
+            holding = false
+            gate.leave()
+            return resume(this.onEffectPath(fiber, call, this.attempt(call, before)))
+          }
           const now = clock.unsafeCurrentTimeMillis()
           if (waited) token = this.fresh?.(now) ?? token
           const budget = CallPolicy.budget(progress, now, this.requestTimeoutMillis)
           if (budget._tag === "Passed") {
             holding = false
             gate.leave()
-            return resume(this.onEffectPath(fiber, call, this.fail(call, progress, this.deadlinePassed(call))))
+            return resume(this.onEffectPath(fiber, call, this.fail(call, progress, this.deadlinePassed(call, true))))
           }
           const started = HttpSpan.startIn(
             fiber,

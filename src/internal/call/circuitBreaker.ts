@@ -14,8 +14,9 @@
  * | `Open`, at its time | goes as the probe: `HalfOpen` | | |
  * | `HalfOpen` | refused, for a cool-down: one probe at a time; once the probe is `probeTimeoutMillis` old, goes as a new probe | `Closed` | the probe's: `Open` again, the cool-down doubled; one sent before: nothing |
  *
- * A probe that ends with no outcome (its call interrupted) is {@link abandoned}: the next call
- * probes at once, rather than every call being refused until `probeTimeoutMillis`.
+ * A probe that ends with nothing learnt (its call interrupted, its deadline passed) is
+ * {@link abandoned}: the next call probes at once, rather than every call being refused until
+ * `probeTimeoutMillis`.
  *
  * An answer is any response the service made, a 4xx or a 429 included: it is up (a 429 is the
  * concurrency limit's to act on, not this).
@@ -104,10 +105,11 @@ export const afterOutcome = (
 }
 
 /**
- * The state after the probe that went at `since` ended with no outcome (its call was interrupted):
- * open with its time come, so that the next call probes; any other state is left as it is.
+ * The state after a call admitted at `sentAt` ended with nothing learnt (interrupted, its deadline
+ * passed before it sent): if it was the probe (sent at or after `since`), open with its time come,
+ * so that the next call probes; any other state is left as it is.
  */
-export const abandoned = (state: State, since: number, now: number): State =>
-  state._tag === "HalfOpen" && state.since === since
+export const abandoned = (state: State, sentAt: number, now: number): State =>
+  state._tag === "HalfOpen" && sentAt >= state.since
     ? { _tag: "Open", until: now, cooldownMillis: state.cooldownMillis }
     : state

@@ -120,7 +120,10 @@ export class LoadControl {
       ? undefined
       : { ...ConcurrencyLimit.initial(settings.limit, settings.initialLimit) }
     this.permits = this.limitState === undefined ? 0 : ConcurrencyLimit.permits(this.limitState.limit)
-    if (this.limitState !== undefined) gate.resize(this.permits)
+    if (this.limitState !== undefined) {
+      gate.resize(this.permits)
+      onLimit(this.permits)
+    }
     this.balance = settings.budget === undefined ? 0 : RetryBudget.floor(settings.budget)
   }
 
@@ -181,7 +184,7 @@ export class LoadControl {
    * {@link sentAt} did. Called while its turn of the gate is still held.
    */
   ended(number: number, sentAt: number, signal: Signal, clock: Clock.Clock): void {
-    if (signal === Signal.Nothing) return
+    if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
     const limit = this.settings.limit
     if (limit !== undefined && signal !== Signal.Down) {
       const state = this.limitState!
@@ -197,10 +200,15 @@ export class LoadControl {
    * not be had): the breaker is told, or a probe that sends nothing would hold it half-open.
    */
   endedUnsent(sentAt: number, signal: Signal, clock: Clock.Clock): void {
-    if (this.breaker._tag !== "Closed") this.toldBreaker(sentAt, signal, clock)
+    // Whatever the token endpoint said, the data service was not heard from: a failed probe.
+    if (signal === Signal.Nothing) this.interrupted(sentAt, clock)
+    else if (this.breaker._tag !== "Closed") this.toldBreaker(sentAt, Signal.Down, clock)
   }
 
-  /** A call admitted at `sentAt` (see {@link sentAt}) was interrupted: if it was the probe, another call probes now. */
+  /**
+   * A call admitted at `sentAt` (see {@link probeSince}, {@link sentAt}) ended with nothing learnt
+   * (interrupted, its deadline passed): if it was the probe, another call probes now.
+   */
   interrupted(sentAt: number, clock: Clock.Clock): void {
     if (this.breaker._tag === "HalfOpen") {
       this.breaker = CircuitBreaker.abandoned(this.breaker, sentAt, monotonicMillis(clock))
