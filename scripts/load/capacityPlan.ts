@@ -1,6 +1,6 @@
 /** What the scenarios' service of fixed capacity (`capacityServer.ts`) is told, and what it counts. */
 
-/** What the service does from `at` (ms after its start) until the next phase. */
+/** What the service does from `at` (ms after its first request) until the next phase; what it does not say is as normal. */
 export interface Phase {
   readonly at: number
   readonly latencyMillis?: number

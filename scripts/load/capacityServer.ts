@@ -22,8 +22,9 @@ let started: number | undefined
 const elapsedNow = () => (started === undefined ? 0 : Date.now() - started)
 const phaseNow = (): Phase => {
   const elapsed = elapsedNow()
+  // Each phase says all that holds from its time on: what it does not say is back to normal.
   let current: Phase = { at: 0 }
-  for (const phase of plan.phases) if (phase.at <= elapsed) current = { ...current, ...phase }
+  for (const phase of plan.phases) if (phase.at <= elapsed) current = phase
   return current
 }
 

@@ -45,47 +45,62 @@ export interface Figures {
   readonly recoveryMillis: number | undefined
 }
 
-const LATENCY = 20
-const K = 8
+export const LATENCY = 20
+export const K = 8
 
-/** The scenarios of issue 25, at `persons` persons. */
-export const scenarios = (persons: number): ReadonlyArray<Scenario> => [
-  {
-    name: "1 one process, 429 with Retry-After: 1",
-    plan: { capacity: K, retryAfterSeconds: 1, phases: [] },
-    persons,
-    processes: 1
-  },
-  { name: "1 one process, 429 without Retry-After", plan: { capacity: K, phases: [] }, persons, processes: 1 },
-  { name: "2 four processes", plan: { capacity: K, retryAfterSeconds: 1, phases: [] }, persons, processes: 4 },
-  {
-    name: "3 all 503 for 15 s",
-    plan: { capacity: K, phases: [{ at: 2000, status: 503 }, { at: 17_000 }] },
-    persons,
-    processes: 1,
-    window: { from: 2000, to: 17_000 }
-  },
-  {
-    name: "3b port closed for 15 s",
-    plan: { capacity: K, phases: [{ at: 2000, closed: true }, { at: 17_000 }] },
-    persons,
-    processes: 1,
-    window: { from: 2000, to: 17_000 }
-  },
-  {
-    name: "4 latency 20 ms -> 2 s for 20 s",
-    plan: { capacity: K, phases: [{ at: 2000, latencyMillis: 2000 }, { at: 22_000, latencyMillis: LATENCY }] },
-    persons,
-    processes: 1,
-    window: { from: 2000, to: 22_000 }
-  },
-  {
-    name: "5 30% random 500s",
-    plan: { capacity: K, phases: [{ at: 0, failingShare: 0.3 }] },
-    persons,
-    processes: 1
-  }
-]
+/** How large the scenarios are: the issue's sizes (`FULL`), or smaller for a test. */
+export interface Scale {
+  readonly persons: number
+  /** How long the service is down (503, or its port closed), from 2 s in. */
+  readonly outageMillis: number
+  /** How long its answers take `slowLatencyMillis` instead of 20 ms, from 2 s in. */
+  readonly slowMillis: number
+  readonly slowLatencyMillis: number
+}
+
+export const FULL: Scale = { persons: 3000, outageMillis: 15_000, slowMillis: 20_000, slowLatencyMillis: 2000 }
+
+/** The scenarios of issue 25 at `scale`. */
+export const scenarios = ({ outageMillis, persons, slowLatencyMillis, slowMillis }: Scale): ReadonlyArray<Scenario> => {
+  const outage = { from: 2000, to: 2000 + outageMillis }
+  const slow = { from: 2000, to: 2000 + slowMillis }
+  const seconds = (millis: number) => `${millis / 1000} s`
+  return [
+    {
+      name: "1 one process, 429 with Retry-After: 1",
+      plan: { capacity: K, retryAfterSeconds: 1, phases: [] },
+      persons,
+      processes: 1
+    },
+    { name: "1 one process, 429 without Retry-After", plan: { capacity: K, phases: [] }, persons, processes: 1 },
+    { name: "2 four processes", plan: { capacity: K, retryAfterSeconds: 1, phases: [] }, persons, processes: 4 },
+    {
+      name: `3 all 503 for ${seconds(outageMillis)}`,
+      plan: { capacity: K, phases: [{ at: outage.from, status: 503 }, { at: outage.to }] },
+      persons,
+      processes: 1,
+      window: outage
+    },
+    {
+      name: `3b port closed for ${seconds(outageMillis)}`,
+      plan: { capacity: K, phases: [{ at: outage.from, closed: true }, { at: outage.to }] },
+      persons,
+      processes: 1,
+      window: outage
+    },
+    {
+      name: `4 latency 20 ms -> ${seconds(slowLatencyMillis)} for ${seconds(slowMillis)}`,
+      plan: {
+        capacity: K,
+        phases: [{ at: slow.from, latencyMillis: slowLatencyMillis }, { at: slow.to, latencyMillis: LATENCY }]
+      },
+      persons,
+      processes: 1,
+      window: slow
+    },
+    { name: "5 30% random 500s", plan: { capacity: K, phases: [{ at: 0, failingShare: 0.3 }] }, persons, processes: 1 }
+  ]
+}
 
 /** Starts a child process and resolves with its first line of output (and the process). */
 const start = (script: string, argument: unknown) => {
@@ -190,7 +205,9 @@ const main = async () => {
   const persons = Number(option("--persons") ?? 3000)
   const only = option("--only")?.split(",")
   const before = process.argv.includes("--before")
-  const chosen = scenarios(persons).filter((s) => only === undefined || only.includes(s.name.split(" ")[0]!))
+  const chosen = scenarios({ ...FULL, persons }).filter((s) =>
+    only === undefined || only.includes(s.name.split(" ")[0]!)
+  )
   process.stdout.write(
     `Load scenarios, ${persons} persons, K = ${K}, ${LATENCY} ms a request, ${
       before ? "load control off (before)" : "default settings"

@@ -1,0 +1,57 @@
+/**
+ * The load-control scenarios of issue 25 on loopback, smaller than `npm run load:scenarios` runs
+ * them (1,200 persons, 3 s outages): a service of fixed capacity (K = 8 at once, 20 ms each, 429
+ * beyond) in a process of its own, the batch in another, through the default undici transport
+ * with default settings. What they assert is what the service saw and what became of the persons,
+ * never the time taken (that is the benchmark's, docs/benchmarks.md).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { K, run, type Scale, scenarios } from "../scripts/load/scenarios.js"
+
+// Enough persons that the batch still runs when the outage (from 2 s in) ends.
+const SMALL: Scale = { persons: 1200, outageMillis: 3000, slowMillis: 3000, slowLatencyMillis: 1000 }
+const byNumber = new Map(scenarios(SMALL).map((scenario) => [scenario.name.split(" ")[0]!, scenario]))
+const scenario = (number: string) => byNumber.get(number)!
+
+describe("load scenarios on loopback", { timeout: 120_000 }, () => {
+  it("1: one process against a service that takes 8 at once: no person failed, 429s at most 5% of requests", async () => {
+    const figures = await run(scenario("1"))
+    expect(figures.failedPersons).toBe(0)
+    expect(figures.throttledShare).toBeLessThanOrEqual(0.05)
+    expect(figures.peakInFlight).toBeLessThanOrEqual(K)
+  })
+
+  it("2: four processes at once: no person failed, 429s at most 8% of requests (5% at the benchmark's 3,000)", async () => {
+    const figures = await run(scenario("2"))
+    expect(figures.failedPersons).toBe(0)
+    // The four processes' first requests (4 each against K = 8) weigh more in a small batch.
+    expect(figures.throttledShare).toBeLessThanOrEqual(0.08)
+  })
+
+  it("3: 503 to everything for 3 s: no person failed; after its first 2 s at most 5 requests a second; back within 3 s", async () => {
+    const figures = await run(scenario("3"))
+    expect(figures.failedPersons).toBe(0)
+    expect(figures.deadRatePerProcess).toBeLessThanOrEqual(5)
+    expect(figures.recoveryMillis).toBeLessThanOrEqual(3000)
+  })
+
+  it("3b: the port refusing connections for 3 s: the same", async () => {
+    const figures = await run(scenario("3b"))
+    expect(figures.failedPersons).toBe(0)
+    expect(figures.deadRatePerProcess).toBeLessThanOrEqual(5)
+    expect(figures.recoveryMillis).toBeLessThanOrEqual(3000)
+  })
+
+  it("4: answers taking 1 s instead of 20 ms for 3 s: never more than 2K in flight, at most 1.5 requests a person", async () => {
+    const figures = await run(scenario("4"))
+    expect(figures.failedPersons).toBe(0)
+    expect(figures.peakInFlightInWindow).toBeLessThanOrEqual(2 * K)
+    expect(figures.requestsPerPerson).toBeLessThanOrEqual(1.5)
+  })
+
+  it("5: 30% of requests failing with 500 at random: no person failed, at most 1.6 requests a person", async () => {
+    const figures = await run(scenario("5"))
+    expect(figures.failedPersons).toBe(0)
+    expect(figures.requestsPerPerson).toBeLessThanOrEqual(1.6)
+  })
+})
