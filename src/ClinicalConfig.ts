@@ -13,6 +13,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { InvalidConfig } from "./ClinicalError.js"
+import * as CircuitBreaker from "./internal/call/circuitBreaker.js"
+import * as ConcurrencyLimit from "./internal/call/concurrencyLimit.js"
+import * as RetryBudget from "./internal/call/retryBudget.js"
 import { misspelledSettings, misspellingWarning } from "./internal/settingTypos.js"
 import * as validate from "./internal/validate.js"
 
@@ -235,12 +238,28 @@ const settings: { readonly [K in keyof Service]: Setting<Service[K]> } = {
   retryWrites: setting("CLINICAL_RETRY_WRITES", validate.boolean, false),
   maxConcurrentRequests: setting("CLINICAL_MAX_CONCURRENT_REQUESTS", validate.integer(1, 100_000), 64),
   adaptiveConcurrency: setting("CLINICAL_ADAPTIVE_CONCURRENCY", validate.boolean, true),
-  initialConcurrency: setting("CLINICAL_INITIAL_CONCURRENCY", validate.integer(1, 100_000), 4),
+  initialConcurrency: setting(
+    "CLINICAL_INITIAL_CONCURRENCY",
+    validate.integer(1, 100_000),
+    ConcurrencyLimit.DEFAULTS.initial
+  ),
   retryBudget: setting("CLINICAL_RETRY_BUDGET", validate.boolean, true),
-  retryBudgetRatio: setting("CLINICAL_RETRY_BUDGET_RATIO", validate.share, 0.5),
-  circuitBreakerThreshold: setting("CLINICAL_CIRCUIT_BREAKER_THRESHOLD", validate.integer(0, 100_000), 10),
-  circuitBreakerCooldown: setting("CLINICAL_CIRCUIT_BREAKER_COOLDOWN", breakerCooldown, Duration.millis(500)),
-  circuitBreakerMaxCooldown: setting("CLINICAL_CIRCUIT_BREAKER_MAX_COOLDOWN", breakerCooldown, Duration.seconds(2)),
+  retryBudgetRatio: setting("CLINICAL_RETRY_BUDGET_RATIO", validate.share, RetryBudget.DEFAULTS.ratio),
+  circuitBreakerThreshold: setting(
+    "CLINICAL_CIRCUIT_BREAKER_THRESHOLD",
+    validate.integer(0, 100_000),
+    CircuitBreaker.DEFAULTS.failureThreshold
+  ),
+  circuitBreakerCooldown: setting(
+    "CLINICAL_CIRCUIT_BREAKER_COOLDOWN",
+    breakerCooldown,
+    Duration.millis(CircuitBreaker.DEFAULTS.cooldownMillis)
+  ),
+  circuitBreakerMaxCooldown: setting(
+    "CLINICAL_CIRCUIT_BREAKER_MAX_COOLDOWN",
+    breakerCooldown,
+    Duration.millis(CircuitBreaker.DEFAULTS.maxCooldownMillis)
+  ),
   maxResponseBytes: setting("CLINICAL_MAX_RESPONSE_BYTES", validate.integer(1, 1024 * 1024 * 1024), 4 * 1024 * 1024),
   tracePropagation: setting("CLINICAL_TRACE_PROPAGATION", validate.boolean, false)
 }

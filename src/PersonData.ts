@@ -145,7 +145,7 @@ export type Entry<A> = Batch.Entry<A>
 /** The totals of a batch so far, given to `onProgress`. */
 export type Progress = BatchTally.Progress
 
-/** Why a batch stopped early and skipped the rest: `CredentialsRefused`, `InvalidRequest` or `TransportFailures`. */
+/** Why a batch stopped early and skipped the rest: `CredentialsRefused`, `InvalidRequest`, `TransportFailures` or `ServiceDown`. */
 export type StopReason = BatchTally.StopReason
 
 /** Transport failures in a row after which a batch skips the rest, unless `stopAfterTransportFailures` says otherwise. */

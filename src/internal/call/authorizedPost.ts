@@ -214,6 +214,10 @@ const failed = (error: HttpError): CallPolicy.Outcome => ({
 const refusedByCircuit = Metric.tagged(Telemetry.refusedByLoadControl, "reason", "circuit-open")
 const refusedByBudget = Metric.tagged(Telemetry.refusedByLoadControl, "reason", "retry-budget")
 
+/** The open circuit's refusal of a call: nothing is sent, the caller learns when the service is probed. */
+const refusal = (call: AnyCall, waitMillis: number): CircuitOpen =>
+  new CircuitOpen({ operation: call.operation, retryAfterMillis: waitMillis })
+
 /** The error an attempt that did not end the call ended in. */
 const errorOf = (outcome: CallPolicy.Outcome): ClinicalError | undefined =>
   outcome._tag === "Failed" ? outcome.error : outcome.read._tag === "Left" ? outcome.read.left : undefined
@@ -512,7 +516,7 @@ class Caller {
   private attempt<A>(call: Call<A>, before: CallPolicy.Progress): Effect.Effect<A, ClinicalError> {
     return Effect.clockWith((clock) => {
       const waitMillis = this.load.admit(clock)
-      if (waitMillis !== undefined) return this.circuitOpen(call, before, waitMillis)
+      if (waitMillis !== undefined) return this.circuitOpen(call, before, refusal(call, waitMillis))
       const progress = CallPolicy.attempted(before)
       const sentAt = this.load.probeSince()
       const attempt = Effect.matchEffect(this.token(call, progress), {
@@ -528,9 +532,7 @@ class Caller {
               // Admitted while closed, its turn coming once the circuit opened: asked again.
               if (sentAt === Number.NEGATIVE_INFINITY && !this.load.closed()) {
                 const waitMillis = this.load.admit(clock)
-                if (waitMillis !== undefined) {
-                  return Effect.fail(new CircuitOpen({ operation: call.operation, retryAfterMillis: waitMillis }))
-                }
+                if (waitMillis !== undefined) return Effect.fail(refusal(call, waitMillis))
               }
               used = this.latest(taken, clock)
               return this.measured(this.exchange(call, progress, used), progress, clock)
@@ -538,7 +540,7 @@ class Caller {
             return Effect.matchEffect(this.gate.run(exchange), {
               onFailure: (error) =>
                 error._tag === "CircuitOpen"
-                  ? this.circuitOpen(call, before, error.retryAfterMillis)
+                  ? this.circuitOpen(call, before, error)
                   : this.proceed(call, progress, failed(error), used),
               onSuccess: (response) => this.answered(call, progress, used, response)
             })
@@ -559,12 +561,9 @@ class Caller {
     return this.fresh?.(clock.unsafeCurrentTimeMillis()) ?? taken
   }
 
-  /** A call the open circuit refuses: nothing is sent, the caller learns when the service is probed. */
-  private circuitOpen(call: AnyCall, progress: CallPolicy.Progress, waitMillis: number) {
-    return Effect.zipRight(
-      Metric.increment(refusedByCircuit),
-      this.fail(call, progress, new CircuitOpen({ operation: call.operation, retryAfterMillis: waitMillis }))
-    )
+  /** A call the open circuit refused: counted, recorded, failed with the refusal. */
+  private circuitOpen(call: AnyCall, progress: CallPolicy.Progress, refused: CircuitOpen) {
+    return Effect.zipRight(Metric.increment(refusedByCircuit), this.fail(call, progress, refused))
   }
 
   /** An exchange whose end the load control is told of, in its turn (so that the turn counts as in flight). */

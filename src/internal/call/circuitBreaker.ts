@@ -37,12 +37,11 @@ export interface Settings {
   readonly probeTimeoutMillis: number
 }
 
-/** The breaker the client uses unless told otherwise. */
-export const DEFAULTS: Settings = {
+/** The breaker the client uses unless told otherwise (its probe timeout is the attempt timeout). */
+export const DEFAULTS: Omit<Settings, "probeTimeoutMillis"> = {
   failureThreshold: 10,
   cooldownMillis: 500,
-  maxCooldownMillis: 2000,
-  probeTimeoutMillis: 30_000
+  maxCooldownMillis: 2000
 }
 
 export type State =

@@ -4,7 +4,7 @@
  * one object per client that the call path tells what happens. It holds the state those pure
  * functions replace, and moves the gate's size with the limit.
  *
- * What an attempt's end tells each (see {@link signalOf}):
+ * What an attempt's end tells each (see {@link signalOfStatus}, {@link signalOfError}):
  *
  * | the attempt ended in | the limit | the breaker |
  * |---|---|---|
@@ -114,7 +114,7 @@ export class LoadControl {
     private readonly settings: Settings,
     private readonly gate: Gate.Gate,
     /** Told of each new size of the gate (the limit's gauge). */
-    private readonly onLimit: (permits: number) => void = () => {}
+    private readonly onLimit: (permits: number) => void
   ) {
     this.limitState = settings.limit === undefined
       ? undefined
@@ -125,11 +125,6 @@ export class LoadControl {
       onLimit(this.permits)
     }
     this.balance = settings.budget === undefined ? 0 : RetryBudget.floor(settings.budget)
-  }
-
-  /** The limit now (a real number), or `undefined` when it is fixed. */
-  limit(): number | undefined {
-    return this.limitState?.limit
   }
 
   /**
