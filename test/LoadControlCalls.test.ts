@@ -4,41 +4,19 @@
  * every count is exact. Their decisions alone are tested in ConcurrencyLimit and LoadControl.
  */
 import { describe, expect, it } from "@effect/vitest"
-import {
-  Chunk,
-  Context,
-  type Duration,
-  Effect,
-  Either,
-  Fiber,
-  Layer,
-  Metric,
-  Random,
-  Redacted,
-  Stream,
-  TestClock
-} from "effect"
+import { Chunk, Context, type Duration, Effect, Fiber, Layer, Metric, Redacted, Stream, TestClock } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, type PersonData, TokenService } from "effect-clinical"
 import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as Fake from "./support/FakeService.js"
 import * as Hostile from "./support/HostileServer.js"
 
-const middleJitter = Effect.withRandom(Random.fixed([0.5]))
-
 const withClient = <A, E>(
   body: (fake: Fake.FakeService) => Effect.Effect<A, E, ClinicalClient.Services>,
   overrides: Parameters<typeof Fake.clientLayer>[1] = {},
   fakeOptions: Fake.FakeServiceOptions = {}
-) => middleJitter(Fake.withClient(body, overrides, fakeOptions))
+) => Fake.middleJitter(Fake.withClient(body, overrides, fakeOptions))
 
 const get = MedicationService.get(Fake.PERSON_UID)
-
-const ANSWER = HttpTransport.jsonResponse(200, {
-  Medications: Fake.MEDICATIONS,
-  Success: true,
-  ErrorMessage: null,
-  ErrorType: null
-})
 
 /**
  * A service that takes `capacity` requests at once, each answered after `millis` (test clock);
@@ -55,7 +33,7 @@ const fixedCapacity = (fake: Fake.FakeService, capacity: number, millis: number)
       seen.inFlight++
       seen.peak = Math.max(seen.peak, seen.inFlight)
       return Effect.sleep(millis).pipe(
-        Effect.as(ANSWER),
+        Effect.as(Fake.MEDICATIONS_ANSWER),
         Effect.ensuring(Effect.sync(() => {
           seen.inFlight--
           seen.answered++
@@ -71,8 +49,10 @@ const calls = (count: number) =>
   })
 
 /** Each call's outcome: the error's tag, or "Right". */
-const outcomesOf = (results: ReadonlyArray<Either.Either<unknown, { readonly _tag: string }>>) =>
-  results.map((r) => Either.isLeft(r) ? r.left._tag : "Right")
+const outcomesOf = Fake.outcomeTags
+
+/** The next `count` data requests answered 503. */
+const fail503 = (fake: Fake.FakeService, count: number) => fake.scriptData(...Fake.answering(503, count))
 
 // Hundreds of calls under TestClock, step by step: seconds on a busy machine.
 describe("the adaptive concurrency limit", { timeout: 30_000 }, () => {
@@ -137,9 +117,6 @@ describe("the adaptive concurrency limit", { timeout: 30_000 }, () => {
 })
 
 describe("the circuit breaker", () => {
-  const fail503 = (fake: Fake.FakeService, count: number) =>
-    fake.scriptData(...Array.from({ length: count }, () => Fake.respond(503, {})))
-
   it.effect("10 failures in a row open it: calls fail with CircuitOpen, nothing sent; after the cool-down one probe closes it", () =>
     withClient(
       (fake) =>
@@ -279,7 +256,7 @@ describe("the circuit breaker", () => {
           yield* fail503(fake, 10)
           for (let i = 0; i < 10; i++) yield* Effect.flip(get)
           // Past the token's lifetime: the probe must fetch a token, and the token endpoint is down.
-          yield* fake.scriptToken(...Array.from({ length: 20 }, () => Fake.respond(503, {})))
+          yield* fake.scriptToken(...Fake.answering(503, 20))
           yield* TestClock.adjust("2 seconds")
           expect(yield* Fake.runWithClock(Effect.flip(get))).toMatchObject({ _tag: "ServerError", operation: "token" })
           // Open again, for the doubled cool-down from the probe's failure (the clock moved on since).
@@ -303,7 +280,7 @@ describe("the retry budget", { timeout: 30_000 }, () => {
     withClient(
       (fake) =>
         Effect.gen(function*() {
-          yield* fake.scriptData(...Array.from({ length: 800 }, () => Fake.respond(503, {})))
+          yield* fake.scriptData(...Fake.answering(503, 800))
           const before = (yield* Metric.value(refusedByBudget)).count
           const results = yield* Fake.runWithClock(calls(200))
           expect(outcomesOf(results)).toEqual(Array.from({ length: 200 }, () => "ServerError"))
@@ -324,7 +301,7 @@ describe("the retry budget", { timeout: 30_000 }, () => {
     withClient(
       (fake) =>
         Effect.gen(function*() {
-          yield* fake.scriptData(...Array.from({ length: 800 }, () => Fake.respond(503, {})))
+          yield* fake.scriptData(...Fake.answering(503, 800))
           yield* Fake.runWithClock(calls(200))
           expect(yield* fake.dataRequests).toHaveLength(800)
         }),
@@ -333,8 +310,6 @@ describe("the retry budget", { timeout: 30_000 }, () => {
 })
 
 describe("a batch while the circuit is open", () => {
-  const fail503 = (fake: Fake.FakeService, count: number) =>
-    fake.scriptData(...Array.from({ length: count }, () => Fake.respond(503, {})))
   const batchOf = (count: number, options: PersonData.ManyOptions = {}) =>
     Effect.map(
       Stream.runCollect(
@@ -350,7 +325,7 @@ describe("a batch while the circuit is open", () => {
     withClient(
       (fake) =>
         Effect.gen(function*() {
-          yield* fake.scriptData(...Array.from({ length: 10 }, () => Fake.respond(503, {})))
+          yield* fake.scriptData(...Fake.answering(503, 10))
           const outcomes = yield* Fake.runWithClock(batchOf(15))
           expect(outcomes).toEqual([
             ...Array.from({ length: 10 }, () => "ServerError"),
@@ -368,7 +343,7 @@ describe("a batch while the circuit is open", () => {
     withClient(
       (fake) =>
         Effect.gen(function*() {
-          yield* fake.scriptData(...Array.from({ length: 30 }, () => Fake.respond(503, {})))
+          yield* fake.scriptData(...Fake.answering(503, 30))
           const outcomes = yield* Fake.runWithClock(batchOf(20, { outagePatience: "1 second" }))
           // Probes at 500 ms and 1.5 s fail; the next would come after 3.5 s, past the patience.
           expect(outcomes).toEqual([
@@ -385,7 +360,7 @@ describe("a batch while the circuit is open", () => {
     withClient(
       (fake) =>
         Effect.gen(function*() {
-          yield* fake.scriptData(...Array.from({ length: 10 }, () => Fake.respond(503, {})))
+          yield* fake.scriptData(...Fake.answering(503, 10))
           const outcomes = yield* batchOf(12, { outagePatience: 0 })
           expect(outcomes.slice(10)).toEqual(["CircuitOpen", "Skipped"])
         }),

@@ -5,23 +5,15 @@
  * Promise entry and the gauge show. Each test failed on the wiring's first commit.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Clock, type Duration, Effect, Either, Layer, Metric, Random, Stream, TestClock } from "effect"
+import { Chunk, Clock, type Duration, Effect, Layer, Metric, Stream, TestClock } from "effect"
 import { ClinicalClient, ClinicalError, HttpTransport, MedicationService } from "effect-clinical"
 import * as ClinicalPromise from "effect-clinical/promise"
 import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as Fake from "./support/FakeService.js"
 import * as Hostile from "./support/HostileServer.js"
 
-const middleJitter = Effect.withRandom(Random.fixed([0.5]))
 const get = MedicationService.get(Fake.PERSON_UID)
-const tagsOf = (results: ReadonlyArray<Either.Either<unknown, { readonly _tag: string }>>) =>
-  results.map((r) => Either.isLeft(r) ? r.left._tag : "Right")
-const ANSWER = HttpTransport.jsonResponse(200, {
-  Medications: Fake.MEDICATIONS,
-  Success: true,
-  ErrorMessage: null,
-  ErrorType: null
-})
+const tagsOf = Fake.outcomeTags
 
 // First in the file: the gauge is the process's.
 describe("the concurrency-limit gauge", () => {
@@ -46,10 +38,10 @@ describe("effect-clinical/promise", () => {
 
 describe("calls waiting for a turn when the circuit opens", () => {
   it.effect("are refused, not sent (Effect path, default settings: 4 at once, the rest waiting)", () =>
-    middleJitter(Fake.withClient(
+    Fake.middleJitter(Fake.withClient(
       (fake) =>
         Effect.gen(function*() {
-          yield* fake.scriptData(...Array.from({ length: 40 }, () => Fake.respond(503, {})))
+          yield* fake.scriptData(...Fake.answering(503, 40))
           const results = yield* Effect.all(Array.from({ length: 40 }, () => Effect.either(get)), {
             concurrency: "unbounded"
           })
@@ -89,10 +81,10 @@ describe("calls waiting for a turn when the circuit opens", () => {
 
 describe("a probe that learns nothing of the data service", () => {
   it.effect("whose token endpoint answers 429 does not close the circuit", () =>
-    middleJitter(Fake.withClient(
+    Fake.middleJitter(Fake.withClient(
       (fake) =>
         Effect.gen(function*() {
-          yield* fake.scriptData(...Array.from({ length: 20 }, () => Fake.respond(503, {})))
+          yield* fake.scriptData(...Fake.answering(503, 20))
           for (let i = 0; i < 10; i++) yield* Effect.flip(get)
           expect((yield* Effect.flip(get))._tag).toBe("CircuitOpen")
           // The token has expired: the probe must fetch one, and the token endpoint throttles.
@@ -111,11 +103,11 @@ describe("a batch", () => {
   it.effect(
     "waits for a service that hangs no longer than its outagePatience (plus one call)",
     () =>
-      middleJitter(Fake.withClient(
+      Fake.middleJitter(Fake.withClient(
         (fake) =>
           Effect.gen(function*() {
             yield* fake.scriptData(
-              ...Array.from({ length: 10 }, () => Fake.respond(503, {})),
+              ...Fake.answering(503, 10),
               ...Array.from({ length: 1000 }, (): Fake.Responder => () => Effect.never)
             )
             const entries = yield* Fake.runWithClock(
@@ -140,7 +132,7 @@ describe("a batch", () => {
   it.effect(
     "against a slow service that takes 4 at once is not stopped by deadlines spent waiting for a turn",
     () =>
-      middleJitter(Fake.withClient(
+      Fake.middleJitter(Fake.withClient(
         (fake) =>
           Effect.gen(function*() {
             let inFlight = 0
@@ -148,7 +140,10 @@ describe("a batch", () => {
               Effect.suspend(() => {
                 if (inFlight >= 4) return Effect.succeed(HttpTransport.jsonResponse(429, {}))
                 inFlight++
-                return Effect.sleep("5 seconds").pipe(Effect.as(ANSWER), Effect.ensuring(Effect.sync(() => inFlight--)))
+                return Effect.sleep("5 seconds").pipe(
+                  Effect.as(Fake.MEDICATIONS_ANSWER),
+                  Effect.ensuring(Effect.sync(() => inFlight--))
+                )
               })
             yield* fake.scriptData(...Array.from({ length: 2000 }, () => responder))
             const entries = yield* Fake.runWithClock(

@@ -9,8 +9,7 @@ import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as CapturingTracer from "./support/CapturingTracer.js"
 import * as Fake from "./support/FakeService.js"
 
-/** Jitter fixed at the middle: a retry waits 3/4 of its exponential step (750 ms, 1.5 s, 3 s, ...). */
-const middleJitter = Effect.withRandom(Random.fixed([0.5]))
+const middleJitter = Fake.middleJitter
 
 const withClient = <A, E>(
   body: (fake: Fake.FakeService) => Effect.Effect<A, E, ClinicalClient.Services>,

@@ -3,7 +3,7 @@
  * tokens, checks them on data requests (401 unknown, 419 expired) and records every request as it
  * would go on the wire. Tests queue exact responses with `scriptToken` / `scriptData`.
  */
-import { Clock, type Duration, Effect, Fiber, Layer, Option, Ref, TestClock } from "effect"
+import { Clock, type Duration, Effect, type Either, Fiber, Layer, Option, Random, Ref, TestClock } from "effect"
 import { ClinicalClient, type ClinicalConfig, type ClinicalError, HttpDate, HttpTransport } from "effect-clinical"
 
 export const APPLICATION_ID = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
@@ -23,6 +23,21 @@ export const MEDICATIONS = [
   { Name: "Lisinopril", Strength: "10 mg", Instructions: "1 tablet daily", StartDate: "2024-01-05", Code: "314076" },
   { Name: "Metformin", Strength: "500 mg", Instructions: "twice daily with meals", StartDate: "2023-06-12" }
 ]
+
+/** The fake's answer to a medications request with a good token. */
+export const MEDICATIONS_ANSWER = HttpTransport.jsonResponse(200, {
+  Medications: MEDICATIONS,
+  Success: true,
+  ErrorMessage: null,
+  ErrorType: null
+})
+
+/** Jitter fixed at the middle: a retry waits 3/4 of its exponential step (750 ms, 1.5 s, 3 s, ...). */
+export const middleJitter = Effect.withRandom(Random.fixed([0.5]))
+
+/** Each call's outcome: its error's tag, or "Right". */
+export const outcomeTags = (results: ReadonlyArray<Either.Either<unknown, { readonly _tag: string }>>) =>
+  results.map((result) => result._tag === "Left" ? result.left._tag : "Right")
 
 export interface Recorded {
   /** Test clock time (ms) the request arrived. */
@@ -82,12 +97,7 @@ export const make = (options: FakeServiceOptions = {}) =>
         const expiry = (yield* Ref.get(tokens)).get(authorization.replace(/^Bearer /, ""))
         if (expiry === undefined) return HttpTransport.jsonResponse(401, { Message: "Authorization has been denied." })
         if ((yield* serverNow) >= expiry) return HttpTransport.jsonResponse(419, { Message: "Token expired." })
-        return HttpTransport.jsonResponse(200, {
-          Medications: MEDICATIONS,
-          Success: true,
-          ErrorMessage: null,
-          ErrorType: null
-        })
+        return MEDICATIONS_ANSWER
       })
 
     const handler = (request: HttpTransport.TransportRequest) =>
@@ -130,6 +140,10 @@ export type FakeService = Effect.Effect.Success<ReturnType<typeof make>>
 /** A responder that answers with a fixed JSON response. */
 export const respond = (status: number, body: unknown, headers: Record<string, string> = {}): Responder => () =>
   Effect.succeed(HttpTransport.jsonResponse(status, body, headers))
+
+/** `count` responders each answering `status` with an empty JSON object. */
+export const answering = (status: number, count: number): ReadonlyArray<Responder> =>
+  Array.from({ length: count }, () => respond(status, {}))
 
 export const clientOptions = {
   baseUrl: BASE_URL,
