@@ -404,10 +404,12 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       owner: Crypto.randomUUID(),
       limits: {
         hardWindowMillis: windows.hardWindowMillis,
-        maxLifetimeMillis: Duration.toMillis(config.maxTokenLifetime)
+        maxLifetimeMillis: Duration.toMillis(config.maxTokenLifetime),
+        maxPauseMillis: Duration.toMillis(config.maxRetryAfter)
       },
       tokenTimeoutMillis: Duration.toMillis(config.tokenTimeout),
       request: requestToken(config, transport),
+      url: tokenUrl(config),
       background: (effect) => Effect.asVoid(Effect.forkIn(effect, scope)),
       secrets: [config.applicationId]
     })

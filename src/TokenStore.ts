@@ -7,8 +7,9 @@
  * - `layerRedis` shares it among every instance that uses the same Redis and the same
  *   ApplicationId. Refresh is single-flight across the fleet (a lease), a publication can never
  *   overwrite a newer token (a generation number, compared and set in one script), expiry is the
- *   key's own TTL as Redis measures it (so clocks need not agree), and a 401/419 drops the stored
- *   token only if it is still the one refused.
+ *   key's own TTL as Redis measures it (so clocks need not agree), a 401/419 drops the stored
+ *   token only if it is still the one refused, and a pause the token endpoint asked one instance
+ *   for (429, or 503 with `Retry-After`) is honoured by all.
  *
  * The local cache stays in front: a fresh token costs no round trip to the store. The store is
  * consulted only to refresh and to drop a refused token. Redis is reached through a two-function
@@ -26,12 +27,25 @@ import { InvalidConfig } from "./ClinicalError.js"
 import { type Events, firstConnection } from "./internal/token/redisReady.js"
 import * as RedisStore from "./internal/token/redisTokenStore.js"
 import { type Entry, fingerprint as storedFingerprint, sealingKey } from "./internal/token/storedEntry.js"
-import type { OnUnavailable, Service } from "./internal/token/tokenStorePort.js"
+import {
+  MAX_PAUSE_MILLIS,
+  type OnUnavailable,
+  type PauseStatus,
+  type Service
+} from "./internal/token/tokenStorePort.js"
 import * as validate from "./internal/validate.js"
 
 export type { Entry } from "./internal/token/storedEntry.js"
 
-export type { OnUnavailable, Service, Snapshot, Stored, Unreadable } from "./internal/token/tokenStorePort.js"
+export type {
+  OnUnavailable,
+  Paused,
+  PauseStatus,
+  Service,
+  Snapshot,
+  Stored,
+  Unreadable
+} from "./internal/token/tokenStorePort.js"
 
 /** Which token a token is, without holding it: a 128-bit SHA-256 prefix. */
 export const fingerprint: (token: Redacted.Redacted<string>) => string = storedFingerprint
@@ -45,6 +59,7 @@ interface MemorySlot {
     | undefined
   generation: number
   lease: { readonly owner: string; readonly until: number } | undefined
+  paused: { readonly status: PauseStatus; readonly until: number } | undefined
 }
 
 /**
@@ -56,9 +71,12 @@ export const memory = (): Service => {
   const slots = new Map<string, MemorySlot>()
   const slotAt = (key: string, now: number): MemorySlot => {
     let slot = slots.get(key)
-    if (slot === undefined) slots.set(key, slot = { stored: undefined, generation: 0, lease: undefined })
+    if (slot === undefined) {
+      slots.set(key, slot = { stored: undefined, generation: 0, lease: undefined, paused: undefined })
+    }
     if (slot.stored !== undefined && slot.stored.expiresAt <= now) slot.stored = undefined
     if (slot.lease !== undefined && slot.lease.until <= now) slot.lease = undefined
+    if (slot.paused !== undefined && slot.paused.until <= now) slot.paused = undefined
     return slot
   }
   const withSlot = <A>(key: string, f: (slot: MemorySlot, now: number) => A) =>
@@ -73,7 +91,10 @@ export const memory = (): Service => {
           remainingMillis: slot.stored.expiresAt - now
         },
         generation: slot.generation,
-        lease: slot.lease?.owner
+        lease: slot.lease?.owner,
+        paused: slot.paused === undefined
+          ? undefined
+          : { status: slot.paused.status, remainingMillis: slot.paused.until - now }
       })),
     acquireLease: (key, owner, ttlMillis) =>
       withSlot(key, (slot, now) => {
@@ -97,6 +118,14 @@ export const memory = (): Service => {
           expiresAt: now + ttlMillis
         }
         return slot.generation
+      }),
+    pause: (key, status, ttlMillis) =>
+      withSlot(key, (slot, now) => {
+        if (
+          slot.paused === undefined || slot.paused.until < now + ttlMillis || slot.paused.until > now + MAX_PAUSE_MILLIS
+        ) {
+          slot.paused = { status, until: now + ttlMillis }
+        }
       }),
     invalidate: (key, fingerprint) =>
       withSlot(key, (slot) => {

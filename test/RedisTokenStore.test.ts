@@ -5,7 +5,7 @@
  * processes is in test/Fleet.test.ts.
  */
 import { Deferred, Effect, Either, Exit, Fiber, Layer, Metric, Redacted, Scope } from "effect"
-import { ClinicalClient, HttpTransport, TokenService, TokenStore } from "effect-clinical"
+import { ClinicalClient, HttpTransport, MedicationService, TokenService, TokenStore } from "effect-clinical"
 import { createClinicalClient, PersonData } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
@@ -115,6 +115,44 @@ for (const kind of ["ioredis", "node-redis"] as const) {
       await new Promise((resolve) => setTimeout(resolve, 250))
       expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 1, lease: undefined })
       expect(await run(store.acquireLease(KEY, "b", 100))).toBe(true)
+    })
+
+    it("the token endpoint's pause: a status and Redis's TTL, never shortened, read in the same step; planted ones count as none", async () => {
+      const { redis } = await open(kind)
+      const store = storeOf(redis)
+      const pauseKey = `effect-clinical:{${KEY}}:pause`
+      await run(store.pause!(KEY, 429, 5000))
+      await run(store.pause!(KEY, 503, 1000)) // shorter: the longer one stays
+      expect(await redis.send(["GET", pauseKey])).toBe("429")
+      const { paused } = await run(store.read(KEY))
+      expect(paused?.status).toBe(429)
+      expect(paused!.remainingMillis).toBeGreaterThan(4000)
+      expect(paused!.remainingMillis).toBeLessThanOrEqual(5000)
+      await run(store.pause!(KEY, 503, 8000.4)) // longer: it replaces it, the TTL rounded up
+      expect(await redis.send(["GET", pauseKey])).toBe("503")
+      expect(Number(await redis.send(["PTTL", pauseKey]))).toBeGreaterThan(7000)
+      // What someone else wrote there: no TTL, another value, another type, or a long text.
+      const planted: ReadonlyArray<ReadonlyArray<string>> = [
+        ["SET", pauseKey, "429"],
+        ["SET", pauseKey, "418", "PX", "60000"],
+        ["SET", pauseKey, "429".repeat(1000), "PX", "60000"]
+      ]
+      for (const command of planted) {
+        await redis.send(command)
+        expect((await run(store.read(KEY))).paused).toBeUndefined()
+      }
+      await redis.send(["DEL", pauseKey])
+      await redis.send(["HSET", pauseKey, "a", "b"])
+      await redis.send(["PEXPIRE", pauseKey, "60000"])
+      expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 0, lease: undefined })
+      // A pause replaces what no instance honours, however long its TTL: a key of another type, a
+      // value of another status, a pause longer than any instance records.
+      for (const plant of [[], ["SET", pauseKey, "418", "PX", "60000"], ["SET", pauseKey, "503", "PX", "7200000"]]) {
+        if (plant.length > 0) await redis.send(plant)
+        await run(store.pause!(KEY, 429, 2000))
+        expect((await run(store.read(KEY))).paused?.status).toBe(429)
+        expect(Number(await redis.send(["PTTL", pauseKey]))).toBeLessThanOrEqual(2000)
+      }
     })
 
     it("sealed, the token is not in Redis in any form, and the key names hold a hash, never the ApplicationId", async () => {
@@ -348,6 +386,27 @@ describe("clients over one Redis and the mock on loopback", () => {
     expect(adopted).toMatchObject({ source: "store", storeGeneration: 1 })
     expect((await mock.counters()).tokenRequests).toBe(2)
   }, 15_000)
+
+  it(
+    "the token endpoint's 429 with Retry-After to one instance pauses the other: it asks nothing, then succeeds",
+    async () => {
+      const a = await client("ioredis")
+      const b = await client("node-redis")
+      await mock.injectFaults("token", [MockClinicalServer.Fault.status(429, { retryAfter: 2 })])
+      expect(await a(Effect.flip(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 2000 })
+      const refused = await b(Effect.flip(TokenService.get))
+      expect(refused).toMatchObject({ _tag: "RateLimited", operation: "token", status: 429 })
+      expect((refused as { retryAfterMillis: number }).retryAfterMillis).toBeGreaterThan(1000)
+      expect((await mock.counters()).tokenRequests).toBe(1)
+      // The call waits the pause out (its deadline allows) and succeeds with one more token request.
+      const started = Date.now()
+      const { medications } = await b(MedicationService.get(mock.persons[0]!.personUid))
+      expect(medications.length).toBeGreaterThan(0)
+      expect(Date.now() - started).toBeGreaterThan(500)
+      expect((await mock.counters()).tokenRequests).toBe(2)
+    },
+    15_000
+  )
 
   it("a seal another instance cannot open: it fails (fail) or goes on alone (local), and its error holds no secret", async () => {
     const a = await client("ioredis", { sealingKey: Keys.sealingKey(1) })

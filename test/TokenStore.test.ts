@@ -168,6 +168,153 @@ describe("clients sharing a token store", () => {
     }))
 })
 
+describe("the token endpoint's pause, shared through the store (issue 25)", () => {
+  const throttled = (status: number, retryAfter?: string) =>
+    Fake.respond(status, {}, retryAfter === undefined ? {} : { "Retry-After": retryAfter })
+  const TOKEN_URL = `${Fake.AUTH_URL}${Fake.TOKEN_PATH}`
+
+  it.scoped("one instance told to wait 5 s: the other fails fast with the same error counting down, nothing sent; then asks", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const store = TokenStore.memory()
+      const a = yield* instance(clientOver(fake, store))
+      const b = yield* instance(clientOver(fake, store))
+      yield* fake.scriptToken(throttled(429, "5"))
+      expect(yield* Effect.flip(a(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 5000 })
+      expect((yield* store.read(storeKey)).paused).toEqual({ status: 429, remainingMillis: 5000 })
+      const fastFails = (yield* Metric.value(Telemetry.throttledFastFails)).count
+      yield* TestClock.adjust(2 * SECOND)
+      const refused = yield* Effect.flip(b(TokenService.get))
+      expect(refused).toBeInstanceOf(ClinicalError.RateLimited)
+      expect(refused).toMatchObject({
+        operation: "token",
+        method: "POST",
+        url: TOKEN_URL,
+        status: 429,
+        retryAfterMillis: 3000
+      })
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+      expect((yield* Metric.value(Telemetry.throttledFastFails)).count).toBe(fastFails + 1)
+      // b remembers it too: asked again at once, it does not even read the store.
+      expect(yield* Effect.flip(b(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 3000 })
+      yield* TestClock.adjust(3 * SECOND)
+      expect(yield* b(TokenService.get)).toMatchObject({ source: "server", storeGeneration: 1 })
+      expect(valueOf(yield* a(TokenService.get))).toBe(Fake.tokenValue(1))
+      expect(yield* fake.tokenRequests).toHaveLength(2)
+    }))
+
+  it.scoped("a call on another instance waits the fleet's pause out and succeeds: its first data request after the pause", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const store = TokenStore.memory()
+      const a = yield* instance(clientOver(fake, store))
+      const b = yield* instance(clientOver(fake, store))
+      yield* fake.scriptToken(throttled(429, "3"))
+      yield* Effect.flip(a(TokenService.get))
+      const { medications } = yield* Fake.runWithClock(b(MedicationService.get(Fake.PERSON_UID)))
+      expect(medications).toEqual(Fake.MEDICATIONS)
+      const tokenRequests = yield* fake.tokenRequests
+      expect(tokenRequests.map((request) => request.at)).toEqual([0, expect.any(Number)])
+      expect(tokenRequests[1]!.at).toBeGreaterThanOrEqual(3 * SECOND)
+      expect((yield* fake.dataRequests).map((request) => request.at)).toEqual([tokenRequests[1]!.at])
+    }))
+
+  it.scoped("an instance waiting for the leaseholder learns of its pause and asks nothing: one token request", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const store = TokenStore.memory()
+      const a = yield* instance(clientOver(fake, store))
+      const b = yield* instance(clientOver(fake, store))
+      const gate = yield* Deferred.make<void>()
+      yield* fake.scriptToken(() => Effect.zipRight(Deferred.await(gate), throttled(503, "30")(undefined as never)))
+      const first = yield* Effect.fork(Effect.flip(a(TokenService.get)))
+      yield* settle
+      const second = yield* Effect.fork(Effect.flip(b(TokenService.get)))
+      yield* runClock(4, 100) // b polls while a holds the lease
+      yield* Deferred.succeed(gate, undefined)
+      yield* runClock(10, 100)
+      expect(yield* Fiber.join(first)).toMatchObject({ _tag: "ServerError", status: 503, retryAfterMillis: 30_000 })
+      const refused = yield* Fiber.join(second)
+      expect(refused).toMatchObject({ _tag: "ServerError", operation: "token", status: 503 })
+      expect((refused as ClinicalError.ServerError).retryAfterMillis).toBeGreaterThan(28 * SECOND)
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+    }))
+
+  it.scoped("a 503 without Retry-After, or a 500, asks for no pause: the other instance asks itself", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const store = TokenStore.memory()
+      const a = yield* instance(clientOver(fake, store))
+      const b = yield* instance(clientOver(fake, store))
+      for (const answer of [throttled(503), throttled(500, "5")]) {
+        yield* fake.scriptToken(answer)
+        expect(yield* Effect.flip(a(TokenService.get))).toMatchObject({ _tag: "ServerError" })
+        expect((yield* store.read(storeKey)).paused).toBeUndefined()
+      }
+      expect(yield* b(TokenService.get)).toMatchObject({ source: "server" })
+      expect(yield* fake.tokenRequests).toHaveLength(3)
+    }))
+
+  it.scoped("a pause longer than maxRetryAfter: waited in steps of maxRetryAfter, the store read again after each", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const store = TokenStore.memory()
+      yield* store.pause!(storeKey, 429, 25 * SECOND)
+      const b = yield* instance(clientOver(fake, store, { maxRetryAfter: "10 seconds" }))
+      expect(yield* Effect.flip(b(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 10_000 })
+      yield* TestClock.adjust(10 * SECOND)
+      expect(yield* Effect.flip(b(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 10_000 })
+      yield* TestClock.adjust(10 * SECOND)
+      expect(yield* Effect.flip(b(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 5_000 })
+      yield* TestClock.adjust(5 * SECOND)
+      expect(yield* b(TokenService.get)).toMatchObject({ source: "server" })
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+    }))
+
+  it.scoped("a pause with more than an hour left is no instance's (planted): not honoured; an hour is", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const planted = TokenStore.memory()
+      yield* planted.pause!(storeKey, 429, 60 * MINUTE + 1)
+      const b = yield* instance(clientOver(fake, planted))
+      expect(yield* b(TokenService.get)).toMatchObject({ source: "server" })
+      const hour = TokenStore.memory()
+      yield* hour.pause!(storeKey, 429, 60 * MINUTE)
+      const c = yield* instance(clientOver(fake, hour))
+      // Honoured, cut to maxRetryAfter (60 s by default) before the next read.
+      expect(yield* Effect.flip(c(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: MINUTE })
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+    }))
+
+  it.effect("the memory store keeps the longer of two pauses, forgets one that has run out, replaces one too long", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.memory()
+      yield* store.pause!("k", 429, 5 * SECOND)
+      yield* store.pause!("k", 503, 2 * SECOND)
+      expect((yield* store.read("k")).paused).toEqual({ status: 429, remainingMillis: 5 * SECOND })
+      yield* store.pause!("k", 503, 8 * SECOND)
+      expect((yield* store.read("k")).paused).toEqual({ status: 503, remainingMillis: 8 * SECOND })
+      yield* TestClock.adjust(8 * SECOND)
+      expect((yield* store.read("k")).paused).toBeUndefined()
+      // One longer than any instance records is no instance's: a real one replaces it.
+      yield* store.pause!("k", 429, 2 * 60 * MINUTE)
+      yield* store.pause!("k", 503, SECOND)
+      expect((yield* store.read("k")).paused).toEqual({ status: 503, remainingMillis: SECOND })
+    }))
+
+  it.scoped("a custom store without pause still works: nothing is shared", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const { pause: _, ...withoutPause } = TokenStore.memory()
+      const a = yield* instance(clientOver(fake, withoutPause))
+      const b = yield* instance(clientOver(fake, withoutPause))
+      yield* fake.scriptToken(throttled(429, "5"))
+      yield* Effect.flip(a(TokenService.get))
+      expect(yield* b(TokenService.get)).toMatchObject({ source: "server" })
+      expect(yield* fake.tokenRequests).toHaveLength(2)
+    }))
+})
+
 /** Runs the clock forward in steps, letting forked fibers run between them. */
 const runClock = (steps: number, stepMillis: number) =>
   Effect.gen(function*() {
@@ -192,7 +339,8 @@ const restartable = () => {
     releaseLease: (key, owner) => Effect.suspend(() => current.releaseLease(key, owner)),
     publish: (key, expected, entry, ttl, owner) =>
       Effect.suspend(() => current.publish(key, expected, entry, ttl, owner)),
-    invalidate: (key, fingerprint) => Effect.suspend(() => current.invalidate(key, fingerprint))
+    invalidate: (key, fingerprint) => Effect.suspend(() => current.invalidate(key, fingerprint)),
+    pause: (key, status, ttl) => Effect.suspend(() => current.pause!(key, status, ttl))
   }
   return { store, restart: () => (current = TokenStore.memory()), current: () => current }
 }
@@ -453,7 +601,11 @@ describe("a token store that fails", () => {
 })
 
 describe("tokenSharing: the decisions", () => {
-  const limits: TokenSharing.Limits = { hardWindowMillis: 30 * SECOND, maxLifetimeMillis: 24 * 60 * MINUTE }
+  const limits: TokenSharing.Limits = {
+    hardWindowMillis: 30 * SECOND,
+    maxLifetimeMillis: 24 * 60 * MINUTE,
+    maxPauseMillis: MINUTE
+  }
   const entry: StoredEntry.Entry = {
     token: Redacted.make("t"),
     lifetimeMillis: 60 * MINUTE,
@@ -470,6 +622,13 @@ describe("tokenSharing: the decisions", () => {
     lease
   })
   const fresh = snapshot({ generation: 3, remainingMillis: 40 * MINUTE })
+  /** `found` with the token endpoint's pause recorded (and the lease's holder, if given). */
+  const paused = (
+    found: TokenStore.Snapshot,
+    status: TokenStore.PauseStatus,
+    remainingMillis: number,
+    lease?: string
+  ): TokenStore.Snapshot => ({ ...found, lease: lease ?? found.lease, paused: { status, remainingMillis } })
 
   const cases: ReadonlyArray<readonly [string, TokenStore.Snapshot, ReadonlyArray<string>, TokenSharing.Step]> = [
     ["nothing stored, lease free", snapshot(undefined), [], { _tag: "Lease" }],
@@ -492,6 +651,25 @@ describe("tokenSharing: the decisions", () => {
     ["a token in its hard window, lease held", snapshot({ generation: 3, remainingMillis: SECOND }, "b"), ["f2"], {
       _tag: "Wait",
       holder: "b"
+    }],
+    ["nothing stored, the endpoint paused with 429", paused(snapshot(undefined), 429, 5 * SECOND), [], {
+      _tag: "Paused",
+      status: 429,
+      remainingMillis: 5 * SECOND
+    }],
+    ["the very token held, paused with 503, lease held", paused(fresh, 503, SECOND, "b"), ["f3"], {
+      _tag: "Paused",
+      status: 503,
+      remainingMillis: SECOND
+    }],
+    ["paused for longer than maxRetryAfter: the cap", paused(snapshot(undefined), 429, 2 * MINUTE), [], {
+      _tag: "Paused",
+      status: 429,
+      remainingMillis: MINUTE
+    }],
+    ["a fresh token while paused: adopted, nothing asked", paused(fresh, 429, SECOND), ["f2"], {
+      _tag: "Adopt",
+      issued: expect.objectContaining({ storeGeneration: 3 })
     }]
   ]
   for (const [name, found, avoid, expected] of cases) {
@@ -762,7 +940,7 @@ describe("sealing keys too weak to seal with (issue 22)", () => {
 })
 
 describe("unit: what a read of something unreadable stands for (issue 22)", () => {
-  const limits = { hardWindowMillis: 30 * SECOND, maxLifetimeMillis: 24 * 60 * MINUTE }
+  const limits = { hardWindowMillis: 30 * SECOND, maxLifetimeMillis: 24 * 60 * MINUTE, maxPauseMillis: MINUTE }
   const snapshot = (sealedOtherwise: boolean, remainingMillis: number): TokenStore.Snapshot => ({
     stored: undefined,
     generation: 3,
@@ -1205,94 +1383,136 @@ describe("the Redis store's replies read, and its scripts sent (issue 24's mutat
         stored: snapshot.stored === undefined
           ? undefined
           : [snapshot.stored.generation, snapshot.stored.remainingMillis],
-        unreadable: snapshot.unreadable?.reason
+        unreadable: snapshot.unreadable?.reason,
+        paused: snapshot.paused
       })
     })
 
   it.each(
     [
-      ["a token, its TTL, its generation and no lease", [value, 5000, "3", null], {
+      ["a token, its TTL, its generation and no lease", [value, 5000, "3", null, null, -2], {
         generation: 3,
         lease: undefined,
         stored: [3, 5000],
         unreadable: undefined
       }],
-      ["the TTL as text, the generation as an integer, a lease", [value, "5000", 3, "owner-1"], {
+      ["the TTL as text, the generation as an integer, a lease", [value, "5000", 3, "owner-1", null, -2], {
         generation: 3,
         lease: "owner-1",
         stored: [3, 5000],
         unreadable: undefined
       }],
-      ["nothing stored yet", [null, -2, null, null], {
+      ["nothing stored yet", [null, -2, null, null, null, -2], {
         generation: 0,
         lease: undefined,
         stored: undefined,
         unreadable: undefined
       }],
-      ["a value without a TTL (written by hand)", [value, -1, "2", null], {
+      ["a value without a TTL (written by hand)", [value, -1, "2", null, null, -2], {
         generation: 2,
         lease: undefined,
         stored: undefined,
         unreadable: undefined
       }],
-      ["a TTL of 0", [value, 0, "2", null], {
+      ["a TTL of 0", [value, 0, "2", null, null, -2], {
         generation: 2,
         lease: undefined,
         stored: undefined,
         unreadable: undefined
       }],
-      ["a value that is not text", [5, 5000, "2", null], {
+      ["a value that is not text", [5, 5000, "2", null, null, -2], {
         generation: 2,
         lease: undefined,
         stored: undefined,
         unreadable: undefined
       }],
-      ["generation 0 as text", [null, -2, "0", null], {
+      ["generation 0 as text", [null, -2, "0", null, null, -2], {
         generation: 0,
         lease: undefined,
         stored: undefined,
         unreadable: undefined
       }],
       ...(["-1", "1.5", "x1", "1x", "1234567890123456", ""] as const).map((generation) =>
-        [`a generation of ${JSON.stringify(generation)}`, [value, 5000, generation, null], {
+        [`a generation of ${JSON.stringify(generation)}`, [value, 5000, generation, null, null, -2], {
           generation: -1,
           lease: undefined,
           stored: undefined,
           unreadable: "the stored generation is not a number"
         }] as const
       ),
-      ["a negative integer generation", [value, 5000, -4, null], {
+      ["a negative integer generation", [value, 5000, -4, null, null, -2], {
         generation: -1,
         lease: undefined,
         stored: undefined,
         unreadable: "the stored generation is not a number"
       }],
-      ["a value no instance wrote", ["planted", 5000, "1", null], {
+      ["a value no instance wrote", ["planted", 5000, "1", null, null, -2], {
         generation: 1,
         lease: undefined,
         stored: undefined,
         unreadable: "the stored token has no fingerprint"
       }],
-      ["a generation of two digits", [value, 5000, "12", null], {
+      ["a generation of two digits", [value, 5000, "12", null, null, -2], {
         generation: 12,
         lease: undefined,
         stored: [12, 5000],
         unreadable: undefined
       }],
-      ["a generation in a list", [value, 5000, [5], null], {
+      ["a generation in a list", [value, 5000, [5], null, null, -2], {
         generation: -1,
         lease: undefined,
         stored: undefined,
         unreadable: "the stored generation is not a number"
       }],
-      ["a generation a client gives as undefined", [null, -2, undefined, null], {
+      ["a generation a client gives as undefined", [null, -2, undefined, null, null, -2], {
         generation: 0,
         lease: undefined,
         stored: undefined,
         unreadable: undefined
       }],
       ["three items", [value, 5000, "1"], "token Unreadable: the store's reply is not the expected list"],
-      ["five items", [value, 5000, "1", null, null], "token Unreadable: the store's reply is not the expected list"],
+      ["a pause of 429 with its TTL", [value, 5000, "3", null, "429", 3000], {
+        generation: 3,
+        lease: undefined,
+        stored: [3, 5000],
+        unreadable: undefined,
+        paused: { status: 429, remainingMillis: 3000 }
+      }],
+      ["a pause of 503, its TTL as text, beside a generation no instance can read", [
+        null,
+        -2,
+        "x",
+        null,
+        "503",
+        "2500"
+      ], {
+        generation: -1,
+        lease: undefined,
+        stored: undefined,
+        unreadable: "the stored generation is not a number",
+        paused: { status: 503, remainingMillis: 2500 }
+      }],
+      ...([["429", -1], ["429", 0], ["500", 3000], ["", 3000], [429, 3000], [null, 3000]] as const).map((
+        [pause, ttl]
+      ) =>
+        [`a pause of ${JSON.stringify(pause)} with a TTL of ${ttl}: none`, [null, -2, "1", null, pause, ttl], {
+          generation: 1,
+          lease: undefined,
+          stored: undefined,
+          unreadable: undefined,
+          paused: undefined
+        }] as const
+      ),
+      [
+        "four items (no pause)",
+        [value, 5000, "1", null],
+        "token Unreadable: the store's reply is not the expected list"
+      ],
+      [
+        "seven items",
+        [value, 5000, "1", null, null, -2, null],
+        "token Unreadable: the store's reply is not the expected list"
+      ],
       ["not a list", "OK", "token Unreadable: the store's reply is not the expected list"]
     ] as const
   )("a READ reply of %s", (_, reply, expected) => {

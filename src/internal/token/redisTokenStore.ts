@@ -1,5 +1,5 @@
 /**
- * The token store on Redis: three keys per token (names carry a hash, never the ApplicationId),
+ * The token store on Redis: four keys per token (names carry a hash, never the ApplicationId),
  * each operation one Lua script, so each is atomic on the server.
  *
  * | key | holds |
@@ -7,8 +7,9 @@
  * | `{prefix}:{hash}:token` | the token's fingerprint, `|`, the entry (JSON, or sealed), with a TTL of the token's time left |
  * | `{prefix}:{hash}:generation` | the number of the last token published (no TTL) |
  * | `{prefix}:{hash}:lease` | the id of the instance fetching a token, with a TTL |
+ * | `{prefix}:{hash}:pause` | `429` or `503`: the token endpoint asked for a pause, with a TTL of its `Retry-After` |
  *
- * The `{hash}` braces are a Redis Cluster hash tag: the three keys of a token live on one node, as
+ * The `{hash}` braces are a Redis Cluster hash tag: the four keys of a token live on one node, as
  * a script needs.
  */
 import * as Effect from "effect/Effect"
@@ -18,7 +19,14 @@ import * as Crypto from "node:crypto"
 import { TokenStoreError } from "../../ClinicalError.js"
 import { scrub } from "../redaction/redaction.js"
 import { decode, encode, MAX_STORED_LENGTH, type SealingKey } from "./storedEntry.js"
-import type { OnUnavailable, Service, Snapshot } from "./tokenStorePort.js"
+import {
+  MAX_PAUSE_MILLIS,
+  type OnUnavailable,
+  type Paused,
+  type PauseStatus,
+  type Service,
+  type Snapshot
+} from "./tokenStorePort.js"
 
 /**
  * What the library needs of a Redis client: send one command, run one Lua script. Build one with
@@ -92,9 +100,10 @@ end
 
 /**
  * The token (or a mark when it is longer than any token, or not a string), its TTL, the last
- * generation (a mark when not a string) and the lease's holder, in one step. A lease without an
- * expiry (written by hand, or left by `PERSIST`) would never end: it counts as none, and the next
- * lease replaces it.
+ * generation (a mark when not a string), the lease's holder, and the token endpoint's pause and its
+ * TTL, in one step. A lease without an expiry (written by hand, or left by `PERSIST`) would never
+ * end: it counts as none, and the next lease replaces it. A pause is read only when it is a short
+ * string.
  */
 const READ = redisScript(`${STRING_OR_NONE}
 local entry = false
@@ -106,7 +115,25 @@ local generation = 'not a string'
 if usable(KEYS[2]) then generation = redis.call('GET', KEYS[2]) end
 local holder = false
 if usable(KEYS[3]) and redis.call('PTTL', KEYS[3]) > 0 then holder = redis.call('GET', KEYS[3]) end
-return {entry, ttl, generation, holder}
+local pause = false
+if usable(KEYS[4]) and redis.call('STRLEN', KEYS[4]) <= 3 then pause = redis.call('GET', KEYS[4]) end
+return {entry, ttl, generation, holder, pause, redis.call('PTTL', KEYS[4])}
+`)
+
+/**
+ * The token endpoint's pause, unless a longer one that instances honour is recorded: what they do
+ * not honour (another value or type, no TTL, a TTL past the longest pause) is replaced. SET
+ * replaces a key of any type.
+ */
+const PAUSE = redisScript(`${STRING_OR_NONE}
+local honoured = false
+if usable(KEYS[1]) and redis.call('STRLEN', KEYS[1]) == 3 then
+  local status = redis.call('GET', KEYS[1])
+  local ttl = redis.call('PTTL', KEYS[1])
+  honoured = (status == '429' or status == '503') and ttl >= tonumber(ARGV[2]) and ttl <= ${MAX_PAUSE_MILLIS}
+end
+if not honoured then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+return 1
 `)
 
 /** The lease for `owner`, unless another holds one that expires. */
@@ -169,17 +196,26 @@ const generationOf = (value: unknown): number | undefined => {
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined
 }
 
+/** A pause as READ returns it: a status the token endpoint pauses with, and a TTL; else none. */
+const pauseOf = (value: unknown, ttl: unknown): Paused | undefined => {
+  const remainingMillis = Number(ttl)
+  return (value === "429" || value === "503") && remainingMillis > 0
+    ? { status: Number(value) as PauseStatus, remainingMillis }
+    : undefined
+}
+
 /** Reads a reply of READ into a snapshot (what is stored but cannot be read, said in it), or the reason it cannot be read at all. */
 export const snapshotOf = (
   reply: unknown,
   sealingKey: SealingKey | undefined,
   name: string
 ): Either.Either<Snapshot, TokenStoreError> => {
-  if (!Array.isArray(reply) || reply.length !== 4) {
+  if (!Array.isArray(reply) || reply.length !== 6) {
     return Either.left(unreadable("the store's reply is not the expected list"))
   }
-  const [value, ttl, generationReply, holder] = reply as [unknown, unknown, unknown, unknown]
+  const [value, ttl, generationReply, holder, pause, pauseTtl] = reply as ReadonlyArray<unknown>
   const lease = typeof holder === "string" ? holder : undefined
+  const paused = pauseOf(pause, pauseTtl)
   const generation = generationOf(generationReply)
   // A generation no instance can read fences nothing: the next publication replaces it.
   if (generation === undefined) {
@@ -187,13 +223,14 @@ export const snapshotOf = (
       stored: undefined,
       generation: -1,
       lease,
+      paused,
       unreadable: { reason: "the stored generation is not a number", sealedOtherwise: false, remainingMillis: Infinity }
     })
   }
   const remainingMillis = Number(ttl)
   // No value, or no TTL (-1: written by hand, it would never expire): nothing usable is stored.
   if (typeof value !== "string" || !(remainingMillis > 0)) {
-    return Either.right({ stored: undefined, generation, lease })
+    return Either.right({ stored: undefined, generation, lease, paused })
   }
   const decoded = decode(value, sealingKey, name)
   return Either.right(
@@ -201,9 +238,10 @@ export const snapshotOf = (
       ? {
         stored: { ...decoded.right, generation, remainingMillis },
         generation,
-        lease
+        lease,
+        paused
       }
-      : { stored: undefined, generation, lease, unreadable: { ...decoded.left, remainingMillis } }
+      : { stored: undefined, generation, lease, paused, unreadable: { ...decoded.left, remainingMillis } }
   )
 }
 
@@ -211,7 +249,12 @@ export const snapshotOf = (
 export const make = (redis: RedisCommands, settings: Settings): Service => {
   const names = (key: string) => {
     const base = `${settings.keyPrefix}:{${key}}`
-    return { token: `${base}:token`, generation: `${base}:generation`, lease: `${base}:lease` }
+    return {
+      token: `${base}:token`,
+      generation: `${base}:generation`,
+      lease: `${base}:lease`,
+      pause: `${base}:pause`
+    }
   }
   // A client's error may repeat the command it failed on: what the command carried is scrubbed out.
   const call = <A>(
@@ -223,9 +266,9 @@ export const make = (redis: RedisCommands, settings: Settings): Service => {
 
   return {
     read: (key) => {
-      const { generation, lease, token } = names(key)
+      const { generation, lease, pause, token } = names(key)
       return Effect.flatMap(
-        call(() => redis.script(READ, [token, generation, lease], [String(MAX_STORED_LENGTH)])),
+        call(() => redis.script(READ, [token, generation, lease, pause], [String(MAX_STORED_LENGTH)])),
         (reply) => snapshotOf(reply, settings.sealingKey, token)
       )
     },
@@ -251,6 +294,10 @@ export const make = (redis: RedisCommands, settings: Settings): Service => {
         }
       )
     },
+    pause: (key, status, ttlMillis) =>
+      Effect.asVoid(
+        call(() => redis.script(PAUSE, [names(key).pause], [String(status), String(Math.ceil(ttlMillis))]))
+      ),
     invalidate: (key, fingerprint) =>
       Effect.asVoid(call(() => redis.script(INVALIDATE, [names(key).token], [fingerprint]))),
     timeoutMillis: settings.timeoutMillis,

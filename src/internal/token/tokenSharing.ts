@@ -30,11 +30,13 @@ import * as Either from "effect/Either"
 import * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
-import { type HttpError, TokenStoreError } from "../../ClinicalError.js"
+import { type HttpError, RateLimited, ServerError, TokenStoreError } from "../../ClinicalError.js"
 import type * as TokenStore from "../../TokenStore.js"
 import * as Telemetry from "../observability/telemetry.js"
 import { scrub } from "../redaction/redaction.js"
+import { throttleOf } from "./tokenCache.js"
 import type { IssuedToken } from "./tokenRequest.js"
+import { MAX_PAUSE_MILLIS } from "./tokenStorePort.js"
 
 /** What the decisions need to know of the client's settings. */
 export interface Limits {
@@ -42,6 +44,8 @@ export interface Limits {
   readonly hardWindowMillis: number
   /** The cap on a token's lifetime (ms), applied to a stored one as to one from the server. */
   readonly maxLifetimeMillis: number
+  /** The cap on a pause (ms, `maxRetryAfter`), applied to one another instance recorded as to a `Retry-After`. */
+  readonly maxPauseMillis: number
 }
 
 /** No token to pass over: the fleet's newer token is taken whatever it is. */
@@ -94,10 +98,15 @@ export const unreadableFailure = (snapshot: TokenStore.Snapshot, limits: Limits)
 /** What an instance does after reading the store. */
 export type Step =
   | { readonly _tag: "Adopt"; readonly issued: IssuedToken }
+  | { readonly _tag: "Paused"; readonly status: TokenStore.PauseStatus; readonly remainingMillis: number }
   | { readonly _tag: "Lease" }
   | { readonly _tag: "Wait"; readonly holder: string }
 
-/** After a read: adopt the stored token; else take the lease if it is free; else wait for its holder. */
+/**
+ * After a read: adopt the stored token; else, while the token endpoint's pause runs (another
+ * instance was told to wait), ask nothing, for at most `maxPauseMillis` before reading again; else
+ * take the lease if it is free; else wait for its holder.
+ */
 export const afterRead = (
   snapshot: TokenStore.Snapshot,
   avoid: ReadonlyArray<string>,
@@ -106,7 +115,38 @@ export const afterRead = (
 ): Step => {
   const issued = adoptable(snapshot, avoid, readAt, limits)
   if (issued !== undefined) return { _tag: "Adopt", issued }
+  const paused = snapshot.paused
+  if (paused !== undefined && paused.remainingMillis <= MAX_PAUSE_MILLIS) {
+    return {
+      _tag: "Paused",
+      status: paused.status,
+      remainingMillis: Math.min(paused.remainingMillis, limits.maxPauseMillis)
+    }
+  }
   return snapshot.lease === undefined ? { _tag: "Lease" } : { _tag: "Wait", holder: snapshot.lease }
+}
+
+/**
+ * The pause a failed token request asks the fleet for: a 429, or a 503 with `Retry-After`, as an
+ * instance remembers one for itself (`TokenCache.throttleOf`); else none.
+ */
+export const pauseOf = (
+  error: HttpError
+): { readonly status: TokenStore.PauseStatus; readonly millis: number } | undefined => {
+  const throttle = throttleOf(error, 0)
+  return throttle === undefined || throttle.until <= 0
+    ? undefined
+    : { status: throttle.error.status === 429 ? 429 : 503, millis: throttle.until }
+}
+
+/** The error a token request fails with while the fleet's pause runs: the endpoint's own, counting down. */
+export const pausedError = (
+  status: TokenStore.PauseStatus,
+  remainingMillis: number,
+  url: string
+): RateLimited | ServerError => {
+  const fields = { operation: "token", method: "POST", url, status, retryAfterMillis: remainingMillis } as const
+  return status === 429 ? new RateLimited(fields) : new ServerError(fields)
 }
 
 /** Whom an instance is waiting for, since when. */
@@ -168,6 +208,8 @@ export interface Options {
   readonly tokenTimeoutMillis: number
   /** One token request to the token endpoint. */
   readonly request: Effect.Effect<IssuedToken, HttpError>
+  /** The token endpoint's URL, for the error of a request the fleet's pause keeps from going. */
+  readonly url: string
   /** Runs work the refresh does not wait for (what the instance owes the store), in the client's scope. */
   readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
   /** Secrets a store's error text must not carry (the ApplicationId). */
@@ -215,6 +257,8 @@ class Sharer implements Sharing {
   private readonly read: Effect.Effect<Read, TokenStoreError>
   /** Waits (a bounded while) for a store client still making its first connection. */
   private readonly firstConnection: Effect.Effect<void>
+  /** One token request; a pause it is told to make is recorded for the fleet. */
+  private readonly request: Effect.Effect<IssuedToken, HttpError>
 
   constructor(private readonly options: Options) {
     const { key, limits, owner, store } = options
@@ -232,6 +276,7 @@ class Sharer implements Sharing {
     this.firstConnection = store.ready === undefined
       ? Effect.void
       : Effect.timeout(store.ready, FIRST_CONNECTION_MILLIS).pipe(Effect.ignore)
+    this.request = Effect.tapError(options.request, (error) => this.sharePause(error))
   }
 
   obtain(avoid: ReadonlyArray<string>): Effect.Effect<IssuedToken, HttpError> {
@@ -240,6 +285,18 @@ class Sharer implements Sharing {
 
   invalidate(fingerprint: string): Effect.Effect<void> {
     return Effect.ignore(this.guarded(this.store.invalidate(this.options.key, fingerprint)))
+  }
+
+  /**
+   * The token endpoint asked this instance for a pause: the fleet is told before the lease is given
+   * back, so that no instance waiting for it asks in the meantime (one store operation, bounded by
+   * its timeout). Not owed: a store left alone after a failure is not asked.
+   */
+  private sharePause(error: HttpError): Effect.Effect<void> {
+    const pause = pauseOf(error)
+    const record = this.store.pause
+    if (pause === undefined || record === undefined) return Effect.void
+    return Effect.ignore(this.guarded(record(this.options.key, pause.status, pause.millis)))
   }
 
   private failure(error: TokenStoreError): Effect.Effect<void> {
@@ -340,7 +397,8 @@ class Sharer implements Sharing {
 
   /** The token of this instance's own, for a refresh the store could not serve. */
   private alone(error: TokenStoreError, expected?: number): Effect.Effect<IssuedToken, HttpError> {
-    const { background, request } = this.options
+    const { background } = this.options
+    const request = this.request
     if (this.store.onUnavailable === "fail") {
       return Effect.zipRight(expected === undefined ? Effect.void : background(this.release), Effect.fail(error))
     }
@@ -359,7 +417,7 @@ class Sharer implements Sharing {
       const issued = adoptable(snapshot, avoid, readAt, this.options.limits)
       if (issued !== undefined) return Effect.zipRight(this.release, adopted(issued))
       return repairing(snapshot).pipe(
-        Effect.zipRight(Effect.onError(this.options.request, () => this.release)),
+        Effect.zipRight(Effect.onError(this.request, () => this.release)),
         Effect.flatMap((token) =>
           Effect.catchAll(
             this.publish(token, snapshot.generation),
@@ -387,6 +445,11 @@ class Sharer implements Sharing {
       switch (step._tag) {
         case "Adopt":
           return adopted(step.issued)
+        case "Paused":
+          return Effect.zipRight(
+            Metric.increment(Telemetry.throttledFastFails),
+            Effect.fail(pausedError(step.status, step.remainingMillis, this.options.url))
+          )
         case "Lease":
           return Effect.flatMap(
             Effect.either(this.guarded(this.store.acquireLease(this.options.key, this.options.owner, this.lease))),
@@ -429,7 +492,7 @@ class Sharer implements Sharing {
     // One holder for a whole lease (holders failing one after another): ask alone, and offer it.
     if (next === undefined) {
       return Effect.flatMap(
-        this.options.request,
+        this.request,
         (issued) => Effect.orElseSucceed(this.publish(issued, snapshot.generation), () => issued)
       )
     }

@@ -30,6 +30,23 @@ export interface Snapshot {
   readonly lease: string | undefined
   /** What is stored but cannot be read, if anything (see {@link Unreadable}). */
   readonly unreadable?: Unreadable | undefined
+  /** A pause the token endpoint asked an instance for, while it runs (see {@link Service.pause}). */
+  readonly paused?: Paused | undefined
+}
+
+/** The statuses with which a token endpoint asks for a pause: 429, or 503 with `Retry-After`. */
+export type PauseStatus = 429 | 503
+
+/**
+ * Longest pause an instance records (`maxRetryAfter` is at most an hour): one with more time left
+ * is no instance's (planted by hand), and is not honoured.
+ */
+export const MAX_PAUSE_MILLIS = 3_600_000
+
+/** A pause of the token endpoint's, as the store holds it: the status that asked for it and the time it has left. */
+export interface Paused {
+  readonly status: PauseStatus
+  readonly remainingMillis: number
 }
 
 /**
@@ -73,6 +90,14 @@ export interface Service {
     ttlMillis: number,
     owner: string
   ) => Effect.Effect<number | undefined, TokenStoreError>
+  /**
+   * Records that the token endpoint asked for a pause of `ttlMillis` (its `Retry-After`) with
+   * `status`, unless a longer one is recorded: until it ends, every instance fails its token
+   * requests fast instead of asking. Optional: a store without it shares no pause.
+   */
+  readonly pause?:
+    | ((key: string, status: PauseStatus, ttlMillis: number) => Effect.Effect<void, TokenStoreError>)
+    | undefined
   /** Drops the stored token if it is still the one with this fingerprint (a 401/419 refused it). */
   readonly invalidate: (key: string, fingerprint: string) => Effect.Effect<void, TokenStoreError>
   /** Longest one operation may take; then it counts as failed. Infinite for a store that cannot hang (no timer is set). */
