@@ -56,6 +56,21 @@ describe("the concurrency limit, row by row", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, state(11.8, 11), 11)).toBeCloseTo(11.8 + 0.2 / 11.8)
   })
 
+  it("after an outage (the circuit closed): slow start again from where the limit is, doubling per round trip", () => {
+    const recovered = ConcurrencyLimit.afterRecovery(state(1, 1.4, 500))
+    expect(recovered).toEqual({ limit: 1, good: Number.POSITIVE_INFINITY, decreasedAt: 500 })
+    let current = recovered
+    for (let answer = 0; answer < 1 + 2 + 4; answer++) {
+      current = {
+        ...current,
+        limit: ConcurrencyLimit.afterAnswer(settings, current, ConcurrencyLimit.permits(current.limit))
+      }
+    }
+    expect(current.limit).toBe(8)
+    // Without it, from 1 below good: a few hundredths a round trip.
+    expect(ConcurrencyLimit.afterAnswer(settings, state(1, 1.4), 1)).toBeCloseTo(1.03)
+  })
+
   it("never above max, never below min", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, ConcurrencyLimit.initial(settings, 64), 64)).toBe(64)
     expect(ConcurrencyLimit.afterAnswer(settings, state(63.99, 11), 64)).toBe(64)

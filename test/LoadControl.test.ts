@@ -106,18 +106,21 @@ describe("the circuit breaker", () => {
     expect(fail(open, 20)).toBe(open)
   })
 
-  it("at its time, one call goes as the probe; the others are refused while it runs", () => {
+  it("at its time, one call goes as the probe; the others are refused while it runs, to ask again in 100 ms", () => {
     const open: CircuitBreaker.State = { _tag: "Open", until: 510, cooldownMillis: 500 }
     const probing = CircuitBreaker.admit(settings, open, 510)
     expect(probing).toEqual({ _tag: "Go", state: { _tag: "HalfOpen", cooldownMillis: 500, since: 510 } })
     const halfOpen = (probing as { state: CircuitBreaker.State }).state
-    expect(CircuitBreaker.admit(settings, halfOpen, 520)).toEqual({ _tag: "Refused", retryAt: 1020 })
+    expect(CircuitBreaker.admit(settings, halfOpen, 520)).toEqual({ _tag: "Refused", retryAt: 620 })
+    // A cool-down shorter than that: the cool-down.
+    const brief: CircuitBreaker.State = { _tag: "HalfOpen", cooldownMillis: 40, since: 510 }
+    expect(CircuitBreaker.admit(settings, brief, 520)).toEqual({ _tag: "Refused", retryAt: 560 })
   })
 
   it("half-open: a probe never heard of (interrupted, never sent) is given up after probeTimeoutMillis: another call probes", () => {
     const halfOpen: CircuitBreaker.State = { _tag: "HalfOpen", cooldownMillis: 500, since: 510 }
     // Refused until the probe is given up, never past that.
-    expect(CircuitBreaker.admit(settings, halfOpen, 10_200)).toEqual({ _tag: "Refused", retryAt: 10_510 })
+    expect(CircuitBreaker.admit(settings, halfOpen, 10_450)).toEqual({ _tag: "Refused", retryAt: 10_510 })
     expect(CircuitBreaker.admit(settings, halfOpen, 10_510)).toEqual({
       _tag: "Go",
       state: { _tag: "HalfOpen", cooldownMillis: 500, since: 10_510 }

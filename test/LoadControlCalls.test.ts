@@ -139,6 +139,27 @@ describe("the circuit breaker", () => {
       { maxRetries: 0 }
     ))
 
+  it.effect("once it closes, the limit the outage brought down to 1 starts again in slow start: full speed in a few round trips", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fail503(fake, 10)
+          for (let i = 0; i < 10; i++) yield* Effect.flip(get)
+          expect((yield* Metric.value(Telemetry.concurrencyLimit)).value).toBe(1)
+          yield* TestClock.adjust("500 millis")
+          const service = fixedCapacity(fake, 1000, 20)
+          yield* service.script(201)
+          yield* Fake.runWithClock(get, "10 millis") // the probe: the circuit closes
+          const started = yield* TestClock.currentTimeMillis
+          const results = yield* Fake.runWithClock(calls(200), "10 millis")
+          expect(outcomesOf(results).filter((tag) => tag !== "Right")).toEqual([])
+          // 1, 2, 4, ... 64 at once: all done in 180 ms (creeping back up from 1 took 680 ms, 35 at most at once).
+          expect(service.seen.peak).toBe(64)
+          expect((yield* TestClock.currentTimeMillis) - started).toBeLessThanOrEqual(10 * 20)
+        }),
+      { maxRetries: 0 }
+    ))
+
   it.effect("a failed probe opens it again for twice as long, up to the longest cool-down; calls wait for the probe", () =>
     withClient(
       (fake) =>
@@ -335,6 +356,24 @@ describe("a batch while the circuit is open", () => {
             ...Array.from({ length: 10 }, () => 0),
             ...Array.from({ length: 5 }, () => 500)
           ])
+        }),
+      { maxRetries: 0 }
+    ))
+
+  it.effect("many persons waiting for the probe go as soon as it closes the circuit, not a cool-down later", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(...Fake.answering(503, 10))
+          const service = fixedCapacity(fake, 1000, 20)
+          yield* service.script(40)
+          const outcomes = yield* Fake.runWithClock(batchOf(50, { concurrency: 16 }), "10 millis")
+          expect(outcomes.filter((tag) => tag === "Success")).toHaveLength(40)
+          const sent = (yield* fake.dataRequests).map((r) => r.at).slice(10)
+          // The probe at 500 ms, answered at 520; those refused meanwhile ask again 100 ms after their
+          // refusal and go at 600 (before, they waited the cool-down, 500 ms: at 1000).
+          expect(sent[0]).toBe(500)
+          expect(Math.max(...sent)).toBeLessThanOrEqual(700)
         }),
       { maxRetries: 0 }
     ))

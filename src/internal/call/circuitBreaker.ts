@@ -12,7 +12,7 @@
  * | `Closed` | goes | the count of failures in a row back to 0 | counted; at the threshold, `Open` for `cooldownMillis` |
  * | `Open`, before its time | refused, until its time | (sent before it opened) nothing | nothing |
  * | `Open`, at its time | goes as the probe: `HalfOpen` | | |
- * | `HalfOpen` | refused, for a cool-down: one probe at a time; once the probe is `probeTimeoutMillis` old, goes as a new probe | `Closed` | the probe's: `Open` again, the cool-down doubled; one sent before: nothing |
+ * | `HalfOpen` | refused, to ask again in {@link PROBE_RECHECK_MILLIS} (at most a cool-down): one probe at a time; once the probe is `probeTimeoutMillis` old, goes as a new probe | `Closed` | the probe's: `Open` again, the cool-down doubled; one sent before: nothing |
  *
  * A probe that ends with nothing learnt (its call interrupted, its deadline passed) is
  * {@link abandoned}: the next call probes at once, rather than every call being refused until
@@ -44,6 +44,14 @@ export const DEFAULTS: Omit<Settings, "probeTimeoutMillis"> = {
   maxCooldownMillis: 2000
 }
 
+/**
+ * How soon a call refused while the probe runs asks again. The probe's outcome comes within a round
+ * trip: a call told to wait a whole cool-down (up to 2 s) would still be waiting long after the
+ * probe closed the circuit, and a batch would go on one person at a time meanwhile. Asking costs
+ * no request: only this decision.
+ */
+export const PROBE_RECHECK_MILLIS = 100
+
 export type State =
   | { readonly _tag: "Closed"; readonly failures: number }
   | { readonly _tag: "Open"; readonly until: number; readonly cooldownMillis: number }
@@ -70,7 +78,10 @@ export const admit = (settings: Settings, state: State, now: number): Admission 
       const probeGivenUpAt = state.since + settings.probeTimeoutMillis
       return now >= probeGivenUpAt
         ? { _tag: "Go", state: { _tag: "HalfOpen", cooldownMillis: state.cooldownMillis, since: now } }
-        : { _tag: "Refused", retryAt: Math.min(now + state.cooldownMillis, probeGivenUpAt) }
+        : {
+          _tag: "Refused",
+          retryAt: Math.min(now + Math.min(state.cooldownMillis, PROBE_RECHECK_MILLIS), probeGivenUpAt)
+        }
     }
   }
 }

@@ -16,6 +16,7 @@
  * | answered, past `good` | +a quarter of how far past (at least `increase`) |
  * | overloaded (429, 503, an attempt that timed out), sent after the last decrease | times `backoffRatio`; `good` is the limit it came at |
  * | overloaded, but sent before the last decrease | unchanged: the same overload, already answered |
+ * | the service came back after an outage (the circuit closed) | slow start again from where it is: the outage's overloads say nothing of the capacity now |
  *
  * The limit is a real number; the gate lets `floor(limit)` requests out (at least 1).
  */
@@ -82,3 +83,11 @@ export const afterOverload = (settings: Settings, state: State, sentAt: number, 
   if (sentAt < state.decreasedAt) return state
   return { limit: clamp(settings, state.limit * settings.backoffRatio), good: state.limit, decreasedAt: now }
 }
+
+/**
+ * The state when the service comes back after an outage (the circuit closed): slow start again
+ * from the limit the outage left (1, often), as TCP does after a timeout. The overloads that
+ * brought it down were the outage's, not the service's capacity: without this the limit would
+ * creep back from there by `increase` a round trip (seconds at full speed lost).
+ */
+export const afterRecovery = (state: State): State => ({ ...state, good: Number.POSITIVE_INFINITY })

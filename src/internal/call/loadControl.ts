@@ -14,6 +14,9 @@
  * | another 5xx, the network failing | nothing | down |
  * | the call's deadline | nothing | nothing |
  *
+ * When the breaker closes after being open (the service is back), the limit starts again in slow
+ * start from where the outage left it.
+ *
  * The common path costs a few arithmetic steps: the breaker reads the clock only when it is not
  * closed; the budget counts time by the call's own reading of the wall clock.
  */
@@ -215,7 +218,11 @@ export class LoadControl {
     if (breaker === undefined || signal === Signal.Nothing) return
     if (signal === Signal.Answer && this.breaker === CircuitBreaker.closed) return
     const answered = signal === Signal.Answer || signal === Signal.Throttled
+    const wasClosed = this.breaker._tag === "Closed"
     this.breaker = CircuitBreaker.afterOutcome(breaker, this.breaker, answered, sentAt, monotonicMillis(clock))
+    if (!wasClosed && this.breaker._tag === "Closed" && this.limitState !== undefined) {
+      Object.assign(this.limitState, ConcurrencyLimit.afterRecovery(this.limitState))
+    }
   }
 
   /** Whether a retry may be sent: the budget pays for it (always, with no budget). */
