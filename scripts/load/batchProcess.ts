@@ -5,8 +5,10 @@
  *
  *   node --import tsx scripts/load/batchProcess.ts '{"baseUrl": ..., "first": 0, "persons": 750, "settings": {}}'
  */
-import { Effect, Stream } from "effect"
+import { Effect, Metric, Schedule, Stream } from "effect"
+import * as DiagnosticsChannel from "node:diagnostics_channel"
 import { ClinicalClient, type ClinicalConfig, MedicationService } from "../../src/index.js"
+import * as Telemetry from "../../src/internal/observability/telemetry.js"
 
 export interface BatchRequest {
   readonly baseUrl: string
@@ -15,7 +17,12 @@ export interface BatchRequest {
   readonly settings?: Partial<ClinicalConfig.Options>
   /** Milliseconds a person waits for a service that looks down (the library's default when absent). */
   readonly outagePatienceMillis?: number | undefined
+  /** Whether to read the client's concurrency limit every {@link SAMPLE_MILLIS} (for a plot). */
+  readonly sampleLimit?: boolean | undefined
 }
+
+/** How often the concurrency limit is read when `sampleLimit` asks for it. */
+export const SAMPLE_MILLIS = 50
 
 export interface BatchSummary {
   readonly succeeded: number
@@ -23,12 +30,30 @@ export interface BatchSummary {
   readonly skipped: number
   readonly failedByTag: Readonly<Record<string, number>>
   readonly wallMillis: number
+  /** The concurrency limit as sampled: `[epoch ms, limit]`, when `sampleLimit` asked for it. */
+  readonly limits?: ReadonlyArray<readonly [number, number]> | undefined
+  /** When undici began each connection (epoch ms): what reaches a service whose port is closed. */
+  readonly connects: ReadonlyArray<number>
 }
 
 const request = JSON.parse(process.argv[2] ?? "{}") as BatchRequest
 const applicationId = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
 
+/** The client's concurrency limit (its gauge: one client in this process), read every SAMPLE_MILLIS. */
+const sampled = (limits: Array<readonly [number, number]>) =>
+  Metric.value(Telemetry.concurrencyLimit).pipe(
+    Effect.tap(({ value }) => Effect.sync(() => limits.push([Date.now(), value]))),
+    Effect.repeat(Schedule.spaced(SAMPLE_MILLIS)),
+    Effect.fork
+  )
+
+// Every connection undici begins, whether or not it is made: a closed port counts nothing itself.
+const connects: Array<number> = []
+DiagnosticsChannel.subscribe("undici:client:beforeConnect", () => connects.push(Date.now()))
+
 const program = Effect.gen(function*() {
+  const limits: Array<readonly [number, number]> = []
+  if (request.sampleLimit === true) yield* sampled(limits)
   const started = Date.now()
   const summary = { succeeded: 0, failed: 0, skipped: 0, failedByTag: {} as Record<string, number> }
   const persons = Array.from({ length: request.persons }, (_, i) => `scenario-person-${request.first + i}`)
@@ -44,7 +69,12 @@ const program = Effect.gen(function*() {
       })
     )
   )
-  return { ...summary, wallMillis: Date.now() - started } satisfies BatchSummary
+  return {
+    ...summary,
+    wallMillis: Date.now() - started,
+    connects,
+    ...(request.sampleLimit === true ? { limits } : {})
+  } satisfies BatchSummary
 })
 
 Effect.runPromise(

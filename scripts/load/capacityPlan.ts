@@ -35,6 +35,8 @@ export interface Stats {
   readonly failed: number
   readonly tokenRequests: number
   readonly peakInFlight: number
+  /** When the first request came (epoch ms): the time bucket 0 starts. */
+  readonly startedAt: number | undefined
   readonly buckets: ReadonlyArray<Bucket>
 }
 

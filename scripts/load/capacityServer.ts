@@ -126,7 +126,7 @@ const followClosedPhases = () => {
 }
 
 // The counts on a port of their own, open while the service's is closed.
-const control = Http.createServer((_, res) => json(res, 200, { ...totals, buckets }))
+const control = Http.createServer((_, res) => json(res, 200, { ...totals, startedAt: started, buckets }))
 
 server.listen(0, "127.0.0.1", () => {
   port = (server.address() as AddressInfo).port

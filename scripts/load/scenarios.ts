@@ -39,6 +39,8 @@ export interface Figures {
   readonly requestsPerPerson: number
   /** Data and token requests a second per process reaching the service in the window, after its first 2 s (the most in any second). */
   readonly deadRatePerProcess: number | undefined
+  /** Connections the clients began a second per process, likewise: what reaches a port that refuses them. */
+  readonly connectRatePerProcess: number | undefined
   /** The most data requests in flight at the service during the window. */
   readonly peakInFlightInWindow: number | undefined
   /** From the window's end to the first 100 ms in which the service answered at least half its capacity's rate. */
@@ -129,6 +131,7 @@ const figuresOf = (
   const bucketsIn = (from: number, to: number) =>
     stats.buckets.slice(Math.floor(from / BUCKET_MILLIS), Math.ceil(to / BUCKET_MILLIS))
   let deadRate: number | undefined
+  let connectRate: number | undefined
   let peakInWindow: number | undefined
   let recovery: number | undefined
   if (window !== undefined) {
@@ -138,6 +141,13 @@ const figuresOf = (
     for (let i = 0; i + perSecond <= late.length; i++) {
       const second = late.slice(i, i + perSecond).reduce((sum, b) => sum + b.requests + b.tokenRequests, 0)
       deadRate = Math.max(deadRate, second / scenario.processes)
+    }
+    const connects = summaries.flatMap((summary) => summary.connects.map((at) => at - (stats.startedAt ?? 0)))
+      .filter((at) => at >= window.from + 2000 && at < window.to)
+    connectRate = 0
+    for (const from of connects) {
+      const inSecond = connects.filter((at) => at >= from && at < from + 1000).length
+      connectRate = Math.max(connectRate, inSecond / scenario.processes)
     }
     peakInWindow = Math.max(0, ...bucketsIn(window.from, window.to).map((b) => b.peakInFlight))
     // Half the capacity's rate in a bucket: K / latency requests a ms, for 100 ms.
@@ -157,17 +167,35 @@ const figuresOf = (
     peakInFlight: stats.peakInFlight,
     requestsPerPerson: requests / scenario.persons,
     deadRatePerProcess: deadRate,
+    connectRatePerProcess: connectRate,
     peakInFlightInWindow: peakInWindow,
     recoveryMillis: recovery
   }
 }
 
-/** Runs one scenario: the server, its client processes, the figures. */
+/** What one run of a scenario saw: the service's counts, and each client process's summary. */
+export interface Observed {
+  readonly stats: Stats
+  readonly summaries: ReadonlyArray<BatchSummary>
+  /** The batches' own time, without the processes' start-up. */
+  readonly wallMillis: number
+}
+
+/** Runs one scenario and figures it out: the server, its client processes, the figures. */
 export const run = async (
   scenario: Scenario,
   settings: Partial<BatchRequest["settings"]> = {},
   outagePatienceMillis?: number
 ): Promise<Figures> => {
+  const { stats, summaries, wallMillis } = await observe(scenario, { settings, outagePatienceMillis })
+  return figuresOf(scenario, stats, summaries, wallMillis)
+}
+
+/** Runs one scenario: the server, its client processes (each told `options`), what they saw. */
+export const observe = async (
+  scenario: Scenario,
+  options: Pick<BatchRequest, "settings" | "outagePatienceMillis" | "sampleLimit">
+): Promise<Observed> => {
   const server = start("capacityServer.ts", scenario.plan)
   try {
     const { controlPort, port } = JSON.parse(await server.line) as { port: number; controlPort: number }
@@ -180,15 +208,13 @@ export const run = async (
           baseUrl,
           first: i * share,
           persons: Math.min(share, scenario.persons - i * share),
-          settings,
-          outagePatienceMillis
+          ...options
         } satisfies BatchRequest
       ))
     const summaries = await Promise.all(clients.map(async ({ line }) => JSON.parse(await line) as BatchSummary))
-    // The batches' own time, without the processes' start-up.
     const wallMillis = Math.max(...summaries.map((summary) => summary.wallMillis))
     const stats = await (await fetch(`http://127.0.0.1:${controlPort}/`)).json() as Stats
-    return figuresOf(scenario, stats, summaries, wallMillis)
+    return { stats, summaries, wallMillis }
   } finally {
     server.child.kill("SIGTERM")
   }
@@ -218,7 +244,7 @@ const main = async () => {
     const percent = (x: number) => `${(x * 100).toFixed(1)}%`
     const window = f.deadRatePerProcess === undefined
       ? ""
-      : `; in the window: ${f.deadRatePerProcess} req/s per process after its first 2 s, peak in flight ${f.peakInFlightInWindow}, recovery ${
+      : `; in the window: ${f.deadRatePerProcess} req/s and ${f.connectRatePerProcess} connection attempts/s per process after its first 2 s, peak in flight ${f.peakInFlightInWindow}, recovery ${
         f.recoveryMillis ?? "never"
       } ms`
     process.stdout.write(
