@@ -35,6 +35,15 @@ const instance = (client: Client) =>
     (context) => <A, E>(effect: Effect.Effect<A, E, ClinicalClient.Services>) => Effect.provide(effect, context)
   )
 
+/** A fake service and two instances over one in-memory store (a fleet of two). */
+const twoInstances = Effect.gen(function*() {
+  const fake = yield* Fake.make()
+  const store = TokenStore.memory()
+  const a = yield* instance(clientOver(fake, store))
+  const b = yield* instance(clientOver(fake, store))
+  return { a, b, fake, store }
+})
+
 /** A token responder that waits for `gate` before the fake issues the token. */
 const gated = (fake: Fake.FakeService, gate: Deferred.Deferred<void>): Fake.Responder => () =>
   Effect.zipRight(Deferred.await(gate), fake.issueToken)
@@ -66,10 +75,7 @@ const entryOf = (token: string): StoredEntry.Entry => ({
 describe("clients sharing a token store", () => {
   it.scoped("on a cold store, many callers of two instances make one token request", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const store = TokenStore.memory()
-      const a = yield* instance(clientOver(fake, store))
-      const b = yield* instance(clientOver(fake, store))
+      const { a, b, fake } = yield* twoInstances
       const gate = yield* Deferred.make<void>()
       yield* fake.scriptToken(gated(fake, gate))
       const callers = yield* Effect.fork(Effect.all(
@@ -90,10 +96,7 @@ describe("clients sharing a token store", () => {
 
   it.scoped("a token one instance refreshed is adopted by the other in its soft window: one request per lifetime", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const store = TokenStore.memory()
-      const a = yield* instance(clientOver(fake, store))
-      const b = yield* instance(clientOver(fake, store))
+      const { a, b, fake, store } = yield* twoInstances
       const first = yield* a(TokenService.get)
       const adopted = yield* b(TokenService.get)
       expect(valueOf(adopted)).toBe(valueOf(first))
@@ -113,10 +116,7 @@ describe("clients sharing a token store", () => {
 
   it.scoped("a fleet-wide revocation costs one token request; a late refusal leaves the newer token stored", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const store = TokenStore.memory()
-      const a = yield* instance(clientOver(fake, store))
-      const b = yield* instance(clientOver(fake, store))
+      const { a, b, fake, store } = yield* twoInstances
       yield* a(TokenService.get)
       yield* b(TokenService.get)
       yield* fake.revokeAll
@@ -175,10 +175,7 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
 
   it.scoped("one instance told to wait 5 s: the other fails fast with the same error counting down, nothing sent; then asks", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const store = TokenStore.memory()
-      const a = yield* instance(clientOver(fake, store))
-      const b = yield* instance(clientOver(fake, store))
+      const { a, b, fake, store } = yield* twoInstances
       yield* fake.scriptToken(throttled(429, "5"))
       expect(yield* Effect.flip(a(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 5000 })
       expect((yield* store.read(storeKey)).paused).toEqual({ status: 429, remainingMillis: 5000 })
@@ -205,10 +202,7 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
 
   it.scoped("a call on another instance waits the fleet's pause out and succeeds: its first data request after the pause", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const store = TokenStore.memory()
-      const a = yield* instance(clientOver(fake, store))
-      const b = yield* instance(clientOver(fake, store))
+      const { a, b, fake } = yield* twoInstances
       yield* fake.scriptToken(throttled(429, "3"))
       yield* Effect.flip(a(TokenService.get))
       const { medications } = yield* Fake.runWithClock(b(MedicationService.get(Fake.PERSON_UID)))
@@ -221,10 +215,7 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
 
   it.scoped("an instance waiting for the leaseholder learns of its pause and asks nothing: one token request", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const store = TokenStore.memory()
-      const a = yield* instance(clientOver(fake, store))
-      const b = yield* instance(clientOver(fake, store))
+      const { a, b, fake } = yield* twoInstances
       const gate = yield* Deferred.make<void>()
       yield* fake.scriptToken(() => Effect.zipRight(Deferred.await(gate), throttled(503, "30")(undefined as never)))
       const first = yield* Effect.fork(Effect.flip(a(TokenService.get)))
@@ -242,10 +233,7 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
 
   it.scoped("a 503 without Retry-After, or a 500, asks for no pause: the other instance asks itself", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
-      const store = TokenStore.memory()
-      const a = yield* instance(clientOver(fake, store))
-      const b = yield* instance(clientOver(fake, store))
+      const { a, b, fake, store } = yield* twoInstances
       for (const answer of [throttled(503), throttled(500, "5")]) {
         yield* fake.scriptToken(answer)
         expect(yield* Effect.flip(a(TokenService.get))).toMatchObject({ _tag: "ServerError" })
