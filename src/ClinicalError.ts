@@ -75,12 +75,25 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
 }
 
 /**
- * Why a request got no usable response: the network failed (`Network`), an attempt outlived its
- * timeout (`Timeout`), the call outlived its deadline (`Deadline`), the body was larger than
- * allowed (`ResponseTooLarge`), or the `HttpClient` under `layerHttpClient` followed a redirect to
- * another URL, which the client refuses to read (`Redirected`).
+ * Why a request got no usable response: the network failed (`Network`), a host name did not
+ * resolve (`Dns`), a certificate was refused either way (`Tls`: the server's not trusted, not for
+ * its host, expired, or this client's refused), the proxy refused the tunnel (`Proxy`: its
+ * credentials, or the target), an attempt outlived its timeout (`Timeout`), the call outlived its
+ * deadline (`Deadline`), the body was larger than allowed (`ResponseTooLarge`), or the
+ * `HttpClient` under `layerHttpClient` followed a redirect to another URL, which the client
+ * refuses to read (`Redirected`). `Dns`, `Tls` and `Proxy` come from the default undici transport;
+ * the detail says what to check.
  */
-export const TransportFailure = Schema.Literal("Network", "Timeout", "Deadline", "ResponseTooLarge", "Redirected")
+export const TransportFailure = Schema.Literal(
+  "Network",
+  "Dns",
+  "Tls",
+  "Proxy",
+  "Timeout",
+  "Deadline",
+  "ResponseTooLarge",
+  "Redirected"
+)
 
 /**
  * No usable HTTP response: the network failed, a timeout or the deadline fired, or the body was too

@@ -11,16 +11,18 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type { Agent } from "undici"
 import type { InvalidConfig, TransportError } from "./ClinicalError.js"
 import { fromHttpClient } from "./internal/transport/httpClient.js"
 import { memory } from "./internal/transport/memory.js"
+import * as Network from "./internal/transport/network.js"
+import type { UndiciOptions } from "./internal/transport/network.js"
 import type { Service, TransportRequest, TransportResponse } from "./internal/transport/port.js"
-import { fromUndiciAgent } from "./internal/transport/undici.js"
-import { describe, invalidArgument } from "./internal/transport/wire.js"
+import { fromNetwork } from "./internal/transport/undici.js"
+import { invalidArgument } from "./internal/transport/wire.js"
 
 export { fromHttpClient } from "./internal/transport/httpClient.js"
 export { make, memory } from "./internal/transport/memory.js"
+export type { NetworkOptions, UndiciOptions } from "./internal/transport/network.js"
 export type { Service, TransportRequest, TransportResponse, WireValue } from "./internal/transport/port.js"
 export { fromUndiciAgent } from "./internal/transport/undici.js"
 export {
@@ -36,29 +38,19 @@ export {
 export class HttpTransport extends Context.Tag("effect-clinical/HttpTransport")<HttpTransport, Service>() {}
 
 /**
- * The default transport: undici called directly, on an `Agent` (keep-alive connection pool) that
+ * The default transport: undici called directly, on `Agent`s (keep-alive connection pools) that
  * this layer owns and closes with its scope. Skips `@effect/platform`'s HttpClient, which measured
- * about 3.7 times the client CPU per request of undici alone. Options undici refuses fail the layer
- * with `InvalidConfig`. undici is loaded when the layer is built: importing the package (to use
- * another transport, the mock, the command line's help) does not load it.
+ * about 3.7 times the client CPU per request of undici alone.
+ *
+ * Besides undici's `Agent` options it takes a proxy (by default the environment's `HTTPS_PROXY`,
+ * `HTTP_PROXY`, `NO_PROXY`, as curl reads them; an https target is tunnelled with CONNECT), a CA to
+ * trust besides Node's roots, and a client certificate: see {@link UndiciOptions}. A refused
+ * option, or a file it names that cannot be read, fails the layer with `InvalidConfig`. undici is
+ * loaded when the layer is built: importing the package (to use another transport, the mock, the
+ * command line's help) does not load it.
  */
-export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport, InvalidConfig> =>
-  Layer.scoped(
-    HttpTransport,
-    Effect.map(
-      Effect.acquireRelease(
-        options !== undefined && (typeof options !== "object" || options === null)
-          ? Effect.fail(invalidArgument("agentOptions", "must be an object of undici Agent options"))
-          : Effect.flatMap(Effect.promise(() => import("undici")), ({ Agent }) =>
-            Effect.try({
-              try: () => new Agent(options),
-              catch: (cause) => invalidArgument("agentOptions", `were refused by undici: ${describe(cause)}`)
-            })),
-        (agent) => Effect.promise(() => agent.close())
-      ),
-      fromUndiciAgent
-    )
-  )
+export const layerUndici = (options?: UndiciOptions): Layer.Layer<HttpTransport, InvalidConfig> =>
+  Layer.scoped(HttpTransport, Effect.map(Network.acquire(options), fromNetwork))
 
 /**
  * A transport over the `@effect/platform` HttpClient the application provides (fetch, node, ...).

@@ -11,8 +11,8 @@
  * | an answer (2xx, 4xx but 429, a body too large, a redirect) | an answer | an answer |
  * | 429 | an overload | an answer: the service is up |
  * | 503, an attempt that timed out | an overload | down |
- * | another 5xx, the network failing | nothing | down |
- * | the call's deadline | nothing | nothing |
+ * | another 5xx, the network failing, a name that did not resolve | nothing | down |
+ * | the call's deadline, a certificate or a proxy's refusal | nothing | nothing |
  *
  * When the breaker closes after being open (the service is back), the limit starts again in slow
  * start from where the outage left it.
@@ -53,13 +53,20 @@ export const signalOfStatus = (status: number): Signal =>
 export const signalOfError = (error: ClinicalError): Signal => {
   switch (error._tag) {
     case "TransportError":
-      return error.reason === "Network"
-        ? Signal.Down
-        : error.reason === "Timeout"
-        ? Signal.Overloaded
-        : error.reason === "Deadline"
-        ? Signal.Nothing
-        : Signal.Answer
+      switch (error.reason) {
+        case "Network":
+        case "Dns":
+          return Signal.Down
+        case "Timeout":
+          return Signal.Overloaded
+        // A deadline, a certificate or a proxy's refusal says nothing of the service's load.
+        case "Deadline":
+        case "Tls":
+        case "Proxy":
+          return Signal.Nothing
+        default:
+          return Signal.Answer
+      }
     case "InvalidRequest":
     case "CircuitOpen":
     case "TokenStoreError":

@@ -25,14 +25,22 @@ const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504])
 
 /**
  * Why a failure may be retried (the label of the retries metric), or `undefined` when it must not
- * be: transport failures and attempt timeouts, 429, 500, 502, 503 and 504, a token store that did
- * not answer. A passed deadline, an oversized body, any 4xx but 429, every decode or envelope
+ * be: transport failures (a name that did not resolve included) and attempt timeouts, 429, 500,
+ * 502, 503 and 504, a token store that did not answer. A certificate refused and a proxy's refusal
+ * are not retried. A passed deadline, an oversized body, any 4xx but 429, every decode or envelope
  * failure and a token store value that cannot be read end the call.
  */
 export const retryCause = (error: ClinicalError): string | undefined => {
   switch (error._tag) {
     case "TransportError":
-      return error.reason === "Network" ? "network" : error.reason === "Timeout" ? "timeout" : undefined
+      // A name that did not resolve may resolve next time; a certificate or a proxy's refusal will not change.
+      return error.reason === "Network"
+        ? "network"
+        : error.reason === "Timeout"
+        ? "timeout"
+        : error.reason === "Dns"
+        ? "dns"
+        : undefined
     case "RateLimited":
     case "ServerError":
       return RETRIED_STATUSES.has(error.status) ? String(error.status) : undefined

@@ -5,15 +5,19 @@ import type { Dispatcher } from "undici"
 import type { TransportError } from "../../ClinicalError.js"
 import { callback } from "../call/callback.js"
 import { splitUrl } from "../url.js"
+import { classify, type Route } from "./connectFailure.js"
+import type { Network } from "./network.js"
 import type { Service, TransportRequest, TransportResponse } from "./port.js"
 import {
   describe,
   exceedsLimit,
   hasTimeout,
   networkError,
+  neverConnected,
   sendableBody,
   timedOutError,
   tooLarge,
+  transportError,
   wireHeaders
 } from "./wire.js"
 
@@ -50,14 +54,18 @@ class UndiciExchange implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly request: TransportRequest,
-    private readonly done: (outcome: Either.Either<TransportResponse, TransportError>) => void
+    private readonly done: (outcome: Either.Either<TransportResponse, TransportError>) => void,
+    /** Where the request goes, when known: a failure to get there is explained by it. */
+    private readonly route: Route | undefined
   ) {}
 
   /** Sends the request; returns the function that calls it off (then `done` is not called). */
-  start(agent: Dispatcher): () => void {
+  start(
+    agent: Pick<Dispatcher, "dispatch">,
+    { origin, path }: { readonly origin: string; readonly path: string } = splitUrl(this.request.url)
+  ): () => void {
     const request = this.request
     if (hasTimeout(request)) this.timer = setTimeout(() => this.stop(timedOutError(request)), request.timeoutMillis)
-    const { origin, path } = splitUrl(request.url)
     try {
       agent.dispatch({
         origin,
@@ -67,7 +75,7 @@ class UndiciExchange implements Dispatcher.DispatchHandler {
         body: sendableBody(request) ?? null
       }, this)
     } catch (cause) {
-      this.settle(Either.left(networkError(request, describe(cause), cause)))
+      this.settle(Either.left(this.failure(cause)))
     }
     return () => {
       this.settled = true
@@ -137,19 +145,39 @@ class UndiciExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_: Dispatcher.DispatchController, cause: Error): void {
-    this.settle(Either.left(networkError(this.request, describe(cause), cause)))
+    this.settle(Either.left(this.failure(cause)))
+  }
+
+  /** A failure of the request: what it means for its route when no response had started, else the network's. */
+  private failure(cause: unknown): TransportError {
+    const classified = this.route === undefined || this.status !== 0 ? undefined : classify(cause, this.route)
+    if (classified === undefined) return networkError(this.request, describe(cause), cause)
+    const unsent = classified.requestSent === false || neverConnected(cause)
+    return transportError(this.request, classified.reason, classified.detail, unsent ? false : undefined)
   }
 }
 
 /** The headers of a response that has not started. */
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
+/** A transport over `dispatch`, the callback form of a request. */
+const fromDispatch = (dispatch: NonNullable<Service["dispatch"]>): Service => ({
+  dispatch,
+  // Interruption stops the timer and aborts the request on the socket.
+  send: (request) => callback<TransportResponse, TransportError>((resume) => dispatch(request, resume))
+})
+
 /** A transport over an undici dispatcher: every request an {@link UndiciExchange}. */
-export const fromUndiciAgent = (agent: Dispatcher): Service => {
-  const dispatch: NonNullable<Service["dispatch"]> = (request, done) => new UndiciExchange(request, done).start(agent)
-  return {
-    dispatch,
-    // Interruption stops the timer and aborts the request on the socket.
-    send: (request) => callback<TransportResponse, TransportError>((resume) => dispatch(request, resume))
-  }
-}
+export const fromUndiciAgent = (agent: Pick<Dispatcher, "dispatch">): Service =>
+  fromDispatch((request, done) => new UndiciExchange(request, done, undefined).start(agent))
+
+/**
+ * A transport over a {@link Network}'s dispatchers: each request through its origin's (direct, or
+ * a proxy's tunnel), and a failure to get there explained by the route (see `connectFailure`).
+ */
+export const fromNetwork = (network: Network): Service =>
+  fromDispatch((request, done) => {
+    const split = splitUrl(request.url)
+    const { dispatcher, route } = network.routeOf(split.origin)
+    return new UndiciExchange(request, done, route).start(dispatcher, split)
+  })

@@ -1,0 +1,242 @@
+/**
+ * The default transport's way out of the machine: its settings (a proxy, a private CA, a client
+ * certificate, on top of undici's `Agent` options), checked and turned into undici dispatchers,
+ * one per way out, and the request's route, which failures are explained by. The files the
+ * settings name are read here, once, when the layer is built.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import * as Fs from "node:fs"
+import type * as Undici from "undici"
+import { InvalidConfig } from "../../ClinicalError.js"
+import type { Route } from "./connectFailure.js"
+import * as Proxy from "./proxy.js"
+import * as Trust from "./trust.js"
+import { describe, invalidArgument } from "./wire.js"
+
+/** What the default transport takes besides undici's `Agent` options. */
+export interface NetworkOptions {
+  /**
+   * The proxy: a URL (`http://user:password@proxy.example:3128`, credentials percent-encoded),
+   * `false` (or `"none"`) for none. Default: the environment's `HTTPS_PROXY`, `HTTP_PROXY`,
+   * `ALL_PROXY` (upper or lower case), as curl reads them.
+   */
+  readonly proxy?: string | URL | Redacted.Redacted<string> | false | undefined
+  /** Targets that bypass the proxy, as `NO_PROXY` writes them. Default: the environment's `NO_PROXY`. */
+  readonly noProxy?: string | undefined
+  /** A CA to trust besides Node's roots: its PEM text, or a PEM file's path. */
+  readonly ca?: string | Redacted.Redacted<string> | undefined
+  /** Trust `ca` alone, not Node's roots (nor `NODE_EXTRA_CA_CERTS`). Default false. */
+  readonly caOnly?: boolean | undefined
+  /**
+   * A client certificate for servers that ask for one (mutual TLS): `{ cert, key, passphrase? }`
+   * (PEM text or file paths), or `{ pfx, passphrase? }` (PKCS#12 bytes or a file path).
+   */
+  readonly clientCertificate?:
+    | {
+      readonly cert: string
+      readonly key: string | Redacted.Redacted<string>
+      readonly passphrase?: string | Redacted.Redacted<string> | undefined
+    }
+    | { readonly pfx: Uint8Array | string; readonly passphrase?: string | Redacted.Redacted<string> | undefined }
+    | undefined
+}
+
+/** What `HttpTransport.layerUndici` takes: undici's `Agent` options and the {@link NetworkOptions}. */
+export type UndiciOptions = Undici.Agent.Options & NetworkOptions
+
+const NETWORK_KEYS = ["proxy", "noProxy", "ca", "caOnly", "clientCertificate"] as const
+
+type Environment = Readonly<Record<string, string | undefined>>
+
+/** The dispatchers of a transport, and how a request is routed through them. */
+export interface Network {
+  /** The dispatcher a request to `origin` goes through, and its route (for what a failure means). */
+  readonly routeOf: (origin: string) => { readonly dispatcher: Undici.Dispatcher; readonly route: Route }
+  /** Closes every dispatcher. */
+  readonly close: () => Promise<void>
+  /** The proxy a request to `url` would go through (origin only), for a report. */
+  readonly proxyFor: (url: string) => string | undefined
+}
+
+const refused = (setting: string, reason: string) => new InvalidConfig({ setting, reason })
+
+/** A setting's text: itself when it is PEM, else the file it names (the reason never holds the text). */
+const pemOrFile = (setting: string, value: string): Either.Either<string, InvalidConfig> => {
+  if (Trust.isPem(value)) return Either.right(value)
+  try {
+    return Either.right(Fs.readFileSync(value, "utf8"))
+  } catch (cause) {
+    const code = (cause as { readonly code?: unknown }).code
+    return Either.left(
+      refused(setting, `names a file that cannot be read (${typeof code === "string" ? code : "error"})`)
+    )
+  }
+}
+
+const bytesOrFile = (setting: string, value: Uint8Array | string): Either.Either<Buffer, InvalidConfig> => {
+  if (value instanceof Uint8Array) return Either.right(Buffer.from(value))
+  try {
+    return Either.right(Fs.readFileSync(value))
+  } catch (cause) {
+    const code = (cause as { readonly code?: unknown }).code
+    return Either.left(
+      refused(setting, `names a file that cannot be read (${typeof code === "string" ? code : "error"})`)
+    )
+  }
+}
+
+/** What the settings add to undici's connector: the CAs trusted, a client certificate. */
+interface TlsOptions extends Trust.ClientTls {
+  readonly ca?: Array<string>
+}
+
+/** The TLS options a client's settings give undici's connector (none at all when nothing is set). */
+const tlsOptions = (
+  options: NetworkOptions,
+  env: Environment
+): Either.Either<TlsOptions, InvalidConfig> =>
+  Either.gen(function*() {
+    const out: Record<string, unknown> = {}
+    if (options.ca !== undefined) {
+      const setting = yield* Either.mapLeft(Trust.caSetting(options.ca), (reason) => refused("ca", reason))
+      const pem = yield* pemOrFile("ca", setting)
+      // Node ignores an unreadable NODE_EXTRA_CA_CERTS with a warning of its own: so does this.
+      const extraPath = env.NODE_EXTRA_CA_CERTS
+      const extra = extraPath === undefined || extraPath === ""
+        ? undefined
+        : Either.getOrUndefined(pemOrFile("", extraPath))
+      out.ca = [
+        ...yield* Either.mapLeft(
+          Trust.trustedCas(pem, options.caOnly === true, extra),
+          (reason) => refused("ca", reason)
+        )
+      ]
+    } else if (options.caOnly === true) {
+      return yield* Either.left(refused("caOnly", "needs ca: the CA to trust alone"))
+    }
+    if (options.clientCertificate !== undefined) {
+      const certificate = yield* Either.mapLeft(
+        Trust.clientCertificate(options.clientCertificate),
+        (reason) => refused("clientCertificate", reason)
+      )
+      const passphrase = certificate.passphrase === undefined
+        ? {}
+        : { passphrase: Redacted.value(certificate.passphrase) }
+      const tls: Trust.ClientTls = certificate._tag === "Pkcs12"
+        ? { pfx: yield* bytesOrFile("clientCertificate.pfx", certificate.pfx), ...passphrase }
+        : {
+          cert: yield* pemOrFile("clientCertificate.cert", certificate.cert),
+          key: yield* pemOrFile("clientCertificate.key", Redacted.value(certificate.key)),
+          ...passphrase
+        }
+      Object.assign(
+        out,
+        yield* Either.mapLeft(Trust.checkedClientTls(tls), (reason) => refused("clientCertificate", reason))
+      )
+    }
+    return out as TlsOptions
+  })
+
+/** Splits the options into undici's and the network's. */
+const splitOptions = (
+  options: UndiciOptions
+): { readonly agent: Undici.Agent.Options; readonly network: NetworkOptions } => {
+  const agent: Record<string, unknown> = { ...options }
+  const network: Record<string, unknown> = {}
+  for (const key of NETWORK_KEYS) {
+    if (key in agent) network[key] = agent[key]
+    delete agent[key]
+  }
+  return { agent: agent as Undici.Agent.Options, network: network as NetworkOptions }
+}
+
+/**
+ * The dispatchers for `options` in `env` (the process's environment, for the proxy variables and
+ * `NODE_EXTRA_CA_CERTS`), or the `InvalidConfig` naming what is refused.
+ */
+export const make = (
+  undici: typeof Undici,
+  options: UndiciOptions | undefined,
+  env: Environment
+): Either.Either<Network, InvalidConfig> =>
+  Either.gen(function*() {
+    const { agent: agentOptions, network } = splitOptions(options ?? {})
+    const setting = network.proxy === undefined
+      ? Proxy.FROM_ENVIRONMENT
+      : yield* Either.mapLeft(Proxy.proxySetting(network.proxy), (reason) => refused("proxy", reason))
+    const routes = yield* Either.mapLeft(
+      Proxy.routesOf(setting, network.noProxy, env),
+      ([variable, reason]) => refused(variable, reason)
+    )
+    const tls = yield* tlsOptions(network, env)
+    const clientCertificate = network.clientCertificate !== undefined
+    if (typeof agentOptions.connect === "function" && Object.keys(tls).length > 0) {
+      return yield* Either.left(
+        refused("agentOptions.connect", "is a function: ca and clientCertificate cannot be added to it")
+      )
+    }
+    const connect = typeof agentOptions.connect === "function"
+      ? agentOptions.connect
+      : { ...tls, ...agentOptions.connect }
+    const direct = new undici.Agent({ ...agentOptions, connect })
+    const timeout = agentOptions.connectTimeout === undefined ? {} : { timeout: agentOptions.connectTimeout }
+    const tunnels = new Map<string, Undici.Dispatcher>()
+    const tunnelThrough = (proxy: Proxy.ProxyEndpoint): Undici.Dispatcher => {
+      let tunnel = tunnels.get(proxy.origin)
+      if (tunnel === undefined) {
+        const { connect: _, ...rest } = agentOptions
+        tunnel = new undici.ProxyAgent({
+          ...rest,
+          uri: proxy.origin,
+          ...(proxy.authorization === undefined ? {} : { token: Redacted.value(proxy.authorization) }),
+          requestTls: { ...tls, ...timeout, ...(typeof connect === "object" ? connect : {}) },
+          proxyTls: { ...(tls.ca === undefined ? {} : { ca: tls.ca }), ...timeout }
+        })
+        tunnels.set(proxy.origin, tunnel)
+      }
+      return tunnel
+    }
+    // A client talks to two or three origins: each is routed once.
+    const routed = new Map<string, { readonly dispatcher: Undici.Dispatcher; readonly route: Route }>()
+    const routeOf = (origin: string) => {
+      let found = routed.get(origin)
+      if (found === undefined) {
+        const url = new URL(origin)
+        const proxy = Proxy.proxyFor(routes, url)
+        found = {
+          dispatcher: proxy === undefined ? direct : tunnelThrough(proxy),
+          route: { host: url.hostname, https: url.protocol === "https:", proxy: proxy?.origin, clientCertificate }
+        }
+        if (routed.size < 64) routed.set(origin, found)
+      }
+      return found
+    }
+    return {
+      routeOf,
+      close: () =>
+        Promise.all([direct.close(), ...Array.from(tunnels.values(), (tunnel) => tunnel.close())]).then(() => {}),
+      proxyFor: (url) => Proxy.proxyFor(routes, new URL(url))?.origin
+    }
+  })
+
+/**
+ * The dispatchers of `options` in `env` (read when the effect runs: by default the process's
+ * environment), closed with the scope. Options undici refuses fail with `InvalidConfig`.
+ */
+export const acquire = (
+  options: UndiciOptions | undefined,
+  env?: Environment
+): Effect.Effect<Network, InvalidConfig, Scope.Scope> =>
+  Effect.acquireRelease(
+    options !== undefined && (typeof options !== "object" || options === null)
+      ? Effect.fail(invalidArgument("agentOptions", "must be an object of undici Agent options"))
+      : Effect.flatMap(Effect.promise(() => import("undici")), (undici) =>
+        Effect.flatten(Effect.try({
+          try: () => make(undici, options, env ?? process.env),
+          catch: (cause) => invalidArgument("agentOptions", `were refused by undici: ${describe(cause)}`)
+        }))),
+    (built) => Effect.promise(() => built.close())
+  )

@@ -1,0 +1,247 @@
+/**
+ * Which proxy a request goes through, as pure functions: a proxy URL read once (its credentials
+ * split out as a secret), the environment's variables read as curl reads them, and `NO_PROXY`'s
+ * rules matched against a target. The undici adapter builds its dispatchers from the outcome.
+ *
+ * | setting | what it means |
+ * |---|---|
+ * | `proxy` unset | the environment: `https_proxy`/`HTTPS_PROXY` for https targets, `http_proxy`/`HTTP_PROXY` for http, `all_proxy`/`ALL_PROXY` for either when those are unset (lower case first) |
+ * | `proxy: "http://user:pass@host:3128"` | that proxy for every target |
+ * | `proxy: false` or `"none"` | no proxy, whatever the environment says |
+ * | `noProxy` unset | `no_proxy`/`NO_PROXY` |
+ *
+ * `NO_PROXY` holds host names (`example.com` and `.example.com` match it and its subdomains), IP
+ * addresses and networks (`10.0.0.0/8`, `::1`), each with an optional `:port`, or `*` for every
+ * target, separated by commas or spaces.
+ */
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+import * as Net from "node:net"
+
+/** A proxy to go through: where it is, and the credentials it wants (a secret). */
+export interface ProxyEndpoint {
+  /** `http://host:port` or `https://host:port`: never credentials. */
+  readonly origin: string
+  /** The `Proxy-Authorization` value (`Basic ...`) from the URL's credentials, if it had any. */
+  readonly authorization: Redacted.Redacted<string> | undefined
+}
+
+/** How a client chooses its proxy. */
+export type ProxySetting =
+  | { readonly _tag: "FromEnvironment" }
+  | { readonly _tag: "Direct" }
+  | { readonly _tag: "Through"; readonly proxy: ProxyEndpoint }
+
+export const FROM_ENVIRONMENT: ProxySetting = { _tag: "FromEnvironment" }
+export const DIRECT: ProxySetting = { _tag: "Direct" }
+
+/** Longest proxy URL read: a URL is a line, not a file. */
+const MAX_PROXY_URL_LENGTH = 2048
+
+/**
+ * A proxy URL read: `http://` or `https://`, a host, a port (default 80 or 443), no path, query or
+ * fragment; credentials percent-encoded as in any URL. The reason never shows the URL (it may hold
+ * a password).
+ */
+export const proxyEndpoint = (value: unknown): Either.Either<ProxyEndpoint, string> => {
+  const text = Redacted.isRedacted(value) ? Redacted.value(value) : value instanceof URL ? value.href : value
+  if (typeof text !== "string" || text.trim() === "" || text.length > MAX_PROXY_URL_LENGTH) {
+    return Either.left("must be a proxy URL such as http://proxy.example:3128")
+  }
+  let url: URL
+  try {
+    url = new URL(text.trim())
+  } catch {
+    return Either.left("is not a URL (expected http://host:port, credentials percent-encoded)")
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return Either.left("must start with http:// or https://")
+  }
+  if (url.hostname === "") return Either.left("has no host")
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search !== "" || url.hash !== "") {
+    return Either.left("must be a proxy's address alone: no path, query or fragment")
+  }
+  let username: string
+  let password: string
+  try {
+    username = decodeURIComponent(url.username)
+    password = decodeURIComponent(url.password)
+  } catch {
+    return Either.left("has credentials that are not percent-encoded correctly")
+  }
+  const port = url.port === "" ? (url.protocol === "https:" ? "443" : "80") : url.port
+  return Either.right({
+    origin: `${url.protocol}//${url.hostname}:${port}`,
+    authorization: username === "" && password === ""
+      ? undefined
+      : Redacted.make(`Basic ${Buffer.from(`${username}:${password}`, "utf8").toString("base64")}`)
+  })
+}
+
+/** The `proxy` setting read: a proxy URL, or `false` / `"none"` for none. */
+export const proxySetting = (value: unknown): Either.Either<ProxySetting, string> => {
+  if (value === false || (typeof value === "string" && value.trim().toLowerCase() === "none")) {
+    return Either.right(DIRECT)
+  }
+  return Either.map(proxyEndpoint(value), (proxy) => ({ _tag: "Through", proxy }) as const)
+}
+
+/** One rule of `NO_PROXY`. */
+type Rule =
+  | { readonly _tag: "All" }
+  | { readonly _tag: "Domain"; readonly domain: string; readonly port: number | undefined }
+  | { readonly _tag: "Network"; readonly block: Net.BlockList; readonly port: number | undefined }
+
+/** What `NO_PROXY` says, read once. */
+export interface Bypass {
+  readonly rules: ReadonlyArray<Rule>
+}
+
+export const NO_BYPASS: Bypass = { rules: [] }
+
+const PORT = /^(.*):(\d{1,5})$/
+
+const network = (address: string, prefix: number | undefined): Net.BlockList | undefined => {
+  const family = Net.isIPv4(address) ? "ipv4" : Net.isIPv6(address) ? "ipv6" : undefined
+  if (family === undefined) return undefined
+  const bits = prefix ?? (family === "ipv4" ? 32 : 128)
+  if (!(bits >= 0 && bits <= (family === "ipv4" ? 32 : 128))) return undefined
+  const block = new Net.BlockList()
+  block.addSubnet(address, bits, family)
+  return block
+}
+
+const ruleOf = (entry: string): Rule | undefined => {
+  if (entry === "*") return { _tag: "All" }
+  let host = entry
+  let port: number | undefined
+  // `[::1]:8080`, `host:8080`; a bare IPv6 address has colons of its own and no port.
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(host)
+  if (bracketed !== null) {
+    host = bracketed[1]!
+    port = bracketed[2] === undefined ? undefined : Number(bracketed[2])
+  } else if (!Net.isIPv6(host.split("/")[0]!)) {
+    const withPort = PORT.exec(host)
+    if (withPort !== null) {
+      host = withPort[1]!
+      port = Number(withPort[2])
+    }
+  }
+  const [address, prefix, extra] = host.split("/")
+  if (extra === undefined && address !== undefined && Net.isIP(address) !== 0) {
+    const block = network(address, prefix === undefined ? undefined : Number(prefix))
+    return block === undefined ? undefined : { _tag: "Network", block, port }
+  }
+  const domain = host.replace(/^\*?\./, "").toLowerCase()
+  return domain === "" || prefix !== undefined ? undefined : { _tag: "Domain", domain, port }
+}
+
+/** `NO_PROXY`'s rules; entries that mean nothing are skipped, as curl skips them. */
+export const bypassOf = (text: string | undefined): Bypass => {
+  if (text === undefined) return NO_BYPASS
+  const rules: Array<Rule> = []
+  for (const entry of text.split(/[\s,]+/)) {
+    if (entry === "") continue
+    const rule = ruleOf(entry)
+    if (rule !== undefined) rules.push(rule)
+  }
+  return { rules }
+}
+
+const DEFAULT_PORT: Readonly<Record<string, number>> = { "http:": 80, "https:": 443 }
+
+/** Whether `NO_PROXY`'s rules send a target straight to it. */
+export const bypasses = (bypass: Bypass, target: URL): boolean => {
+  if (bypass.rules.length === 0) return false
+  const host = target.hostname.replace(/^\[|\]$/g, "").toLowerCase()
+  const port = target.port === "" ? DEFAULT_PORT[target.protocol] : Number(target.port)
+  const family = Net.isIPv4(host) ? "ipv4" : Net.isIPv6(host) ? "ipv6" : undefined
+  return bypass.rules.some((rule) => {
+    switch (rule._tag) {
+      case "All":
+        return true
+      case "Domain":
+        return (rule.port === undefined || rule.port === port) &&
+          (host === rule.domain || host.endsWith(`.${rule.domain}`))
+      case "Network":
+        return (rule.port === undefined || rule.port === port) && family !== undefined &&
+          rule.block.check(host, family)
+    }
+  })
+}
+
+/** The environment's proxies, read as curl reads them (lower case first); refused values by variable. */
+export interface EnvironmentProxies {
+  readonly http: ProxyEndpoint | undefined
+  readonly https: ProxyEndpoint | undefined
+  readonly bypass: Bypass
+}
+
+type Environment = Readonly<Record<string, string | undefined>>
+
+/** The first of `names` set (not blank) in `env`, with its name. */
+const firstSet = (env: Environment, names: ReadonlyArray<string>): readonly [string, string] | undefined => {
+  for (const name of names) {
+    const value = env[name]
+    if (value !== undefined && value.trim() !== "") return [name, value]
+  }
+  return undefined
+}
+
+/**
+ * The proxies an environment names: a variable whose value is not a proxy URL is refused by name
+ * (`[variable, reason]`), never ignored: a request would otherwise leave without the proxy the
+ * network requires, or the operator would wonder why it is not used.
+ */
+export const environmentProxies = (
+  env: Environment
+): Either.Either<EnvironmentProxies, readonly [string, string]> => {
+  const read = (names: ReadonlyArray<string>): Either.Either<ProxyEndpoint | undefined, readonly [string, string]> => {
+    const found = firstSet(env, names)
+    if (found === undefined) return Either.right(undefined)
+    return Either.mapLeft(proxyEndpoint(found[1]), (reason) => [found[0], reason] as const)
+  }
+  return Either.gen(function*() {
+    const all = yield* read(["all_proxy", "ALL_PROXY"])
+    const http = (yield* read(["http_proxy", "HTTP_PROXY"])) ?? all
+    const https = (yield* read(["https_proxy", "HTTPS_PROXY"])) ?? all
+    return { http, https, bypass: bypassOf(firstSet(env, ["no_proxy", "NO_PROXY"])?.[1]) }
+  })
+}
+
+/** Where requests go: through which proxy for each scheme, and what bypasses it. */
+export interface Routes {
+  readonly http: ProxyEndpoint | undefined
+  readonly https: ProxyEndpoint | undefined
+  readonly bypass: Bypass
+}
+
+/**
+ * The routes a setting gives in an environment: `noProxy` (the setting) or else the environment's
+ * `NO_PROXY` applies to a proxy set explicitly as to one from the environment.
+ */
+export const routesOf = (
+  setting: ProxySetting,
+  noProxy: string | undefined,
+  env: Environment
+): Either.Either<Routes, readonly [string, string]> => {
+  const explicitBypass = noProxy === undefined ? undefined : bypassOf(noProxy)
+  switch (setting._tag) {
+    case "Direct":
+      return Either.right({ http: undefined, https: undefined, bypass: NO_BYPASS })
+    case "Through":
+      return Either.right({
+        http: setting.proxy,
+        https: setting.proxy,
+        bypass: explicitBypass ?? bypassOf(firstSet(env, ["no_proxy", "NO_PROXY"])?.[1])
+      })
+    case "FromEnvironment":
+      return Either.map(environmentProxies(env), (found) => ({ ...found, bypass: explicitBypass ?? found.bypass }))
+  }
+}
+
+/** The proxy a request to `target` goes through, or `undefined` for none. */
+export const proxyFor = (routes: Routes, target: URL): ProxyEndpoint | undefined => {
+  const proxy = target.protocol === "https:" ? routes.https : target.protocol === "http:" ? routes.http : undefined
+  return proxy === undefined || bypasses(routes.bypass, target) ? undefined : proxy
+}

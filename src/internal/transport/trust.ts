@@ -1,0 +1,134 @@
+/**
+ * What TLS trusts and presents: a private CA added to Node's roots (or alone, when asked), and a
+ * client certificate (PEM certificate and key, or PKCS#12), as settings read and then as the
+ * options undici's connector takes. Pure but for Node's TLS parser, which checks a certificate and
+ * its key before the first request rather than at the first handshake; the files are read by the
+ * caller (`network.ts`).
+ *
+ * Giving Node a `ca` replaces its whole trust store, `NODE_EXTRA_CA_CERTS` included: to add a CA,
+ * the union is passed (the bundled roots, the extra certificates' file, the CA).
+ */
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+import * as Tls from "node:tls"
+
+/** PEM text, or a file's path: a value holding a PEM header is the PEM itself. */
+export const isPem = (text: string): boolean => text.includes("-----BEGIN ")
+
+/** A client certificate as set: PEM certificate and key (text or paths), or a PKCS#12 bundle (bytes or a path). */
+export type ClientCertificate =
+  | {
+    readonly _tag: "Pem"
+    readonly cert: string
+    /** The key, or its path: a secret either way (a path tells where it is). */
+    readonly key: Redacted.Redacted<string>
+    readonly passphrase: Redacted.Redacted<string> | undefined
+  }
+  | {
+    readonly _tag: "Pkcs12"
+    readonly pfx: Uint8Array | string
+    readonly passphrase: Redacted.Redacted<string> | undefined
+  }
+
+const text = (value: unknown): string | undefined => {
+  const revealed = Redacted.isRedacted(value) ? Redacted.value(value) : value
+  return typeof revealed === "string" && revealed.trim() !== "" ? revealed : undefined
+}
+
+const secret = (value: unknown): Redacted.Redacted<string> | undefined => {
+  const found = text(value)
+  return found === undefined ? undefined : Redacted.make(found)
+}
+
+/**
+ * The `clientCertificate` setting read: `{ cert, key, passphrase? }` (PEM text or file paths) or
+ * `{ pfx, passphrase? }` (PKCS#12 bytes or a file path). Reasons name the fields by both their
+ * option and their variable, and never show a value.
+ */
+export const clientCertificate = (value: unknown): Either.Either<ClientCertificate, string> => {
+  if (typeof value !== "object" || value === null) {
+    return Either.left("must be { cert, key, passphrase? } or { pfx, passphrase? }")
+  }
+  const { cert, key, passphrase, pfx } = value as Record<string, unknown>
+  if (passphrase !== undefined && secret(passphrase) === undefined) {
+    return Either.left("has a passphrase (CLINICAL_CLIENT_KEY_PASSPHRASE) that is not text")
+  }
+  if (pfx !== undefined) {
+    if (cert !== undefined || key !== undefined) {
+      return Either.left("takes a PKCS#12 bundle (pfx, CLINICAL_CLIENT_PFX_FILE) or a PEM cert and key, not both")
+    }
+    const bundle = pfx instanceof Uint8Array ? pfx : text(pfx)
+    return bundle === undefined
+      ? Either.left("has a pfx (CLINICAL_CLIENT_PFX_FILE) that is neither bytes nor a file path")
+      : Either.right({ _tag: "Pkcs12", pfx: bundle, passphrase: secret(passphrase) })
+  }
+  const certificate = text(cert)
+  const privateKey = secret(key)
+  if (certificate === undefined) {
+    return Either.left("needs cert (CLINICAL_CLIENT_CERT_FILE): the certificate's PEM text or file path")
+  }
+  if (privateKey === undefined) {
+    return Either.left("needs key (CLINICAL_CLIENT_KEY_FILE): the private key's PEM text or file path")
+  }
+  return Either.right({ _tag: "Pem", cert: certificate, key: privateKey, passphrase: secret(passphrase) })
+}
+
+/** The `ca` setting read: PEM text or a file path. */
+export const caSetting = (value: unknown): Either.Either<string, string> => {
+  const found = text(value)
+  return found === undefined
+    ? Either.left("must be the CA's certificates as PEM text, or the path of a PEM file")
+    : Either.right(found)
+}
+
+/** The certificates of a PEM text, each as its own PEM block. */
+export const certificatesOf = (pem: string): ReadonlyArray<string> =>
+  pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []
+
+/**
+ * The CAs a client trusts, given the `ca` setting's certificates (PEM): with `caOnly`, those alone;
+ * else Node's bundled roots, the certificates of `NODE_EXTRA_CA_CERTS` (its file's text, when set)
+ * and those.
+ */
+export const trustedCas = (
+  ca: string,
+  caOnly: boolean,
+  extraCertificates: string | undefined
+): Either.Either<ReadonlyArray<string>, string> => {
+  const given = certificatesOf(ca)
+  if (given.length === 0) return Either.left("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+  return Either.right(
+    caOnly ? given : [...Tls.rootCertificates, ...certificatesOf(extraCertificates ?? ""), ...given]
+  )
+}
+
+/** The TLS options of undici's connector for a client certificate, its files already read. */
+export interface ClientTls {
+  readonly cert?: string
+  readonly key?: string
+  readonly pfx?: Buffer
+  readonly passphrase?: string
+}
+
+/**
+ * Checks that Node can use a client certificate (the key opens with the passphrase, and belongs
+ * to the certificate) and says what is wrong otherwise, without the key or the passphrase.
+ */
+export const checkedClientTls = (tls: ClientTls): Either.Either<ClientTls, string> => {
+  try {
+    Tls.createSecureContext(tls)
+    return Either.right(tls)
+  } catch (cause) {
+    const message = cause instanceof Error ? cause.message : String(cause)
+    if (/bad decrypt|bad password|mac verify failure|decrypt/i.test(message)) {
+      return Either.left("its key or bundle does not open with the passphrase given (CLINICAL_CLIENT_KEY_PASSPHRASE)")
+    }
+    if (/key values mismatch|KEY_VALUES_MISMATCH/i.test(message)) {
+      return Either.left("its key does not belong to its certificate")
+    }
+    if (/no start line|PEM|asn1|not enough data|header too long|unsupported/i.test(message)) {
+      return Either.left("is not a PEM certificate and key, or a PKCS#12 bundle, that Node can read")
+    }
+    return Either.left("could not be used by Node's TLS")
+  }
+}

@@ -1,0 +1,302 @@
+/**
+ * The default transport's network decisions as pure functions (src/internal/transport/proxy.ts,
+ * trust.ts, connectFailure.ts): which proxy a target goes through, what NO_PROXY bypasses, what a
+ * CA setting trusts, and what a failure to connect tells the user to check. The same, for real,
+ * through tinyproxy and TLS: test/Network.test.ts.
+ */
+import { Either, Redacted } from "effect"
+import * as Tls from "node:tls"
+import { describe, expect, it } from "vitest"
+import { classify, type Route } from "../src/internal/transport/connectFailure.js"
+import * as Proxy from "../src/internal/transport/proxy.js"
+import * as Trust from "../src/internal/transport/trust.js"
+
+const endpoint = (text: string) => Either.getOrThrow(Proxy.proxyEndpoint(text))
+
+describe("a proxy URL", () => {
+  it("is read into its origin and a Basic authorization, the credentials percent-decoded", () => {
+    const proxy = endpoint("http://alice:p%40ss%3Aword@proxy.example:3128")
+    expect(proxy.origin).toBe("http://proxy.example:3128")
+    expect(Redacted.value(proxy.authorization!)).toBe(`Basic ${Buffer.from("alice:p@ss:word").toString("base64")}`)
+    expect(endpoint("https://proxy.example")).toEqual({ origin: "https://proxy.example:443", authorization: undefined })
+    expect(endpoint("http://proxy.example/").origin).toBe("http://proxy.example:80")
+    expect(endpoint("http://[::1]:8080").origin).toBe("http://[::1]:8080")
+  })
+
+  it.each([
+    ["", "must be a proxy URL such as http://proxy.example:3128"],
+    ["proxy.example:3128", "must start with http:// or https://"],
+    ["socks5://proxy.example:1080", "must start with http:// or https://"],
+    ["http://proxy.example:3128/path", "must be a proxy's address alone: no path, query or fragment"],
+    ["http://proxy.example:3128?x=1", "must be a proxy's address alone: no path, query or fragment"],
+    ["http://us%ZZer:secret@proxy.example", "has credentials that are not percent-encoded correctly"],
+    ["http://", "is not a URL (expected http://host:port, credentials percent-encoded)"]
+  ])("%j is refused: %s", (text, reason) => {
+    expect(Proxy.proxyEndpoint(text)).toEqual(Either.left(reason))
+  })
+
+  it("a refusal never shows the URL, its password least of all", () => {
+    for (const text of ["ftp://user:s3cret-pw@proxy", "http://user:s3cret-pw@proxy/path", "http://u%ZZ:s3cret-pw@p"]) {
+      const reason = Either.getLeft(Proxy.proxyEndpoint(text))
+      expect(reason._tag).toBe("Some")
+      expect(JSON.stringify(reason)).not.toMatch(/s3cret|user:|u%ZZ/)
+    }
+  })
+
+  it("the setting: a URL, or false / none for no proxy", () => {
+    expect(Proxy.proxySetting(false)).toEqual(Either.right(Proxy.DIRECT))
+    expect(Proxy.proxySetting(" NONE ")).toEqual(Either.right(Proxy.DIRECT))
+    expect(Proxy.proxySetting(new URL("http://p.example:8080"))).toMatchObject(
+      Either.right({ _tag: "Through", proxy: { origin: "http://p.example:8080" } })
+    )
+    expect(Proxy.proxySetting(Redacted.make("http://p.example:8080"))._tag).toBe("Right")
+    expect(Proxy.proxySetting(true)._tag).toBe("Left")
+  })
+})
+
+describe("NO_PROXY", () => {
+  const bypassed = (noProxy: string, target: string) => Proxy.bypasses(Proxy.bypassOf(noProxy), new URL(target))
+
+  it.each([
+    ["example.com", "https://example.com/x", true],
+    ["example.com", "https://api.example.com", true],
+    [".example.com", "https://api.example.com", true],
+    ["*.example.com", "https://api.example.com", true],
+    ["example.com", "https://notexample.com", false],
+    ["EXAMPLE.com", "https://Api.Example.COM", true],
+    ["example.com:8443", "https://example.com:8443", true],
+    ["example.com:8443", "https://example.com", false],
+    ["example.com:443", "https://example.com", true],
+    ["localhost,127.0.0.1", "http://127.0.0.1:9000", true],
+    ["10.0.0.0/8", "https://10.20.30.40", true],
+    ["10.0.0.0/8", "https://11.0.0.1", false],
+    ["192.168.1.5", "https://192.168.1.5:444", true],
+    ["::1", "http://[::1]:8080", true],
+    ["[::1]:8080", "http://[::1]:8080", true],
+    ["[::1]:8080", "http://[::1]:8081", false],
+    ["fd00::/8", "https://[fd12::1]", true],
+    ["*", "https://anything.example", true],
+    ["a.example b.example", "https://b.example", true],
+    ["", "https://example.com", false],
+    ["10.0.0.0/99, ,/", "https://10.0.0.1", false]
+  ])("%j for %s: %s", (noProxy, target, expected) => {
+    expect(bypassed(noProxy, target)).toBe(expected)
+  })
+})
+
+describe("the routes of a setting in an environment", () => {
+  const routes = (setting: Proxy.ProxySetting, env: Record<string, string>, noProxy?: string) =>
+    Either.getOrThrow(Proxy.routesOf(setting, noProxy, env))
+  const via = (r: Proxy.Routes, target: string) => Proxy.proxyFor(r, new URL(target))?.origin
+
+  it("from the environment: https_proxy for https targets, http_proxy for http, all_proxy for either, lower case first", () => {
+    const env = {
+      HTTPS_PROXY: "http://upper-https:1",
+      https_proxy: "http://lower-https:2",
+      HTTP_PROXY: "http://upper-http:3"
+    }
+    const found = routes(Proxy.FROM_ENVIRONMENT, env)
+    expect(via(found, "https://api.example")).toBe("http://lower-https:2")
+    expect(via(found, "http://api.example")).toBe("http://upper-http:3")
+    const fallback = routes(Proxy.FROM_ENVIRONMENT, { ALL_PROXY: "http://all:4" })
+    expect(via(fallback, "https://api.example")).toBe("http://all:4")
+    expect(via(fallback, "http://api.example")).toBe("http://all:4")
+    expect(via(routes(Proxy.FROM_ENVIRONMENT, {}), "https://api.example")).toBeUndefined()
+    // Blank is unset.
+    expect(via(routes(Proxy.FROM_ENVIRONMENT, { HTTPS_PROXY: " " }), "https://api.example")).toBeUndefined()
+  })
+
+  it("NO_PROXY applies to the environment's proxy and to one set explicitly; noProxy replaces it", () => {
+    const env = { HTTPS_PROXY: "http://p:1", NO_PROXY: "internal.example" }
+    expect(via(routes(Proxy.FROM_ENVIRONMENT, env), "https://internal.example")).toBeUndefined()
+    const explicit = Either.getOrThrow(Proxy.proxySetting("http://q:2"))
+    expect(via(routes(explicit, env), "https://internal.example")).toBeUndefined()
+    expect(via(routes(explicit, env), "https://api.example")).toBe("http://q:2")
+    expect(via(routes(explicit, env, "api.example"), "https://internal.example")).toBe("http://q:2")
+    expect(via(routes(explicit, env, "api.example"), "https://api.example")).toBeUndefined()
+  })
+
+  it("no proxy at all: the environment is not read", () => {
+    expect(via(routes(Proxy.DIRECT, { HTTPS_PROXY: "http://p:1" }), "https://api.example")).toBeUndefined()
+    expect(Proxy.routesOf(Proxy.DIRECT, undefined, { HTTPS_PROXY: "not a url" })._tag).toBe("Right")
+  })
+
+  it("a variable that is not a proxy URL is refused by name, never ignored, and its value not shown", () => {
+    expect(Proxy.routesOf(Proxy.FROM_ENVIRONMENT, undefined, { https_proxy: "proxy:3128" })).toEqual(
+      Either.left(["https_proxy", "must start with http:// or https://"])
+    )
+    const refused = Proxy.routesOf(Proxy.FROM_ENVIRONMENT, undefined, { HTTP_PROXY: "ftp://u:hunter2@x" })
+    expect(JSON.stringify(refused)).not.toContain("hunter2")
+  })
+})
+
+describe("what TLS trusts and presents", () => {
+  const PEM = Tls.rootCertificates[0]!
+
+  it("PEM text is itself; anything else is a file's path", () => {
+    expect(Trust.isPem(PEM)).toBe(true)
+    expect(Trust.isPem("/etc/ssl/ca.pem")).toBe(false)
+  })
+
+  it("a CA is added to Node's roots and NODE_EXTRA_CA_CERTS's, or trusted alone when asked", () => {
+    const extra = Tls.rootCertificates[1]!
+    const added = Either.getOrThrow(Trust.trustedCas(PEM, false, extra))
+    expect(added).toHaveLength(Tls.rootCertificates.length + 2)
+    expect(added.at(-1)).toBe(PEM)
+    expect(added.at(-2)).toBe(extra)
+    expect(Either.getOrThrow(Trust.trustedCas(`${PEM}\n${extra}`, true, extra))).toEqual([PEM, extra])
+    expect(Trust.trustedCas("not a certificate", false, undefined)).toEqual(
+      Either.left("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+    )
+  })
+
+  it("a client certificate: cert and key, or a pfx, with an optional passphrase; each refusal says which", () => {
+    expect(Trust.clientCertificate({ cert: "c.pem", key: "k.pem" })).toMatchObject(
+      Either.right({ _tag: "Pem", cert: "c.pem", passphrase: undefined })
+    )
+    expect(Trust.clientCertificate({ pfx: "c.p12", passphrase: Redacted.make("pw") })).toMatchObject(
+      Either.right({ _tag: "Pkcs12", pfx: "c.p12" })
+    )
+    expect(Trust.clientCertificate({ cert: "c.pem" })).toEqual(
+      Either.left("needs key (CLINICAL_CLIENT_KEY_FILE): the private key's PEM text or file path")
+    )
+    expect(Trust.clientCertificate({ key: "k.pem" })).toEqual(
+      Either.left("needs cert (CLINICAL_CLIENT_CERT_FILE): the certificate's PEM text or file path")
+    )
+    expect(Trust.clientCertificate({ pfx: "c.p12", cert: "c.pem" })._tag).toBe("Left")
+    expect(Trust.clientCertificate({ pfx: 12 })._tag).toBe("Left")
+    expect(Trust.clientCertificate({ cert: "c", key: "k", passphrase: 5 })._tag).toBe("Left")
+    expect(Trust.clientCertificate("c.pem")._tag).toBe("Left")
+    // The key and the passphrase are secrets from the start.
+    const read = Either.getOrThrow(Trust.clientCertificate({ cert: "c", key: "the-key", passphrase: "the-pass" }))
+    expect(JSON.stringify(read)).not.toMatch(/the-key|the-pass/)
+  })
+})
+
+describe("what a failure to connect tells the user to check", () => {
+  const direct: Route = { host: "api.example", https: true, proxy: undefined, clientCertificate: false }
+  const proxied: Route = { ...direct, proxy: "http://proxy.example:3128" }
+  const error = (code: string, message = "", extra: object = {}) =>
+    Object.assign(new Error(message), { code, ...extra })
+
+  it.each(
+    [
+      [
+        "a name that does not resolve",
+        error("ENOTFOUND", "getaddrinfo ENOTFOUND api.example", { hostname: "api.example" }),
+        direct,
+        "Dns",
+        /^the host name api\.example could not be resolved \(ENOTFOUND\)/
+      ],
+      [
+        "the proxy's name",
+        error("ENOTFOUND", "", { hostname: "proxy.example" }),
+        proxied,
+        "Dns",
+        /^the proxy's host name \(http:\/\/proxy\.example:3128\) could not be resolved/
+      ],
+      [
+        "a CA not trusted",
+        error("SELF_SIGNED_CERT_IN_CHAIN"),
+        direct,
+        "Tls",
+        /not signed by a CA this client trusts \(SELF_SIGNED_CERT_IN_CHAIN\): give your network's CA as ca \(CLINICAL_CA_FILE\)/
+      ],
+      [
+        "a leaf not verified",
+        error("UNABLE_TO_VERIFY_LEAF_SIGNATURE"),
+        direct,
+        "Tls",
+        /not signed by a CA this client trusts/
+      ],
+      [
+        "another host's certificate",
+        error("ERR_TLS_CERT_ALTNAME_INVALID"),
+        direct,
+        "Tls",
+        /^the server's certificate is not for api\.example/
+      ],
+      ["an expired certificate", error("CERT_HAS_EXPIRED"), direct, "Tls", /has expired/],
+      [
+        "a client certificate wanted",
+        error("ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED"),
+        direct,
+        "Tls",
+        /requires a client certificate .*set clientCertificate/
+      ],
+      [
+        "a client certificate refused",
+        error("ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"),
+        { ...direct, clientCertificate: true },
+        "Tls",
+        /refused this client's certificate/
+      ],
+      [
+        "the proxy refusing the credentials",
+        error("UND_ERR_ABORTED", "Proxy response (407) !== 200 when HTTP Tunneling"),
+        proxied,
+        "Proxy",
+        /^the proxy http:\/\/proxy\.example:3128 refused the credentials \(HTTP 407\)/
+      ],
+      [
+        "tinyproxy refusing them with 401",
+        error("UND_ERR_ABORTED", "Proxy response (401) !== 200 when HTTP Tunneling"),
+        proxied,
+        "Proxy",
+        /refused the credentials \(HTTP 401\)/
+      ],
+      [
+        "the proxy refusing the target",
+        error("UND_ERR_ABORTED", "Proxy response (403) !== 200 when HTTP Tunneling"),
+        proxied,
+        "Proxy",
+        /refused to connect to api\.example \(HTTP 403\)/
+      ],
+      [
+        "the proxy failing to reach it",
+        error("UND_ERR_ABORTED", "Proxy response (502) !== 200 when HTTP Tunneling"),
+        proxied,
+        "Proxy",
+        /could not open a tunnel to api\.example \(HTTP 502\)/
+      ],
+      [
+        "the proxy refusing the connection",
+        error("ECONNREFUSED", "", { port: 3128 }),
+        proxied,
+        "Network",
+        /^the proxy http:\/\/proxy\.example:3128 refused the connection/
+      ],
+      [
+        "a certificate error wrapped by the proxy's connector",
+        Object.assign(new Error("x"), { code: "UND_ERR_PRX_TLS", cause: error("ERR_TLS_CERT_ALTNAME_INVALID") }),
+        proxied,
+        "Tls",
+        /not for api\.example/
+      ]
+    ] as const
+  )("%s: %s", (_, cause, route, reason, detail) => {
+    const classified = classify(cause, route)
+    expect(classified).toMatchObject({ reason, requestSent: false })
+    expect(classified!.detail).toMatch(detail)
+  })
+
+  it("a connection closed after the handshake hints at a client certificate only when none is set, over https", () => {
+    const closed = error("UND_ERR_SOCKET", "other side closed")
+    expect(classify(closed, direct)).toEqual({
+      reason: "Network",
+      detail:
+        "UND_ERR_SOCKET: other side closed; if the server requires a client certificate, set clientCertificate (CLINICAL_CLIENT_CERT_FILE and CLINICAL_CLIENT_KEY_FILE)",
+      requestSent: undefined
+    })
+    expect(classify(closed, { ...direct, clientCertificate: true })).toBeUndefined()
+    expect(classify(closed, { ...direct, https: false })).toBeUndefined()
+  })
+
+  it("anything else is the network's, described by the caller", () => {
+    expect(classify(error("ECONNRESET"), direct)).toBeUndefined()
+    expect(classify(error("ECONNREFUSED", "", { port: 443 }), proxied)).toBeUndefined()
+    expect(classify("a string", direct)).toBeUndefined()
+    // A proxy's answer without a proxy in the route is not read as one.
+    expect(classify(error("UND_ERR_ABORTED", "Proxy response (407) !== 200"), direct)).toBeUndefined()
+  })
+})
