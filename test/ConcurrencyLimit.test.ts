@@ -56,8 +56,9 @@ describe("the concurrency limit, row by row", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, state(11.8, 11), 11)).toBeCloseTo(11.8 + 0.2 / 11.8)
   })
 
-  it("after an outage (the circuit closed): slow start again from where the limit is, doubling per round trip", () => {
-    const recovered = ConcurrencyLimit.afterRecovery(state(1, 1.4, 500))
+  it("after an outage (the circuit closed): the good limit from before it, from where the outage left the limit", () => {
+    // In slow start before the outage: slow start again, doubling per round trip.
+    const recovered = ConcurrencyLimit.afterRecovery(state(1, 1.4, 500), Number.POSITIVE_INFINITY)
     expect(recovered).toEqual({ limit: 1, good: Number.POSITIVE_INFINITY, decreasedAt: 500 })
     let current = recovered
     for (let answer = 0; answer < 1 + 2 + 4; answer++) {
@@ -67,6 +68,9 @@ describe("the concurrency limit, row by row", () => {
       }
     }
     expect(current.limit).toBe(8)
+    // Having found 12 before: half the way back to 11 per round trip.
+    expect(ConcurrencyLimit.afterRecovery(state(1, 1.4, 500), 12)).toEqual({ limit: 1, good: 12, decreasedAt: 500 })
+    expect(ConcurrencyLimit.afterAnswer(settings, state(1, 12), 1)).toBeCloseTo(1 + 5)
     // Without it, from 1 below good: a few hundredths a round trip.
     expect(ConcurrencyLimit.afterAnswer(settings, state(1, 1.4), 1)).toBeCloseTo(1.03)
   })

@@ -2,8 +2,11 @@
  * The retry budget's and the circuit breaker's decisions (src/internal/call/retryBudget.ts,
  * src/internal/call/circuitBreaker.ts), as pure functions, row by row of their tables.
  */
+import type { Clock } from "effect"
 import { describe, expect, it } from "vitest"
 import * as CircuitBreaker from "../src/internal/call/circuitBreaker.js"
+import * as Gate from "../src/internal/call/gate.js"
+import { LoadControl, Signal } from "../src/internal/call/loadControl.js"
 import * as RetryBudget from "../src/internal/call/retryBudget.js"
 
 describe("the retry budget", () => {
@@ -169,5 +172,93 @@ describe("the circuit breaker", () => {
     const late = sent.filter((at) => at >= 5000)
     expect(late.length).toBeLessThanOrEqual(Math.ceil(15_000 / 2000))
     expect(late.length).toBeGreaterThanOrEqual(Math.floor(15_000 / 2010))
+  })
+})
+
+describe("a client's load control when the service comes back (the breaker closing)", () => {
+  /** A clock whose time the test sets. */
+  const clockAt = () => {
+    let millis = 0
+    const clock = {
+      unsafeCurrentTimeNanos: () => BigInt(millis) * 1_000_000n,
+      unsafeCurrentTimeMillis: () => millis
+    } as unknown as Clock.Clock
+    return { clock, set: (to: number) => (millis = to) }
+  }
+  /** A load control starting at `initialLimit`, a breaker opening after 3 failures; the gate's size as the gauge sees it. */
+  const make = (initialLimit: number) => {
+    const gate = Gate.make(1)
+    const sizes: Array<number> = []
+    const control = new LoadControl(
+      {
+        limit: { min: 1, max: 64, backoffRatio: 0.7, increase: 0.03 },
+        initialLimit,
+        budget: undefined,
+        breaker: { failureThreshold: 3, cooldownMillis: 500, maxCooldownMillis: 2000, probeTimeoutMillis: 10_000 }
+      },
+      gate,
+      (size) => sizes.push(size)
+    )
+    return { control, gate, size: () => sizes.at(-1)! }
+  }
+  type Made = ReturnType<typeof make>
+  const end = ({ control }: Made, signal: Signal, clock: Clock.Clock, sentAt = control.sentAt(clock)) =>
+    control.ended(control.sending(true, 0), sentAt, signal, clock)
+  /** A round trip of answers with the gate full: `size` of them. */
+  const roundTrip = (made: Made, clock: Clock.Clock) => {
+    const size = made.size()
+    while (made.gate.inFlight() < size) made.gate.take(() => {})
+    for (let i = 0; i < size; i++) end(made, Signal.Answer, clock)
+  }
+  /** An outage: three failures open the breaker; at 600 ms a probe goes and ends in `probe`. */
+  const outage = (made: Made, failure: Signal, probe: Signal) => {
+    const { clock, set } = clockAt()
+    for (let i = 0; i < 3; i++) end(made, failure, clock)
+    expect(made.control.closed()).toBe(false)
+    set(600)
+    expect(made.control.admit(clock)).toBeUndefined()
+    end(made, probe, clock, made.control.probeSince())
+    expect(made.control.closed()).toBe(true)
+    return clock
+  }
+
+  it("503s brought the limit down from slow start: slow start again, doubling each round trip", () => {
+    const made = make(4)
+    const clock = outage(made, Signal.Overloaded, Signal.Answer)
+    expect(made.size()).toBe(1)
+    for (const expected of [2, 4, 8]) {
+      roundTrip(made, clock)
+      expect(made.size()).toBe(expected)
+    }
+  })
+
+  it("a service whose capacity was found (20): the limit returns half the way to it each round trip, not past it", () => {
+    const made = make(20)
+    const { clock } = clockAt()
+    end(made, Signal.Throttled, clock) // 20 overloads it: 14, good 20
+    const clockAfter = outage(made, Signal.Overloaded, Signal.Answer)
+    expect(made.size()).toBe(4) // 14 x 0.7 x 0.7 x 0.7
+    roundTrip(made, clockAfter)
+    expect(made.size()).toBeGreaterThanOrEqual(8)
+    expect(made.size()).toBeLessThanOrEqual(12)
+  })
+
+  it("an outage of 500s (the limit untouched) changes nothing of it; a probe answered 429 keeps what the 429 said", () => {
+    const down = make(20)
+    const { clock } = clockAt()
+    end(down, Signal.Throttled, clock) // 14, good 20
+    const after = outage(down, Signal.Down, Signal.Answer)
+    expect(down.size()).toBe(14)
+    roundTrip(down, after)
+    // Towards 19, half the way a round trip (15 and some), not doubled (28).
+    expect(down.size()).toBeGreaterThanOrEqual(15)
+    expect(down.size()).toBeLessThanOrEqual(17)
+    const full = make(20)
+    end(full, Signal.Throttled, clock)
+    const later = outage(full, Signal.Down, Signal.Throttled)
+    expect(full.size()).toBe(9) // 14 x 0.7
+    roundTrip(full, later)
+    // Towards the 14 the 429 came at (10), not the 20 found before the outage (12), nor doubled (18).
+    expect(full.size()).toBe(10)
   })
 })

@@ -231,6 +231,55 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
       expect(yield* fake.tokenRequests).toHaveLength(1)
     }))
 
+  it.scoped("the pause is in the store before the lease is free: a store slow to record it still sees one request", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const memory = TokenStore.memory()
+      // Recording the pause takes a second: the lease must not be given back before it is done.
+      const slow: TokenStore.Service = {
+        ...memory,
+        pause: (key, status, ttl) => Effect.zipRight(Effect.sleep(SECOND), memory.pause!(key, status, ttl))
+      }
+      const a = yield* instance(clientOver(fake, slow))
+      const b = yield* instance(clientOver(fake, slow))
+      const gate = yield* Deferred.make<void>()
+      yield* fake.scriptToken(() => Effect.zipRight(Deferred.await(gate), throttled(503, "30")(undefined as never)))
+      const first = yield* Effect.fork(Effect.flip(a(TokenService.get)))
+      yield* settle
+      const second = yield* Effect.fork(Effect.flip(b(TokenService.get)))
+      yield* runClock(4, 100) // b polls while a holds the lease
+      yield* Deferred.succeed(gate, undefined)
+      yield* runClock(30, 100)
+      yield* Fiber.join(first)
+      expect(yield* Fiber.join(second)).toMatchObject({ _tag: "ServerError", status: 503 })
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+    }))
+
+  it.scoped("a leaseholder records its pause even while it leaves a failing store alone, as it gives the lease back", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      const memory = TokenStore.memory()
+      let reads = 0
+      // The leaseholder's second read fails: the store is then left alone for 5 s.
+      const blip: TokenStore.Service = {
+        ...memory,
+        retryAfterMillis: 5 * SECOND,
+        read: (key) =>
+          Effect.suspend(() =>
+            ++reads === 2
+              ? Effect.fail(new ClinicalError.TokenStoreError({ operation: "token", reason: "Unavailable", detail: "blip" }))
+              : memory.read(key)
+          )
+      }
+      const a = yield* instance(clientOver(fake, blip))
+      const b = yield* instance(clientOver(fake, blip))
+      yield* fake.scriptToken(throttled(429, "30"))
+      expect(yield* Effect.flip(a(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 30_000 })
+      expect(yield* memory.read(storeKey)).toMatchObject({ lease: undefined, paused: { status: 429 } })
+      expect(yield* Effect.flip(b(TokenService.get))).toMatchObject({ _tag: "RateLimited" })
+      expect(yield* fake.tokenRequests).toHaveLength(1)
+    }))
+
   it.scoped("a 503 without Retry-After, or a 500, asks for no pause: the other instance asks itself", () =>
     Effect.gen(function*() {
       const { a, b, fake, store } = yield* twoInstances

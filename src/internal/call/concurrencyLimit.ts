@@ -16,7 +16,7 @@
  * | answered, past `good` | +a quarter of how far past (at least `increase`) |
  * | overloaded (429, 503, an attempt that timed out), sent after the last decrease | times `backoffRatio`; `good` is the limit it came at |
  * | overloaded, but sent before the last decrease | unchanged: the same overload, already answered |
- * | the service came back after an outage (the circuit closed) | slow start again from where it is: the outage's overloads say nothing of the capacity now |
+ * | the service came back after an outage (the circuit closed on an answer) | `good` back to what it was before the outage's failures: its overloads said nothing of the capacity |
  *
  * The limit is a real number; the gate lets `floor(limit)` requests out (at least 1).
  */
@@ -85,9 +85,11 @@ export const afterOverload = (settings: Settings, state: State, sentAt: number, 
 }
 
 /**
- * The state when the service comes back after an outage (the circuit closed): slow start again
- * from the limit the outage left (1, often), as TCP does after a timeout. The overloads that
- * brought it down were the outage's, not the service's capacity: without this the limit would
- * creep back from there by `increase` a round trip (seconds at full speed lost).
+ * The state when the service comes back after an outage (the circuit closed on an answer): the
+ * last good limit from before the outage's failures, from the limit the outage left (1, often).
+ * The overloads that brought it down were the outage's 503s and timeouts, not the service's
+ * capacity: without this the limit would creep back by `increase` a round trip (seconds at full
+ * speed lost). A client in slow start before the outage starts it again, as TCP does after a
+ * timeout; one that had found the service's capacity returns half the way to it each round trip.
  */
-export const afterRecovery = (state: State): State => ({ ...state, good: Number.POSITIVE_INFINITY })
+export const afterRecovery = (state: State, goodBeforeOutage: number): State => ({ ...state, good: goodBeforeOutage })

@@ -14,8 +14,9 @@
  * | another 5xx, the network failing, a name that did not resolve | nothing | down |
  * | the call's deadline, a certificate or a proxy's refusal | nothing | nothing |
  *
- * When the breaker closes after being open (the service is back), the limit starts again in slow
- * start from where the outage left it.
+ * When the breaker closes on an answer after being open (the service is back), the limit's last
+ * good value from before the outage's failures is restored: it returns to it quickly from where
+ * the outage left it (slow start again, if it had found none).
  *
  * The common path costs a few arithmetic steps: the breaker reads the clock only when it is not
  * closed; the budget counts time by the call's own reading of the wall clock.
@@ -119,6 +120,8 @@ export class LoadControl {
   private balanceCountedAt = Number.NEGATIVE_INFINITY
   private breaker: CircuitBreaker.State = CircuitBreaker.closed
   private admittedAt = Number.NEGATIVE_INFINITY
+  /** The limit's `good` when the last streak of failures began: what an outage's end restores. */
+  private goodBeforeFailures = Number.POSITIVE_INFINITY
 
   constructor(
     private readonly settings: Settings,
@@ -191,6 +194,13 @@ export class LoadControl {
   ended(number: number, sentAt: number, signal: Signal, clock: Clock.Clock): void {
     if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
     const limit = this.settings.limit
+    // The first failure of a streak that may open the breaker: what the limit knew before it.
+    if (
+      (signal === Signal.Overloaded || signal === Signal.Down) && this.breaker === CircuitBreaker.closed &&
+      this.limitState !== undefined
+    ) {
+      this.goodBeforeFailures = this.limitState.good
+    }
     if (limit !== undefined && signal !== Signal.Down) {
       const state = this.limitState!
       if (signal === Signal.Answer) state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight())
@@ -227,8 +237,9 @@ export class LoadControl {
     const answered = signal === Signal.Answer || signal === Signal.Throttled
     const wasClosed = this.breaker._tag === "Closed"
     this.breaker = CircuitBreaker.afterOutcome(breaker, this.breaker, answered, sentAt, monotonicMillis(clock))
-    if (!wasClosed && this.breaker._tag === "Closed" && this.limitState !== undefined) {
-      Object.assign(this.limitState, ConcurrencyLimit.afterRecovery(this.limitState))
+    // Back after an outage, on an answer: a 429 that closes it says the service is full, and stays said.
+    if (!wasClosed && this.breaker._tag === "Closed" && signal === Signal.Answer && this.limitState !== undefined) {
+      Object.assign(this.limitState, ConcurrencyLimit.afterRecovery(this.limitState, this.goodBeforeFailures))
     }
   }
 

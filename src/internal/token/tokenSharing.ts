@@ -259,6 +259,8 @@ class Sharer implements Sharing {
   private readonly firstConnection: Effect.Effect<void>
   /** One token request; a pause it is told to make is recorded for the fleet. */
   private readonly request: Effect.Effect<IssuedToken, HttpError>
+  /** The same, by the leaseholder: the pause is owed to the fleet, as the lease is (see {@link sharePause}). */
+  private readonly leaseholderRequest: Effect.Effect<IssuedToken, HttpError>
 
   constructor(private readonly options: Options) {
     const { key, limits, owner, store } = options
@@ -276,7 +278,8 @@ class Sharer implements Sharing {
     this.firstConnection = store.ready === undefined
       ? Effect.void
       : Effect.timeout(store.ready, FIRST_CONNECTION_MILLIS).pipe(Effect.ignore)
-    this.request = Effect.tapError(options.request, (error) => this.sharePause(error))
+    this.request = Effect.tapError(options.request, (error) => this.sharePause(error, false))
+    this.leaseholderRequest = Effect.tapError(options.request, (error) => this.sharePause(error, true))
   }
 
   obtain(avoid: ReadonlyArray<string>): Effect.Effect<IssuedToken, HttpError> {
@@ -290,13 +293,14 @@ class Sharer implements Sharing {
   /**
    * The token endpoint asked this instance for a pause: the fleet is told before the lease is given
    * back, so that no instance waiting for it asks in the meantime (one store operation, bounded by
-   * its timeout). Not owed: a store left alone after a failure is not asked.
+   * its timeout). `owed` by a leaseholder, as giving the lease back is: a store left alone after a
+   * failure is asked even so, or the others would find the lease free and no pause.
    */
-  private sharePause(error: HttpError): Effect.Effect<void> {
+  private sharePause(error: HttpError, owed: boolean): Effect.Effect<void> {
     const pause = pauseOf(error)
     const record = this.store.pause
     if (pause === undefined || record === undefined) return Effect.void
-    return Effect.ignore(this.guarded(record(this.options.key, pause.status, pause.millis)))
+    return Effect.ignore(this.guarded(record(this.options.key, pause.status, pause.millis), owed))
   }
 
   private failure(error: TokenStoreError): Effect.Effect<void> {
@@ -417,7 +421,7 @@ class Sharer implements Sharing {
       const issued = adoptable(snapshot, avoid, readAt, this.options.limits)
       if (issued !== undefined) return Effect.zipRight(this.release, adopted(issued))
       return repairing(snapshot).pipe(
-        Effect.zipRight(Effect.onError(this.request, () => this.release)),
+        Effect.zipRight(Effect.onError(this.leaseholderRequest, () => this.release)),
         Effect.flatMap((token) =>
           Effect.catchAll(
             this.publish(token, snapshot.generation),
