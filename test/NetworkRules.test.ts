@@ -280,7 +280,7 @@ describe("what a failure to connect tells the user to check", () => {
     expect(classified!.detail).toMatch(detail)
   })
 
-  it("a connection closed after the handshake hints at a client certificate only when none is set, over https", () => {
+  it("a connection closed after the handshake, over https, hints at the client certificate: one to set, or the one set", () => {
     const closed = error("UND_ERR_SOCKET", "other side closed")
     expect(classify(closed, direct)).toEqual({
       reason: "Network",
@@ -288,7 +288,12 @@ describe("what a failure to connect tells the user to check", () => {
         "UND_ERR_SOCKET: other side closed; if the server requires a client certificate, set clientCertificate (CLINICAL_CLIENT_CERT_FILE and CLINICAL_CLIENT_KEY_FILE)",
       requestSent: undefined
     })
-    expect(classify(closed, { ...direct, clientCertificate: true })).toBeUndefined()
+    expect(classify(closed, { ...direct, clientCertificate: true })).toEqual({
+      reason: "Network",
+      detail:
+        "UND_ERR_SOCKET: other side closed; if the server checks client certificates, it may have refused this one: check clientCertificate",
+      requestSent: undefined
+    })
     expect(classify(closed, { ...direct, https: false })).toBeUndefined()
   })
 

@@ -267,7 +267,9 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
         read: (key) =>
           Effect.suspend(() =>
             ++reads === 2
-              ? Effect.fail(new ClinicalError.TokenStoreError({ operation: "token", reason: "Unavailable", detail: "blip" }))
+              ? Effect.fail(
+                new ClinicalError.TokenStoreError({ operation: "token", reason: "Unavailable", detail: "blip" })
+              )
               : memory.read(key)
           )
       }

@@ -30,6 +30,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Http from "node:http"
+import * as Https from "node:https"
 import { InvalidConfig, type TransportError } from "../ClinicalError.js"
 import * as HttpTransport from "../HttpTransport.js"
 import { isRecord } from "../internal/json.js"
@@ -395,21 +396,43 @@ export const layerTransport = (
 export interface ServeOptions {
   /** Default 0: any free port. */
   readonly port?: number | undefined
+  /**
+   * Serve over HTTPS, to test a private CA or client certificates: the server's certificate and
+   * key (PEM), and with `requestCert` the CA whose client certificates it takes (others are
+   * refused in the handshake). The base URL names `host` (default `localhost`, which the
+   * certificate must name); the server listens on 127.0.0.1 either way.
+   */
+  readonly tls?: {
+    readonly cert: string
+    readonly key: string
+    readonly ca?: string | undefined
+    readonly requestCert?: boolean | undefined
+    readonly host?: string | undefined
+  } | undefined
 }
 
 /** What a request still being answered when the mock closes gets: its connection closed. */
 const DROPPED: Outcome = { _tag: "Drop" }
 
 /**
- * Serves `mock` over real HTTP on 127.0.0.1 until the scope closes, and returns its base URL
- * (`http://127.0.0.1:<port>`). Closing the scope closes every open connection at once.
+ * Serves `mock` over real HTTP (or HTTPS, with `tls`) on 127.0.0.1 until the scope closes, and
+ * returns its base URL (`http://127.0.0.1:<port>`, or `https://localhost:<port>`). Closing the
+ * scope closes every open connection at once.
  */
 export const serve = (
   mock: Service,
   options: ServeOptions = {}
 ): Effect.Effect<string, HttpServerError.ServeError, Scope.Scope> =>
   Effect.gen(function*() {
-    const nodeServer = Http.createServer()
+    const tls = options.tls
+    // An HTTPS server is an HTTP server over TLS: it emits the same requests.
+    const nodeServer = tls === undefined ? Http.createServer() : Https.createServer({
+      cert: tls.cert,
+      key: tls.key,
+      ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+      requestCert: tls.requestCert === true,
+      rejectUnauthorized: tls.requestCert === true
+    }) as unknown as Http.Server
     const server = yield* NodeHttpServer.make(() => nodeServer, { port: options.port ?? 0, host: "127.0.0.1" })
     // Registered after the server, so they run first on close: the server stops now, mid-request
     // too, and an answer still delayed is dropped (its timer would keep the process alive).
@@ -447,7 +470,8 @@ export const serve = (
     // After serve's own finalizer in the list, so before it on close: serve waits for its handlers.
     yield* Effect.addFinalizer(() => FiberSet.clear(answering))
     const address = server.address
-    return address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : `http://127.0.0.1`
+    const origin = tls === undefined ? "http://127.0.0.1" : `https://${tls.host ?? "localhost"}`
+    return address._tag === "TcpAddress" ? `${origin}:${address.port}` : origin
   })
 
 /** The base URL (`http://127.0.0.1:<port>`) of the mock a {@link layerServed} serves. */
@@ -499,7 +523,7 @@ const promise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
   })
 
 /**
- * Starts a mock over loopback HTTP and resolves once it listens. Bad options reject with
+ * Starts a mock over loopback HTTP (HTTPS with `tls`) and resolves once it listens. Bad options reject with
  * `InvalidConfig`. `await mock.close()` (or `await using`) stops it.
  */
 export const start = async (options?: Options & ServeOptions): Promise<Started> => {

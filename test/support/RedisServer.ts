@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Net from "node:net"
+import { freePort } from "./Ports.js"
 
 export interface RedisServer {
   readonly port: number
@@ -20,16 +21,6 @@ export interface RedisServer {
   /** Ends it for good. */
   readonly stop: () => Promise<void>
 }
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 /** Whether a PING on `port` is answered with PONG. */
 const pong = (port: number): Promise<boolean> =>

@@ -142,13 +142,17 @@ export const classify = (cause: unknown, route: Route): Classified | undefined =
   if (code === "ECONNREFUSED" && atProxy(found, route)) {
     return unsent("Network", `the proxy ${route.proxy} refused the connection (ECONNREFUSED)`)
   }
-  // TLS 1.3: a server that refuses the client's certificate does so after the client's side of
-  // the handshake, and undici sees only the connection closing.
-  if (code === "UND_ERR_SOCKET" && route.https && !route.clientCertificate && /other side closed/.test(found.message)) {
+  // TLS 1.3: a server that refuses the client's certificate (or wants one) does so after the
+  // client's side of the handshake, and undici sees only the connection closing: a hint, since a
+  // server may close a connection for other reasons too.
+  if (code === "UND_ERR_SOCKET" && route.https && /other side closed/.test(found.message)) {
     return {
       reason: "Network",
-      detail:
-        `${code}: ${found.message}; if the server requires a client certificate, set clientCertificate (CLINICAL_CLIENT_CERT_FILE and CLINICAL_CLIENT_KEY_FILE)`,
+      detail: `${code}: ${found.message}; ${
+        route.clientCertificate
+          ? "if the server checks client certificates, it may have refused this one: check clientCertificate"
+          : "if the server requires a client certificate, set clientCertificate (CLINICAL_CLIENT_CERT_FILE and CLINICAL_CLIENT_KEY_FILE)"
+      }`,
       requestSent: undefined
     }
   }

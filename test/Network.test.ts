@@ -1,0 +1,275 @@
+/**
+ * The default transport through a real proxy and real TLS (issue 26): Debian's tinyproxy with basic
+ * auth, started on a free port, whose log proves each tunnel; the mock served over HTTPS with
+ * certificates `openssl` makes at run time (a private CA, a certificate for another host, an
+ * expired one, client certificates the server asks for). What each test asserts is what a user
+ * sees: the call's answer, or the typed error and what it says to check; and that the proxy's
+ * password, the key's passphrase and the client's secrets are in no output.
+ */
+import { Cause, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { MockClinicalServer } from "effect-clinical/testing"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Network from "../src/internal/transport/network.js"
+import { fromNetwork } from "../src/internal/transport/undici.js"
+import * as Leaks from "./support/Leaks.js"
+import * as Pki from "./support/Pki.js"
+import * as Tinyproxy from "./support/Tinyproxy.js"
+
+let pki: Pki.Pki
+let proxy: Tinyproxy.Tinyproxy
+beforeAll(async () => {
+  pki = Pki.make()
+  proxy = await Tinyproxy.start()
+}, 30_000)
+afterAll(async () => {
+  await proxy?.stop()
+  pki?.remove()
+})
+
+type Env = Readonly<Record<string, string>>
+
+/** The default transport over `options`, reading `env` where it would read the process's environment. */
+const transport = (options: HttpTransport.UndiciOptions, env: Env) =>
+  Layer.scoped(HttpTransport.HttpTransport, Effect.map(Network.acquire(options, env), fromNetwork))
+
+/** One call of `effect` on a fresh client of `mock` (no retries: each failure is the first one). */
+const call = <A, E>(
+  mock: MockClinicalServer.Started,
+  effect: Effect.Effect<A, E, ClinicalClient.Services>,
+  options: HttpTransport.UndiciOptions = {},
+  env: Env = {}
+) =>
+  Effect.runPromiseExit(
+    effect.pipe(
+      Effect.provide(
+        ClinicalClient.layer({ baseUrl: mock.url, applicationId: mock.applicationId, maxRetries: 0 }).pipe(
+          Layer.provide(transport(options, env))
+        )
+      )
+    )
+  )
+
+const medications = (mock: MockClinicalServer.Started) => MedicationService.get(mock.persons[0]!.personUid)
+
+/** The typed failure of an exit, for `toMatchObject`. */
+const failureOf = (exit: Exit.Exit<unknown, unknown>): unknown =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+
+const expectFailure = (exit: Exit.Exit<unknown, unknown>, expected: object) => {
+  expect(failureOf(exit)).toMatchObject(expected)
+}
+
+describe("through a real proxy (tinyproxy with basic auth)", () => {
+  let https: MockClinicalServer.Started
+  let http: MockClinicalServer.Started
+  beforeAll(async () => {
+    https = await MockClinicalServer.start({ tls: { cert: pki.server.cert, key: pki.server.key } })
+    http = await MockClinicalServer.start()
+  })
+  afterAll(async () => {
+    await https?.close()
+    await http?.close()
+  })
+  const trusted = () => ({ ca: pki.ca.cert })
+  const target = (mock: MockClinicalServer.Started) => new URL(mock.url).host
+
+  it("an https target is tunnelled with CONNECT through the proxy the option names, credentials and all", async () => {
+    const before = proxy.tunnels().length
+    const exit = await call(https, medications(https), { ...trusted(), proxy: proxy.url })
+    expect(Exit.isSuccess(exit)).toBe(true)
+    const tunnels = proxy.tunnels().slice(before)
+    expect(tunnels.length).toBeGreaterThanOrEqual(1)
+    expect(new Set(tunnels)).toEqual(new Set([target(https)]))
+    expect((await https.counters()).tokenRequests).toBeGreaterThanOrEqual(1)
+  })
+
+  it("the proxy from the environment (HTTPS_PROXY), and NO_PROXY going around it", async () => {
+    const before = proxy.tunnels().length
+    expect(Exit.isSuccess(await call(https, medications(https), trusted(), { HTTPS_PROXY: proxy.url }))).toBe(true)
+    expect(proxy.tunnels().length).toBeGreaterThan(before)
+    const after = proxy.tunnels().length
+    const bypassing = { https_proxy: proxy.url, NO_PROXY: "example.org, localhost" }
+    expect(Exit.isSuccess(await call(https, medications(https), trusted(), bypassing))).toBe(true)
+    expect(proxy.tunnels().length).toBe(after)
+  })
+
+  it("an http target takes HTTP_PROXY, tunnelled too; proxy: false goes direct whatever the environment says", async () => {
+    const before = proxy.tunnels().length
+    expect(Exit.isSuccess(await call(http, medications(http), {}, { HTTP_PROXY: proxy.url }))).toBe(true)
+    expect(proxy.tunnels().slice(before)).toContain(target(http))
+    const after = proxy.tunnels().length
+    const deadProxy = { HTTP_PROXY: "http://127.0.0.1:9", HTTPS_PROXY: "http://127.0.0.1:9" }
+    expect(Exit.isSuccess(await call(http, medications(http), { proxy: false }, deadProxy))).toBe(true)
+    expect(proxy.tunnels().length).toBe(after)
+  })
+
+  it("wrong credentials: a Proxy error that says so, nothing reaches the service, no password in it", async () => {
+    await https.resetCounters()
+    const wrong = `http://${proxy.user}:not-${proxy.password}@127.0.0.1:${proxy.port}`
+    const exit = await call(https, TokenService.get, { ...trusted(), proxy: wrong })
+    expectFailure(exit, {
+      _tag: "TransportError",
+      reason: "Proxy",
+      requestSent: false,
+      detail: `the proxy ${proxy.origin} refused the credentials (HTTP 401): check the proxy's user and password`
+    })
+    expect((await https.counters()).tokenRequests).toBe(0)
+    Leaks.expectNoneInExit(exit, [`not-${proxy.password}`, proxy.password, `${proxy.user}:not-${proxy.password}`])
+  })
+
+  it("a proxy that is not running: the error names the proxy, not the service", async () => {
+    const exit = await call(https, TokenService.get, { ...trusted(), proxy: "http://127.0.0.1:9" })
+    expectFailure(exit, {
+      _tag: "TransportError",
+      reason: "Network",
+      requestSent: false,
+      detail: "the proxy http://127.0.0.1:9 refused the connection (ECONNREFUSED)"
+    })
+  })
+
+  it("a proxy variable that is not a proxy URL fails the layer, naming the variable and not the value", async () => {
+    const exit = await call(https, TokenService.get, {}, { HTTPS_PROXY: "proxy.internal:3128" })
+    expectFailure(exit, {
+      _tag: "InvalidConfig",
+      setting: "HTTPS_PROXY",
+      reason: "must start with http:// or https://"
+    })
+    Leaks.expectNoneInExit(exit, ["proxy.internal"])
+  })
+})
+
+describe("real TLS", () => {
+  const serve = (pair: Pki.Pair, more: { readonly host?: string; readonly requestCert?: boolean } = {}) =>
+    MockClinicalServer.start({
+      tls: {
+        cert: pair.cert,
+        key: pair.key,
+        ...(more.host === undefined ? {} : { host: more.host }),
+        ...(more.requestCert === true ? { ca: pki.clientCa.cert, requestCert: true } : {})
+      }
+    })
+
+  it("a private CA: trusted from its PEM text, from its file, alone; refused without it, saying what to set", async () => {
+    await using mock = await serve(pki.server)
+    for (const options of [{ ca: pki.ca.cert }, { ca: pki.ca.certFile }, { ca: pki.ca.certFile, caOnly: true }]) {
+      expect(Exit.isSuccess(await call(mock, medications(mock), options))).toBe(true)
+    }
+    expectFailure(await call(mock, TokenService.get), {
+      _tag: "TransportError",
+      reason: "Tls",
+      requestSent: false,
+      detail: expect.stringMatching(
+        /^the server's certificate is not signed by a CA this client trusts \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\): give your network's CA as ca \(CLINICAL_CA_FILE\)/
+      )
+    })
+    // Trusting another CA alone does not trust this one.
+    expectFailure(await call(mock, TokenService.get, { ca: pki.clientCa.cert, caOnly: true }), { reason: "Tls" })
+  })
+
+  it("a certificate for another host name is refused, naming the host", async () => {
+    await using mock = await serve(pki.server, { host: "127.0.0.1" })
+    expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert }), {
+      _tag: "TransportError",
+      reason: "Tls",
+      detail:
+        "the server's certificate is not for 127.0.0.1 (ERR_TLS_CERT_ALTNAME_INVALID): check the host name in the URL"
+    })
+  })
+
+  it("an expired certificate is refused as expired", async () => {
+    await using mock = await serve(pki.expired)
+    expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert }), {
+      reason: "Tls",
+      detail: expect.stringMatching(/^the server's certificate has expired \(CERT_HAS_EXPIRED\)/)
+    })
+  })
+
+  it("mutual TLS: the client's certificate as PEM files, with an encrypted key, as PKCS#12; refused without one or with a stranger's", async () => {
+    await using mock = await serve(pki.server, { requestCert: true })
+    const ca = { ca: pki.ca.cert }
+    const accepted: ReadonlyArray<HttpTransport.NetworkOptions["clientCertificate"]> = [
+      { cert: pki.client.certFile, key: pki.client.keyFile },
+      { cert: pki.client.cert, key: Redacted.make(pki.client.key) },
+      { cert: pki.client.certFile, key: pki.clientEncryptedKeyFile, passphrase: Redacted.make(Pki.PASSPHRASE) },
+      { pfx: pki.clientP12File, passphrase: Pki.PASSPHRASE }
+    ]
+    for (const clientCertificate of accepted) {
+      expect(Exit.isSuccess(await call(mock, medications(mock), { ...ca, clientCertificate }))).toBe(true)
+    }
+    // TLS 1.3: the server refuses after the client's side of the handshake; undici sees the connection close.
+    expectFailure(await call(mock, TokenService.get, ca), {
+      _tag: "TransportError",
+      reason: "Network",
+      detail:
+        "UND_ERR_SOCKET: other side closed; if the server requires a client certificate, set clientCertificate (CLINICAL_CLIENT_CERT_FILE and CLINICAL_CLIENT_KEY_FILE)"
+    })
+    const stranger = await call(mock, TokenService.get, {
+      ...ca,
+      clientCertificate: { cert: pki.stranger.certFile, key: pki.stranger.keyFile }
+    })
+    expectFailure(stranger, {
+      _tag: "TransportError",
+      reason: "Network",
+      detail:
+        "UND_ERR_SOCKET: other side closed; if the server checks client certificates, it may have refused this one: check clientCertificate"
+    })
+  })
+
+  it("a client certificate Node cannot use fails the layer, naming the setting, never the key or passphrase", async () => {
+    await using mock = await serve(pki.server)
+    const cases: ReadonlyArray<readonly [HttpTransport.NetworkOptions["clientCertificate"], RegExp]> = [
+      [
+        { cert: pki.client.certFile, key: pki.clientEncryptedKeyFile, passphrase: "wrong-Pa55phrase" },
+        /does not open with the passphrase/
+      ],
+      [{ pfx: pki.clientP12File, passphrase: "wrong-Pa55phrase" }, /does not open with the passphrase/],
+      [{ cert: pki.client.certFile, key: pki.stranger.keyFile }, /its key does not belong to its certificate/],
+      [{ cert: pki.client.certFile, key: `${pki.dir}/no-such.key` }, /^names a file that cannot be read \(ENOENT\)$/]
+    ]
+    for (const [clientCertificate, reason] of cases) {
+      const exit = await call(mock, TokenService.get, { ca: pki.ca.cert, clientCertificate })
+      expectFailure(exit, { _tag: "InvalidConfig", reason: expect.stringMatching(reason) })
+      expect((failureOf(exit) as { setting: string }).setting).toMatch(/^clientCertificate/)
+      Leaks.expectNoneInExit(exit, ["wrong-Pa55phrase", Pki.PASSPHRASE, pki.stranger.key.split("\n")[1]!])
+    }
+  })
+})
+
+describe("the privacy suite over proxy, TLS and a client certificate", () => {
+  it("no secret in any log line or error: the token, the ApplicationId, the PersonUid, the proxy's password, the key's passphrase", async () => {
+    await using mock = await MockClinicalServer.start({
+      tls: { cert: pki.server.cert, key: pki.server.key, ca: pki.clientCa.cert, requestCert: true }
+    })
+    const options: HttpTransport.UndiciOptions = {
+      proxy: Redacted.make(proxy.url),
+      ca: pki.ca.certFile,
+      clientCertificate: { cert: pki.client.certFile, key: pki.clientEncryptedKeyFile, passphrase: Pki.PASSPHRASE }
+    }
+    const logs = Leaks.captureLogs()
+    const personUid = mock.persons[0]!.personUid
+    const run = <A, E>(effect: Effect.Effect<A, E, ClinicalClient.Services>, more: HttpTransport.UndiciOptions = {}) =>
+      Effect.runPromiseExit(effect.pipe(
+        Effect.provide(
+          ClinicalClient.layer({ baseUrl: mock.url, applicationId: mock.applicationId, maxRetries: 1 }).pipe(
+            Layer.provide(transport({ ...options, ...more }, {}))
+          )
+        ),
+        Effect.provide(logs.layer)
+      ))
+    expect(Exit.isSuccess(await run(MedicationService.get(personUid)))).toBe(true)
+    await mock.injectFaults("medications", [MockClinicalServer.Fault.status(503), MockClinicalServer.Fault.drop])
+    const exits = [
+      await run(MedicationService.get(personUid)),
+      await run(MedicationService.get("no-such-person-0000")),
+      await run(TokenService.get, { proxy: `http://${proxy.user}:wrong@127.0.0.1:${proxy.port}` })
+    ]
+    expect(exits.map((exit) => exit._tag)).toEqual(["Failure", "Failure", "Failure"])
+    const token = Object.entries((await mock.requestLog()).find((r) => r.operation === "medications")!.headers)
+      .find(([name]) => name.toLowerCase() === "authorization")![1].replace(/^Bearer /, "")
+    const secrets = [token, mock.applicationId, personUid, proxy.password, Pki.PASSPHRASE]
+    for (const exit of exits) Leaks.expectNoneInExit(exit, secrets)
+    expect(logs.lines.length).toBeGreaterThan(0)
+    for (const line of logs.lines) Leaks.expectNone("log line", line, secrets)
+  })
+})
