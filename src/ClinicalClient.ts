@@ -46,13 +46,24 @@ export const layerConfig: Layer.Layer<
   HttpTransport.HttpTransport
 > = layerWith(ClinicalConfig.layerConfig)
 
-/** The client from an options object, ready to use: with the default undici transport. */
+/** The client over `config`'s settings and the default undici transport with its network settings. */
+const withUndici = (
+  config: Layer.Layer<ClinicalConfig.ClinicalConfig, InvalidConfig>,
+  agentOptions: Agent.Options | undefined
+): Layer.Layer<Services, InvalidConfig> =>
+  // The same `config` twice is built once: layers are shared within one build.
+  layerWith(config).pipe(Layer.provide(HttpTransport.layerUndiciFromConfig(agentOptions)), Layer.provide(config))
+
+/**
+ * The client from an options object, ready to use: with the default undici transport, through the
+ * proxy, CA and client certificate the options name (see `ClinicalConfig.Options`).
+ */
 export const layerUndici = (
   options: ClinicalConfig.Options,
   agentOptions?: Agent.Options
-): Layer.Layer<Services, InvalidConfig> => layer(options).pipe(Layer.provide(HttpTransport.layerUndici(agentOptions)))
+): Layer.Layer<Services, InvalidConfig> => withUndici(ClinicalConfig.layer(options), agentOptions)
 
 /** The client from the environment, ready to use: with the default undici transport. */
 export const layerUndiciConfig = (
   agentOptions?: Agent.Options
-): Layer.Layer<Services, InvalidConfig> => layerConfig.pipe(Layer.provide(HttpTransport.layerUndici(agentOptions)))
+): Layer.Layer<Services, InvalidConfig> => withUndici(ClinicalConfig.layerConfig, agentOptions)

@@ -17,6 +17,9 @@ import * as CircuitBreaker from "./internal/call/circuitBreaker.js"
 import * as ConcurrencyLimit from "./internal/call/concurrencyLimit.js"
 import * as RetryBudget from "./internal/call/retryBudget.js"
 import { misspelledSettings, misspellingWarning } from "./internal/settingTypos.js"
+import type { NetworkOptions } from "./internal/transport/network.js"
+import * as Proxy from "./internal/transport/proxy.js"
+import * as Trust from "./internal/transport/trust.js"
 import * as validate from "./internal/validate.js"
 
 /**
@@ -121,6 +124,31 @@ export interface Options {
    * not ask for.
    */
   readonly tracePropagation?: boolean | undefined
+  /**
+   * The HTTP proxy of the default undici transport: a URL (`http://user:password@proxy:3128`,
+   * credentials percent-encoded: a secret, pass it `Redacted` where you can), or `false` / `"none"`
+   * for none. Default: the environment's `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` (either case),
+   * as curl reads them. An https target is tunnelled with CONNECT: the proxy sees only the host.
+   */
+  readonly proxy?: string | URL | Redacted.Redacted<string> | false | undefined
+  /** Targets that go around the proxy, as `NO_PROXY` writes them. Default: the environment's `NO_PROXY`. */
+  readonly noProxy?: string | undefined
+  /** A CA the default transport trusts besides Node's roots: its PEM text, or a PEM file's path. */
+  readonly ca?: string | undefined
+  /** Trust `ca` alone, not Node's roots nor `NODE_EXTRA_CA_CERTS`. Default false. */
+  readonly caOnly?: boolean | undefined
+  /**
+   * A client certificate for a service that asks for one (mutual TLS): `{ cert, key, passphrase? }`
+   * (PEM text or file paths) or `{ pfx, passphrase? }` (PKCS#12 bytes or a file path). The key and
+   * the passphrase are secrets.
+   */
+  readonly clientCertificate?: NetworkOptions["clientCertificate"]
+  /** Connections the default transport keeps open to one host, at most. Default: no bound (undici's). */
+  readonly connections?: number | undefined
+  /** How long an idle connection is kept for the next request. Default 4 seconds (undici's). */
+  readonly keepAliveTimeout?: DurationSetting | undefined
+  /** Longest wait for a connection (TCP and TLS) to be made. Default 10 seconds (undici's). */
+  readonly connectTimeout?: DurationSetting | undefined
 }
 
 /** The resolved settings every other service reads. */
@@ -156,6 +184,16 @@ export interface Service {
   readonly circuitBreakerMaxCooldown: Duration.Duration
   readonly maxResponseBytes: number
   readonly tracePropagation: boolean
+  /** The proxy: the environment's (`FromEnvironment`), none (`Direct`), or one (`Through`). */
+  readonly proxy: Proxy.ProxySetting
+  readonly noProxy: string | undefined
+  /** PEM text or a file's path. */
+  readonly ca: string | undefined
+  readonly caOnly: boolean
+  readonly clientCertificate: Trust.ClientCertificate | undefined
+  readonly connections: number | undefined
+  readonly keepAliveTimeout: Duration.Duration | undefined
+  readonly connectTimeout: Duration.Duration | undefined
 }
 
 /** The tag of the resolved settings. */
@@ -164,11 +202,16 @@ export class ClinicalConfig extends Context.Tag("effect-clinical/ClinicalConfig"
 /** Reads one setting from what a user wrote: an option's value, or an environment variable's text. */
 type Parse<A> = (value: unknown) => Either.Either<A, string>
 
-/** One setting: its environment variable, how it is read, and its default (`undefined`: required or derived). */
+/**
+ * One setting: its environment variable, how it is read, and its default (`undefined`: required or
+ * derived). A setting that is an object in the options takes each field from a variable of its own
+ * in the environment (`parts`: field to variable; `variable` is the first).
+ */
 interface Setting<A> {
   readonly variable: string
   readonly parse: Parse<A>
   readonly fallback: A | undefined
+  readonly parts?: Readonly<Record<string, string>> | undefined
 }
 
 const setting = <A>(variable: string, parse: Parse<A>, fallback?: A): Setting<A> => ({ variable, parse, fallback })
@@ -204,6 +247,12 @@ const breakerCooldown: Parse<Duration.Duration> = (value) =>
     (decoded) => Duration.toMillis(decoded) < 10 ? Either.left("must be at least 10 ms") : Either.right(decoded)
   )
 const nonNegative = duration({ allowZero: true })
+
+/** `NO_PROXY`'s text: host names, addresses, networks, `*`; entries that mean nothing are skipped, as curl skips them. */
+const noProxy: Parse<string> = (value) =>
+  typeof value === "string" && value.length <= 4096
+    ? Either.right(value.trim())
+    : Either.left("must be text such as \"localhost,.internal.example,10.0.0.0/8\"")
 
 const applicationId: Parse<Redacted.Redacted<string>> = (value) =>
   Either.map(validate.guid(validate.reveal(value)), Redacted.make)
@@ -261,7 +310,23 @@ const settings: { readonly [K in keyof Service]: Setting<Service[K]> } = {
     Duration.millis(CircuitBreaker.DEFAULTS.maxCooldownMillis)
   ),
   maxResponseBytes: setting("CLINICAL_MAX_RESPONSE_BYTES", validate.integer(1, 1024 * 1024 * 1024), 4 * 1024 * 1024),
-  tracePropagation: setting("CLINICAL_TRACE_PROPAGATION", validate.boolean, false)
+  tracePropagation: setting("CLINICAL_TRACE_PROPAGATION", validate.boolean, false),
+  proxy: setting("CLINICAL_PROXY", Proxy.proxySetting, Proxy.FROM_ENVIRONMENT),
+  noProxy: setting("CLINICAL_NO_PROXY", noProxy),
+  ca: setting("CLINICAL_CA_FILE", Trust.caSetting),
+  caOnly: setting("CLINICAL_CA_ONLY", validate.boolean, false),
+  clientCertificate: {
+    ...setting("CLINICAL_CLIENT_CERT_FILE", Trust.clientCertificate),
+    parts: {
+      cert: "CLINICAL_CLIENT_CERT_FILE",
+      key: "CLINICAL_CLIENT_KEY_FILE",
+      passphrase: "CLINICAL_CLIENT_KEY_PASSPHRASE",
+      pfx: "CLINICAL_CLIENT_PFX_FILE"
+    }
+  },
+  connections: setting("CLINICAL_CONNECTIONS", validate.integer(1, 100_000)),
+  keepAliveTimeout: setting("CLINICAL_KEEP_ALIVE_TIMEOUT", positive),
+  connectTimeout: setting("CLINICAL_CONNECT_TIMEOUT", positive)
 }
 
 type Name = keyof Service
@@ -324,6 +389,7 @@ const resolve = (given: Given, label: (name: Name) => string): Either.Either<Ser
   if (Duration.greaterThan(service.circuitBreakerCooldown, service.circuitBreakerMaxCooldown)) {
     return refuse("circuitBreakerCooldown", "must not be longer than circuitBreakerMaxCooldown")
   }
+  if (service.caOnly && service.ca === undefined) return refuse("caOnly", "needs ca: the CA to trust alone")
   return Either.right(service)
 }
 
@@ -347,6 +413,19 @@ const text = (variable: string): Effect.Effect<string | undefined, InvalidConfig
     Effect.mapError((error) => new InvalidConfig({ setting: variable, reason: `could not be read (${error._op})` }))
   )
 
+/** What the environment gives for a setting: its variable's text, or an object of its parts' (`undefined` when none is set). */
+const given = (read: Setting<unknown>): Effect.Effect<unknown, InvalidConfig> => {
+  const parts = read.parts
+  if (parts === undefined) return text(read.variable)
+  return Effect.map(
+    Effect.forEach(Object.entries(parts), ([field, variable]) => Effect.map(text(variable), (value) => [field, value])),
+    (entries) => {
+      const set = entries.filter(([, value]) => value !== undefined)
+      return set.length === 0 ? undefined : Object.fromEntries(set)
+    }
+  )
+}
+
 /**
  * The settings from the environment (see {@link environment}), read through Effect's
  * `ConfigProvider`. Durations may be written the short way (`30s`, `2m`, `1500ms`) or Effect's
@@ -354,7 +433,7 @@ const text = (variable: string): Effect.Effect<string | undefined, InvalidConfig
  * naming the variable, never with the value.
  */
 export const fromEnvironment: Effect.Effect<Service, InvalidConfig> = Effect.flatMap(
-  Effect.forEach(names, (name) => Effect.map(text(settings[name].variable), (value) => [name, value] as const)),
+  Effect.forEach(names, (name) => Effect.map(given(settings[name]), (value) => [name, value] as const)),
   (entries) => resolve(Object.fromEntries(entries) as Given, (name) => settings[name].variable)
 )
 
@@ -368,8 +447,12 @@ const TOOL_VARIABLES: ReadonlySet<string> = new Set(["CLINICAL_STACK", "CLINICAL
  * its own way: a log line, Node's `process.emitWarning`, the command line's stderr.
  */
 export const misspellingWarnings = (present: Iterable<string>): ReadonlyArray<string> =>
-  misspelledSettings(Array.from(present).filter((name) => !TOOL_VARIABLES.has(name)), Object.values(environment))
-    .map(misspellingWarning)
+  misspelledSettings(Array.from(present).filter((name) => !TOOL_VARIABLES.has(name)), variables).map(misspellingWarning)
+
+/** Every variable a setting is read from, the parts of one included. */
+export const variables: ReadonlyArray<string> = [
+  ...new Set(names.flatMap((name) => [settings[name].variable, ...Object.values(settings[name].parts ?? {})]))
+]
 
 /**
  * The settings from the environment; a `CLINICAL_*` variable of `process.env` a few letters away

@@ -11,6 +11,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as ClinicalConfig from "./ClinicalConfig.js"
 import type { InvalidConfig, TransportError } from "./ClinicalError.js"
 import { fromHttpClient } from "./internal/transport/httpClient.js"
 import { memory } from "./internal/transport/memory.js"
@@ -51,6 +52,19 @@ export class HttpTransport extends Context.Tag("effect-clinical/HttpTransport")<
  */
 export const layerUndici = (options?: UndiciOptions): Layer.Layer<HttpTransport, InvalidConfig> =>
   Layer.scoped(HttpTransport, Effect.map(Network.acquire(options), fromNetwork))
+
+/**
+ * {@link layerUndici} over the network settings of the client's `ClinicalConfig` (its `proxy`,
+ * `ca`, `clientCertificate`, `connections`, ...: `CLINICAL_PROXY`, `CLINICAL_CA_FILE`, ... from
+ * the environment), undici's `agentOptions` on top. `ClinicalClient.layerUndici` and
+ * `layerUndiciConfig` use it.
+ */
+export const layerUndiciFromConfig = (
+  agentOptions?: UndiciOptions
+): Layer.Layer<HttpTransport, InvalidConfig, ClinicalConfig.ClinicalConfig> =>
+  Layer.unwrapEffect(
+    Effect.map(ClinicalConfig.ClinicalConfig, (config) => layerUndici({ ...Network.optionsOf(config), ...agentOptions }))
+  )
 
 /**
  * A transport over the `@effect/platform` HttpClient the application provides (fetch, node, ...).

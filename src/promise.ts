@@ -35,6 +35,7 @@ import { isAbortSignal, isThenable, levelName } from "./internal/callerValues.js
 import { updater } from "./internal/observability/metricUpdater.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
 import { nameOf } from "./internal/operationName.js"
+import * as Network from "./internal/transport/network.js"
 import * as MedicationService from "./MedicationService.js"
 import * as PersonAuthentication from "./PersonAuthentication.js"
 import * as PersonData from "./PersonData.js"
@@ -269,7 +270,7 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
     : Layer.succeed(TokenStore.TokenStore, Either.getOrThrowWith(TokenStore.redis(options.tokenStore), identity))
   const runtime = ManagedRuntime.make(
     ClinicalClient.layerWith(Layer.succeed(ClinicalConfig.ClinicalConfig, config)).pipe(
-      Layer.provide(HttpTransport.layerUndici(agentOptions)),
+      Layer.provide(HttpTransport.layerUndici({ ...Network.optionsOf(config), ...agentOptions })),
       Layer.provide(store),
       Layer.merge(loggingLayer(logging))
     )

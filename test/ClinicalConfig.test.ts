@@ -320,3 +320,98 @@ describe("ClinicalConfig boundaries", () => {
       }
     }))
 })
+
+describe("the network settings (issue 26)", () => {
+  const base = { baseUrl: "https://openapi.intelichart.com", applicationId: APPLICATION_ID } as const
+  const ENV = { CLINICAL_BASE_URL: base.baseUrl, CLINICAL_APPLICATION_ID: APPLICATION_ID }
+
+  it.effect("by default: the environment's proxy, Node's CAs, no client certificate, undici's pool", () =>
+    Effect.gen(function*() {
+      const config = yield* resolve(base)
+      expect(config.proxy).toEqual({ _tag: "FromEnvironment" })
+      expect([config.noProxy, config.ca, config.clientCertificate, config.connections]).toEqual([
+        undefined,
+        undefined,
+        undefined,
+        undefined
+      ])
+      expect([config.caOnly, config.keepAliveTimeout, config.connectTimeout]).toEqual([false, undefined, undefined])
+    }))
+
+  it.effect("from options: a proxy URL (credentials a secret), no proxy, a CA, a client certificate, the pool", () =>
+    Effect.gen(function*() {
+      const config = yield* resolve({
+        ...base,
+        proxy: Redacted.make("http://user:pa%24%24@proxy.example:3128"),
+        noProxy: "localhost, .internal.example",
+        ca: "/etc/clinical/ca.pem",
+        caOnly: true,
+        clientCertificate: { cert: "client.pem", key: "client.key", passphrase: "pw" },
+        connections: 16,
+        keepAliveTimeout: "10s",
+        connectTimeout: "3s"
+      })
+      expect(config.proxy).toMatchObject({ _tag: "Through", proxy: { origin: "http://proxy.example:3128" } })
+      expect(JSON.stringify(config.proxy)).not.toMatch(/pa%24|pa\$\$|user/)
+      expect(config.noProxy).toBe("localhost, .internal.example")
+      expect([config.ca, config.caOnly, config.connections]).toEqual(["/etc/clinical/ca.pem", true, 16])
+      expect(config.clientCertificate).toMatchObject({ _tag: "Pem", cert: "client.pem" })
+      expect(Redacted.value((config.clientCertificate as { key: Redacted.Redacted<string> }).key)).toBe("client.key")
+      expect(Duration.toMillis(config.keepAliveTimeout!)).toBe(10_000)
+      expect(Duration.toMillis(config.connectTimeout!)).toBe(3000)
+      expect((yield* resolve({ ...base, proxy: false })).proxy).toEqual({ _tag: "Direct" })
+    }))
+
+  it.effect("refusals name the setting, never a password", () =>
+    Effect.gen(function*() {
+      const refused = yield* Effect.flip(resolve({ ...base, proxy: "socks5://u:hunter2@p:1080", connections: 0 }))
+      expect(refused).toMatchObject({
+        setting: "proxy",
+        reason: "must start with http:// or https://",
+        others: [{ setting: "connections", reason: expect.any(String) }]
+      })
+      expect(JSON.stringify(refused)).not.toContain("hunter2")
+      expect(yield* Effect.flip(resolve({ ...base, caOnly: true }))).toMatchObject({
+        setting: "caOnly",
+        reason: "needs ca: the CA to trust alone"
+      })
+      expect(yield* Effect.flip(resolve({ ...base, clientCertificate: { cert: "c.pem" } as never }))).toMatchObject({
+        setting: "clientCertificate",
+        reason: "needs key (CLINICAL_CLIENT_KEY_FILE): the private key's PEM text or file path"
+      })
+    }))
+
+  it.effect("from the environment: CLINICAL_PROXY (none, or a URL), CLINICAL_CA_FILE, the client certificate's four variables", () =>
+    Effect.gen(function*() {
+      expect((yield* fromEnv({ ...ENV, CLINICAL_PROXY: "none" })).proxy).toEqual({ _tag: "Direct" })
+      const config = yield* fromEnv({
+        ...ENV,
+        CLINICAL_PROXY: "http://proxy.example:3128",
+        CLINICAL_NO_PROXY: "localhost",
+        CLINICAL_CA_FILE: "/etc/clinical/ca.pem",
+        CLINICAL_CLIENT_CERT_FILE: "/etc/clinical/client.pem",
+        CLINICAL_CLIENT_KEY_FILE: "/etc/clinical/client.key",
+        CLINICAL_CLIENT_KEY_PASSPHRASE: "s3cret",
+        CLINICAL_CONNECTIONS: "32",
+        CLINICAL_CONNECT_TIMEOUT: "5s"
+      })
+      expect(config.proxy).toMatchObject({ _tag: "Through", proxy: { origin: "http://proxy.example:3128" } })
+      expect(config.clientCertificate).toMatchObject({ _tag: "Pem", cert: "/etc/clinical/client.pem" })
+      expect(JSON.stringify(config.clientCertificate)).not.toContain("s3cret")
+      expect([config.noProxy, config.ca, config.connections]).toEqual(["localhost", "/etc/clinical/ca.pem", 32])
+      expect((yield* fromEnv({ ...ENV, CLINICAL_CLIENT_PFX_FILE: "c.p12" })).clientCertificate).toMatchObject({
+        _tag: "Pkcs12",
+        pfx: "c.p12"
+      })
+      expect(yield* Effect.flip(fromEnv({ ...ENV, CLINICAL_CLIENT_KEY_FILE: "/k.pem" }))).toMatchObject({
+        setting: "CLINICAL_CLIENT_CERT_FILE",
+        reason: "needs cert (CLINICAL_CLIENT_CERT_FILE): the certificate's PEM text or file path"
+      })
+    }))
+
+  it("a variable a few letters from one of the client certificate's is warned about", () => {
+    expect(ClinicalConfig.misspellingWarnings(["CLINICAL_CLIENT_KEY_FLE"])).toEqual([
+      expect.stringContaining("CLINICAL_CLIENT_KEY_FILE")
+    ])
+  })
+})

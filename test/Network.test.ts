@@ -8,13 +8,19 @@
  */
 import { Cause, Effect, Exit, Layer, Option, Redacted } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { createClinicalClient, createClinicalClientFromEnv } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
+import * as ChildProcess from "node:child_process"
+import * as Path from "node:path"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Network from "../src/internal/transport/network.js"
 import { fromNetwork } from "../src/internal/transport/undici.js"
 import * as Leaks from "./support/Leaks.js"
 import * as Pki from "./support/Pki.js"
 import * as Tinyproxy from "./support/Tinyproxy.js"
+
+const execFile = promisify(ChildProcess.execFile)
 
 let pki: Pki.Pki
 let proxy: Tinyproxy.Tinyproxy
@@ -271,5 +277,91 @@ describe("the privacy suite over proxy, TLS and a client certificate", () => {
     for (const exit of exits) Leaks.expectNoneInExit(exit, secrets)
     expect(logs.lines.length).toBeGreaterThan(0)
     for (const line of logs.lines) Leaks.expectNone("log line", line, secrets)
+  })
+})
+
+describe("the settings reach the transport, from options and from CLINICAL_* variables", () => {
+  let mock: MockClinicalServer.Started
+  beforeAll(async () => {
+    mock = await MockClinicalServer.start({
+      tls: { cert: pki.server.cert, key: pki.server.key, ca: pki.clientCa.cert, requestCert: true }
+    })
+  })
+  afterAll(async () => {
+    await mock?.close()
+  })
+  const personUid = () => mock.persons[0]!.personUid
+
+  it("ClinicalClient.layerUndici: proxy, CA and client certificate as options", async () => {
+    const before = proxy.tunnels().length
+    const exit = await Effect.runPromiseExit(
+      MedicationService.get(personUid()).pipe(Effect.provide(ClinicalClient.layerUndici({
+        baseUrl: mock.url,
+        applicationId: mock.applicationId,
+        proxy: proxy.url,
+        ca: pki.ca.certFile,
+        clientCertificate: { cert: pki.client.certFile, key: pki.client.keyFile }
+      })))
+    )
+    expect(Exit.isSuccess(exit)).toBe(true)
+    expect(proxy.tunnels().length).toBeGreaterThan(before)
+  })
+
+  it("the Promise client: createClinicalClient's options, and createClinicalClientFromEnv's variables", async () => {
+    const before = proxy.tunnels().length
+    const fromOptions = createClinicalClient({
+      baseUrl: mock.url,
+      applicationId: mock.applicationId,
+      proxy: Redacted.make(proxy.url),
+      ca: pki.ca.cert,
+      clientCertificate: { pfx: pki.clientP12File, passphrase: Pki.PASSPHRASE }
+    })
+    const fromEnv = createClinicalClientFromEnv({
+      CLINICAL_BASE_URL: mock.url,
+      CLINICAL_APPLICATION_ID: mock.applicationId,
+      CLINICAL_PROXY: proxy.url,
+      CLINICAL_CA_FILE: pki.ca.certFile,
+      CLINICAL_CLIENT_CERT_FILE: pki.client.certFile,
+      CLINICAL_CLIENT_KEY_FILE: pki.clientEncryptedKeyFile,
+      CLINICAL_CLIENT_KEY_PASSPHRASE: Pki.PASSPHRASE
+    })
+    try {
+      for (const clinical of [fromOptions, fromEnv]) {
+        expect((await clinical.medications(personUid())).medications.length).toBeGreaterThan(0)
+      }
+    } finally {
+      await fromOptions.close()
+      await fromEnv.close()
+    }
+    expect(proxy.tunnels().length).toBeGreaterThanOrEqual(before + 2)
+  })
+
+  it("NODE_EXTRA_CA_CERTS keeps working, with a ca added beside it; with caOnly, only ca is trusted", async () => {
+    const plain = await MockClinicalServer.start({ tls: { cert: pki.server.cert, key: pki.server.key } })
+    try {
+      const script = [
+        `import { createClinicalClient } from ${JSON.stringify(Path.resolve("dist/promise.js"))}`,
+        "const [url, applicationId, personUid, options] = process.argv.slice(1)",
+        "const clinical = createClinicalClient({ baseUrl: url, applicationId, maxRetries: 0, ...JSON.parse(options) })",
+        "try { await clinical.medications(personUid); console.log('ok') }",
+        "catch (error) { console.log(`${error._tag} ${error.reason}`) } finally { await clinical.close() }"
+      ].join("\n")
+      // Not execFileSync: the mock answers from this process's event loop.
+      const run = async (options: object) =>
+        (await execFile(process.execPath, [
+          "--input-type=module",
+          "-e",
+          script,
+          plain.url,
+          plain.applicationId,
+          plain.persons[0]!.personUid,
+          JSON.stringify(options)
+        ], { env: { ...process.env, NODE_EXTRA_CA_CERTS: pki.ca.certFile }, encoding: "utf8" })).stdout.trim()
+      expect(await run({})).toBe("ok")
+      expect(await run({ ca: pki.clientCa.certFile })).toBe("ok")
+      expect(await run({ ca: pki.clientCa.certFile, caOnly: true })).toBe("TransportError Tls")
+    } finally {
+      await plain.close()
+    }
   })
 })

@@ -253,4 +253,4 @@ export const render = (report: Report): string => {
 
 /** The settings and the transport a probe needs (no token cache: it asks for its tokens itself). */
 export const layer = (settingsFile: Option.Option<string>) =>
-  withSettings(settingsFile, Layer.merge(ClinicalConfig.layerConfig, Transport.layerUndici()))
+  withSettings(settingsFile, Transport.layerUndiciFromConfig().pipe(Layer.provideMerge(ClinicalConfig.layerConfig)))

@@ -4,6 +4,7 @@
  * one per way out, and the request's route, which failures are explained by. The files the
  * settings name are read here, once, when the layer is built.
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
@@ -48,6 +49,31 @@ export interface NetworkOptions {
 export type UndiciOptions = Undici.Agent.Options & NetworkOptions
 
 const NETWORK_KEYS = ["proxy", "noProxy", "ca", "caOnly", "clientCertificate"] as const
+
+/** The network settings of a client's configuration (`ClinicalConfig`), already read. */
+export interface Settings {
+  readonly proxy: Proxy.ProxySetting
+  readonly noProxy: string | undefined
+  readonly ca: string | undefined
+  readonly caOnly: boolean
+  readonly clientCertificate: Trust.ClientCertificate | undefined
+  readonly connections: number | undefined
+  readonly keepAliveTimeout: Duration.Duration | undefined
+  readonly connectTimeout: Duration.Duration | undefined
+}
+
+/** The default transport's options that a client's settings give (what is not set is left to undici). */
+export const optionsOf = (settings: Settings): UndiciOptions => {
+  const options: Record<string, unknown> = { proxy: settings.proxy, caOnly: settings.caOnly }
+  if (settings.noProxy !== undefined) options.noProxy = settings.noProxy
+  if (settings.ca !== undefined) options.ca = settings.ca
+  if (settings.clientCertificate !== undefined) options.clientCertificate = settings.clientCertificate
+  if (settings.connections !== undefined) options.connections = settings.connections
+  if (settings.keepAliveTimeout !== undefined) options.keepAliveTimeout = Duration.toMillis(settings.keepAliveTimeout)
+  if (settings.connectTimeout !== undefined) options.connectTimeout = Duration.toMillis(settings.connectTimeout)
+  // `proxy` holds a setting already read, which the options take as they take a URL.
+  return options as UndiciOptions
+}
 
 type Environment = Readonly<Record<string, string | undefined>>
 

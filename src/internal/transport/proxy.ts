@@ -78,10 +78,15 @@ export const proxyEndpoint = (value: unknown): Either.Either<ProxyEndpoint, stri
   })
 }
 
-/** The `proxy` setting read: a proxy URL, or `false` / `"none"` for none. */
+const SETTING_TAGS: ReadonlySet<unknown> = new Set(["FromEnvironment", "Direct", "Through"])
+
+/** The `proxy` setting read: a proxy URL, or `false` / `"none"` for none (or a setting already read). */
 export const proxySetting = (value: unknown): Either.Either<ProxySetting, string> => {
   if (value === false || (typeof value === "string" && value.trim().toLowerCase() === "none")) {
     return Either.right(DIRECT)
+  }
+  if (typeof value === "object" && value !== null && SETTING_TAGS.has((value as { _tag?: unknown })._tag)) {
+    return Either.right(value as ProxySetting)
   }
   return Either.map(proxyEndpoint(value), (proxy) => ({ _tag: "Through", proxy }) as const)
 }
