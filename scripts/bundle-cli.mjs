@@ -13,10 +13,11 @@ import * as Path from "node:path"
 const root = Path.resolve(import.meta.dirname, "..")
 
 /**
- * The library takes `Agent` alone from undici, whose index (CommonJS, so nothing is shaken off)
- * brings fetch, WebSocket, cookies and caches with it: 1.1 MB where the Agent is 0.47 MB. In the
- * bundle, our "undici" is the Agent's own module of the undici installed here (no exports map keeps
- * it); @effect/platform-node's (the mock server's HTTP client, loaded with mock-server) stays whole.
+ * The library takes `Agent` and `ProxyAgent` alone from undici, whose index (CommonJS, so nothing
+ * is shaken off) brings fetch, WebSocket, cookies and caches with it: 1.1 MB where the Agent is
+ * 0.47 MB. In the bundle, our "undici" is those two modules of the undici installed here (no
+ * exports map keeps them); @effect/platform-node's (the mock server's HTTP client, loaded with
+ * mock-server) stays whole.
  */
 const undiciAgentOnly = {
   name: "undici-agent-only",
@@ -27,7 +28,14 @@ const undiciAgentOnly = {
       (args) => args.importer.startsWith(ours) ? { path: "undici", namespace: "undici-agent-only" } : undefined
     )
     build.onLoad({ filter: /.*/, namespace: "undici-agent-only" }, () => ({
-      contents: "export { default as Agent } from \"undici/lib/dispatcher/agent.js\"",
+      // ProxyAgent opens its tunnel with the `connect` method undici's index puts on every dispatcher.
+      contents: [
+        "import Dispatcher from \"undici/lib/dispatcher/dispatcher.js\"",
+        "import connect from \"undici/lib/api/api-connect.js\"",
+        "Dispatcher.prototype.connect ??= connect",
+        "export { default as Agent } from \"undici/lib/dispatcher/agent.js\"",
+        "export { default as ProxyAgent } from \"undici/lib/dispatcher/proxy-agent.js\""
+      ].join("\n"),
       resolveDir: root,
       loader: "js"
     }))

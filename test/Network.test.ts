@@ -16,11 +16,14 @@ import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Network from "../src/internal/transport/network.js"
 import { fromNetwork } from "../src/internal/transport/undici.js"
+import * as Cli from "./support/Cli.js"
 import * as Leaks from "./support/Leaks.js"
 import * as Pki from "./support/Pki.js"
 import * as Tinyproxy from "./support/Tinyproxy.js"
 
 const execFile = promisify(ChildProcess.execFile)
+const execFileSyncText = (file: string, args: ReadonlyArray<string>) =>
+  ChildProcess.execFileSync(file, args, { encoding: "utf8" }).trim()
 
 let pki: Pki.Pki
 let proxy: Tinyproxy.Tinyproxy
@@ -363,5 +366,42 @@ describe("the settings reach the transport, from options and from CLINICAL_* var
     } finally {
       await plain.close()
     }
+  })
+})
+
+describe("effect-clinical probe through the proxy, over TLS", () => {
+  it("reports the proxy in use (never its credentials), the TLS version and the server certificate's issuer and expiry", async () => {
+    await using mock = await MockClinicalServer.start({ tls: { cert: pki.server.cert, key: pki.server.key } })
+    const env = {
+      ...Cli.settingsFor(mock.url),
+      CLINICAL_PROXY: proxy.url,
+      CLINICAL_CA_FILE: pki.ca.certFile
+    }
+    const before = proxy.tunnels().length
+    const json = await Cli.run(["probe", "--json"], { env })
+    expect(json.code, json.stderr).toBe(0)
+    const expires = new Date(
+      execFileSyncText("openssl", ["x509", "-enddate", "-noout", "-in", pki.server.certFile])
+        .replace(/^notAfter=/, "")
+    ).toISOString()
+    expect(JSON.parse(json.stdout).connection).toEqual({
+      proxy: proxy.origin,
+      tls: { version: "TLSv1.3", issuer: "CN=effect-clinical test CA", expires }
+    })
+    expect(proxy.tunnels().length).toBeGreaterThan(before)
+    const table = await Cli.run(["probe"], { env })
+    expect(table.code, table.stderr).toBe(0)
+    expect(table.stdout).toMatch(new RegExp(`proxy\\s+${proxy.origin.replace(/\./g, "\\.")}\\n`))
+    expect(table.stdout).toMatch(/TLS\s+TLSv1\.3\n/)
+    expect(table.stdout).toMatch(/server certificate issuer\s+CN=effect-clinical test CA\n/)
+    for (const ran of [json, table]) {
+      Leaks.expectNone("probe output", ran.stdout + ran.stderr, [proxy.password, `${proxy.user}:${proxy.password}`])
+    }
+    // Direct, over plain HTTP: no proxy, no TLS.
+    await using plain = await MockClinicalServer.start()
+    const direct = await Cli.run(["probe", "--json"], {
+      env: { ...Cli.settingsFor(plain.url), CLINICAL_PROXY: "none" }
+    })
+    expect(JSON.parse(direct.stdout).connection).toEqual({ proxy: null, tls: null })
   })
 })

@@ -11,6 +11,8 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as DiagnosticsChannel from "node:diagnostics_channel"
+import * as Tls from "node:tls"
 import * as ClinicalConfig from "../ClinicalConfig.js"
 import type { HttpError } from "../ClinicalError.js"
 import * as Transport from "../HttpTransport.js"
@@ -21,6 +23,7 @@ import { isTokenRejected } from "../internal/call/response.js"
 import { field, isRecord, parse } from "../internal/json.js"
 import { scrub, scrubber } from "../internal/redaction/redaction.js"
 import { readTokenResponse, tokenRequest } from "../internal/token/tokenRequest.js"
+import * as Proxy from "../internal/transport/proxy.js"
 import * as PersonData from "../PersonData.js"
 import { withSettings } from "./environment.js"
 import * as Render from "./render.js"
@@ -61,7 +64,65 @@ export interface Report {
     readonly collection: string | null
     readonly item: ReadonlyArray<string>
   } | null
+  /** How the data host was reached: through which proxy, over which TLS, with which certificate. */
+  readonly connection: Connection
   readonly notes: ReadonlyArray<string>
+}
+
+/** The way to the data host, as the probe's own connection went. */
+export interface Connection {
+  /** The proxy's origin (never its credentials), or `null` when the connection went direct. */
+  readonly proxy: string | null
+  /** The TLS of the connection, `null` over plain HTTP. */
+  readonly tls: {
+    /** `TLSv1.3`, `TLSv1.2`. */
+    readonly version: string
+    /** The server certificate's issuer, as `CN=..., O=...`. */
+    readonly issuer: string
+    /** When the server's certificate expires (ISO 8601). */
+    readonly expires: string
+  } | null
+}
+
+/** What a TLS socket says of itself, or `undefined` for a plain one. */
+export const tlsOf = (socket: unknown): Connection["tls"] | undefined => {
+  if (!(socket instanceof Tls.TLSSocket)) return undefined
+  const certificate = socket.getPeerCertificate()
+  const issuer = Object.entries(certificate.issuer ?? {}).map(([name, value]) => `${name}=${String(value)}`)
+  const expires = new Date(certificate.valid_to)
+  return {
+    version: socket.getProtocol() ?? "unknown",
+    issuer: issuer.join(", ") || "unknown",
+    expires: Number.isNaN(expires.getTime()) ? "unknown" : expires.toISOString()
+  }
+}
+
+/**
+ * Runs `effect` while recording the TLS of each connection undici makes (its diagnostics channel),
+ * by host name: the connection is the transport's own, through the proxy or not.
+ */
+const recordingConnections = <A, E, R>(
+  effect: (tlsByHost: ReadonlyMap<string, Connection["tls"]>) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
+  const tlsByHost = new Map<string, Connection["tls"]>()
+  const onConnected = (message: unknown) => {
+    const { connectParams, socket } = message as { connectParams?: { hostname?: unknown }; socket?: unknown }
+    const host = connectParams?.hostname
+    if (typeof host === "string" && !tlsByHost.has(host)) tlsByHost.set(host, tlsOf(socket) ?? null)
+  }
+  return Effect.acquireUseRelease(
+    Effect.sync(() => DiagnosticsChannel.subscribe(CONNECTED, onConnected)),
+    () => effect(tlsByHost),
+    () => Effect.sync(() => DiagnosticsChannel.unsubscribe(CONNECTED, onConnected))
+  )
+}
+
+const CONNECTED = "undici:client:connected"
+
+/** The proxy a request to `url` goes through under the client's settings, by origin; `null` for none. */
+const proxyOf = (config: ClinicalConfig.Service, url: string): string | null => {
+  const routes = Proxy.routesOf(config.proxy, config.noProxy, process.env)
+  return Either.isLeft(routes) ? null : Proxy.proxyFor(routes.right, new URL(url))?.origin ?? null
 }
 
 const IMF_FIXDATE = /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/
@@ -126,6 +187,12 @@ export const fieldNamesOf = (
 /** Runs the probe. A refused token request fails it with the token's typed error. */
 export const run = (
   personUid: Redacted.Redacted<string> | undefined
+): Effect.Effect<Report, HttpError, ClinicalConfig.ClinicalConfig | HttpTransport> =>
+  recordingConnections((tlsByHost) => questions(personUid, tlsByHost))
+
+const questions = (
+  personUid: Redacted.Redacted<string> | undefined,
+  tlsByHost: ReadonlyMap<string, Connection["tls"]>
 ): Effect.Effect<Report, HttpError, ClinicalConfig.ClinicalConfig | HttpTransport> =>
   Effect.gen(function*() {
     const config = yield* ClinicalConfig.ClinicalConfig
@@ -217,6 +284,7 @@ export const run = (
       wrongMethod: { method: "GET", status: wrongMethod.response.status },
       personuidBinds,
       medicationFields,
+      connection: { proxy: proxyOf(config, url), tls: tlsByHost.get(new URL(url).hostname) ?? null },
       notes
     } satisfies Report
   })
@@ -246,6 +314,13 @@ export const render = (report: Report): string => {
     rows.push(["medication body fields", fieldsOf.body.join(", ") || "(none)"])
     rows.push(["medication collection", fieldsOf.collection ?? "(none found)"])
     rows.push(["medication item fields", fieldsOf.item.join(", ") || "(no items)"])
+  }
+  const { proxy, tls } = report.connection
+  rows.push(["proxy", proxy ?? "none"])
+  rows.push(["TLS", tls === null ? "none (plain HTTP)" : tls.version])
+  if (tls !== null) {
+    rows.push(["server certificate issuer", tls.issuer])
+    rows.push(["server certificate expires", tls.expires])
   }
   rows.push(["requests made", String(report.requests)])
   return [Render.fields(rows), ...report.notes.map((note) => `note: ${note}`)].join("\n")
