@@ -63,7 +63,10 @@ export const layerUndiciFromConfig = (
   agentOptions?: UndiciOptions
 ): Layer.Layer<HttpTransport, InvalidConfig, ClinicalConfig.ClinicalConfig> =>
   Layer.unwrapEffect(
-    Effect.map(ClinicalConfig.ClinicalConfig, (config) => layerUndici({ ...Network.optionsOf(config), ...agentOptions }))
+    Effect.map(
+      ClinicalConfig.ClinicalConfig,
+      (config) => layerUndici({ ...Network.optionsOf(config), ...agentOptions })
+    )
   )
 
 /**
