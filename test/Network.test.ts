@@ -295,17 +295,28 @@ describe("the settings reach the transport, from options and from CLINICAL_* var
   })
   const personUid = () => mock.persons[0]!.personUid
 
-  it("ClinicalClient.layerUndici: proxy, CA and client certificate as options", async () => {
+  it("ClinicalClient.layerUndici: proxy, CA and client certificate as options (README's snippet)", async () => {
     const before = proxy.tunnels().length
-    const exit = await Effect.runPromiseExit(
-      MedicationService.get(personUid()).pipe(Effect.provide(ClinicalClient.layerUndici({
-        baseUrl: mock.url,
-        applicationId: mock.applicationId,
-        proxy: proxy.url,
-        ca: pki.ca.certFile,
-        clientCertificate: { cert: pki.client.certFile, key: pki.client.keyFile }
-      })))
-    )
+    const [baseUrl, applicationId, proxyUrl] = [mock.url, mock.applicationId, proxy.url]
+    const [caFile, certFile, keyFile, keyPassphrase] = [
+      pki.ca.certFile,
+      pki.client.certFile,
+      pki.clientEncryptedKeyFile,
+      Pki.PASSPHRASE
+    ]
+    // #region behind-a-proxy
+    const ClinicalLive = ClinicalClient.layerUndici({
+      baseUrl,
+      applicationId,
+      // The network's egress proxy (http://user:password@proxy:3128): a secret, for its password.
+      proxy: Redacted.make(proxyUrl),
+      // The CA that signs the network's TLS, trusted besides Node's own.
+      ca: caFile,
+      // The certificate the service issued for mutual TLS, its key encrypted.
+      clientCertificate: { cert: certFile, key: keyFile, passphrase: Redacted.make(keyPassphrase) }
+    })
+    // #endregion
+    const exit = await Effect.runPromiseExit(MedicationService.get(personUid()).pipe(Effect.provide(ClinicalLive)))
     expect(Exit.isSuccess(exit)).toBe(true)
     expect(proxy.tunnels().length).toBeGreaterThan(before)
   })
