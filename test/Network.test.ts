@@ -11,6 +11,7 @@ import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "
 import { createClinicalClient, createClinicalClientFromEnv } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -176,6 +177,21 @@ describe("real TLS", () => {
     expectFailure(await call(mock, TokenService.get, { ca: pki.clientCa.cert, caOnly: true }), { reason: "Tls" })
   })
 
+  it("a ca that names no usable file, or holds no certificate, fails the layer saying so", async () => {
+    await using mock = await serve(pki.server)
+    const large = Path.join(pki.dir, "large.pem")
+    Fs.writeFileSync(large, "x".repeat(1024 * 1024 + 1))
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      [large, "names a file larger than 1 MiB"],
+      [pki.dir, "names something that is not a file"],
+      [Path.join(pki.dir, "missing.pem"), "names a file that cannot be read (ENOENT)"],
+      [pki.client.keyFile, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"]
+    ]
+    for (const [ca, reason] of cases) {
+      expectFailure(await call(mock, TokenService.get, { ca }), { _tag: "InvalidConfig", setting: "ca", reason })
+    }
+  })
+
   it("a certificate for another host name is refused, naming the host", async () => {
     await using mock = await serve(pki.server, { host: "127.0.0.1" })
     expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert }), {
@@ -234,7 +250,10 @@ describe("real TLS", () => {
       ],
       [{ pfx: pki.clientP12File, passphrase: "wrong-Pa55phrase" }, /does not open with the passphrase/],
       [{ cert: pki.client.certFile, key: pki.stranger.keyFile }, /its key does not belong to its certificate/],
-      [{ cert: pki.client.certFile, key: `${pki.dir}/no-such.key` }, /^names a file that cannot be read \(ENOENT\)$/]
+      [{ cert: pki.client.certFile, key: `${pki.dir}/no-such.key` }, /^names a file that cannot be read \(ENOENT\)$/],
+      // A device that never ends, a directory: refused before anything is read.
+      [{ cert: "/dev/zero", key: pki.client.keyFile }, /^names something that is not a file$/],
+      [{ pfx: pki.dir, passphrase: Pki.PASSPHRASE }, /^names something that is not a file$/]
     ]
     for (const [clientCertificate, reason] of cases) {
       const exit = await call(mock, TokenService.get, { ca: pki.ca.cert, clientCertificate })

@@ -25,7 +25,13 @@ export const KINDS = [
   "adapter-fetch"
 ] as const
 /** Diagnostic kinds, not part of the published table: the library's transport alone, and an Effect.forEach floor. */
-export const DIAGNOSTIC_KINDS = ["transport-only", "effect-floor", "platform-fetch-untraced"] as const
+export const DIAGNOSTIC_KINDS = [
+  "transport-only",
+  "effect-floor",
+  "platform-fetch-untraced",
+  // The library through the proxy whose URL BENCH_PROXY holds (npm run bench:proxy).
+  "library-undici-proxied"
+] as const
 export type Kind = (typeof KINDS)[number] | (typeof DIAGNOSTIC_KINDS)[number]
 
 export interface Measurement {
@@ -238,10 +244,12 @@ const platformSetup = (baseUrl: string, untraced = false) =>
     )
   })
 
-const libraryLayer = (baseUrl: string, transport: "undici" | "fetch") => {
+const libraryLayer = (baseUrl: string, transport: "undici" | "fetch" | "undici-proxied") => {
   const options = { baseUrl, applicationId: APPLICATION_ID }
-  return transport === "undici"
-    ? ClinicalClient.layerUndici(options)
+  return transport === "undici-proxied"
+    ? ClinicalClient.layerUndici({ ...options, proxy: process.env.BENCH_PROXY! })
+    : transport === "undici"
+    ? ClinicalClient.layerUndici({ ...options, proxy: false })
     : ClinicalClient.layer(options).pipe(
       Layer.provide(HttpTransport.layerHttpClient),
       Layer.provide(FetchHttpClient.layer)
@@ -343,7 +351,10 @@ export const measure = async (
       : HttpTransport.layerUndici()
     await effectPool(transport, setup, calls, concurrency, warmup, latencies, timed)
   } else {
-    const layer = libraryLayer(baseUrl, kind === "library-fetch" ? "fetch" : "undici")
+    const layer = libraryLayer(
+      baseUrl,
+      kind === "library-fetch" ? "fetch" : kind === "library-undici-proxied" ? "undici-proxied" : "undici"
+    )
     await effectPool(
       layer,
       Effect.succeed(MedicationService.get(PERSON_UID)),

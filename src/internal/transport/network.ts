@@ -83,17 +83,24 @@ export interface Network {
   readonly routeOf: (origin: string) => { readonly dispatcher: Undici.Dispatcher; readonly route: Route }
   /** Closes every dispatcher. */
   readonly close: () => Promise<void>
-  /** The proxy a request to `url` would go through (origin only), for a report. */
-  readonly proxyFor: (url: string) => string | undefined
 }
 
 const refused = (setting: string, reason: string) => new InvalidConfig({ setting, reason })
 
-/** A setting's text: itself when it is PEM, else the file it names (the reason never holds the text). */
-const pemOrFile = (setting: string, value: string): Either.Either<string, InvalidConfig> => {
-  if (Trust.isPem(value)) return Either.right(value)
+/** Largest file a setting may name: a CA bundle or a certificate is kilobytes. */
+const MAX_FILE_BYTES = 1024 * 1024
+
+/**
+ * The bytes of the file a setting names: a regular file of at most {@link MAX_FILE_BYTES} (not a
+ * device that never ends, nor a directory). The reason names the setting and the error's code,
+ * never the file's text.
+ */
+const fileOf = (setting: string, path: string): Either.Either<Buffer, InvalidConfig> => {
   try {
-    return Either.right(Fs.readFileSync(value, "utf8"))
+    const stat = Fs.statSync(path)
+    if (!stat.isFile()) return Either.left(refused(setting, "names something that is not a file"))
+    if (stat.size > MAX_FILE_BYTES) return Either.left(refused(setting, "names a file larger than 1 MiB"))
+    return Either.right(Fs.readFileSync(path))
   } catch (cause) {
     const code = (cause as { readonly code?: unknown }).code
     return Either.left(
@@ -102,17 +109,13 @@ const pemOrFile = (setting: string, value: string): Either.Either<string, Invali
   }
 }
 
-const bytesOrFile = (setting: string, value: Uint8Array | string): Either.Either<Buffer, InvalidConfig> => {
-  if (value instanceof Uint8Array) return Either.right(Buffer.from(value))
-  try {
-    return Either.right(Fs.readFileSync(value))
-  } catch (cause) {
-    const code = (cause as { readonly code?: unknown }).code
-    return Either.left(
-      refused(setting, `names a file that cannot be read (${typeof code === "string" ? code : "error"})`)
-    )
-  }
-}
+/** A setting's text: itself when it is PEM, else the file it names. */
+const pemOrFile = (setting: string, value: string): Either.Either<string, InvalidConfig> =>
+  Trust.isPem(value) ? Either.right(value) : Either.map(fileOf(setting, value), (bytes) => bytes.toString("utf8"))
+
+/** A PKCS#12 bundle: its bytes, or the file it names. */
+const bytesOrFile = (setting: string, value: Uint8Array | string): Either.Either<Buffer, InvalidConfig> =>
+  value instanceof Uint8Array ? Either.right(Buffer.from(value)) : fileOf(setting, value)
 
 /** What the settings add to undici's connector: the CAs trusted, a client certificate. */
 interface TlsOptions extends Trust.ClientTls {
@@ -243,8 +246,7 @@ export const make = (
     return {
       routeOf,
       close: () =>
-        Promise.all([direct.close(), ...Array.from(tunnels.values(), (tunnel) => tunnel.close())]).then(() => {}),
-      proxyFor: (url) => Proxy.proxyFor(routes, new URL(url))?.origin
+        Promise.all([direct.close(), ...Array.from(tunnels.values(), (tunnel) => tunnel.close())]).then(() => {})
     }
   })
 
