@@ -7,12 +7,14 @@
  * password, the key's passphrase and the client's secrets are in no output.
  */
 import { Cause, Effect, Exit, Layer, Option, Redacted } from "effect"
-import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
+import { ClinicalClient, type ClinicalConfig, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { createClinicalClient, createClinicalClientFromEnv } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
+import * as Net from "node:net"
 import * as Path from "node:path"
+import * as Tls from "node:tls"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Network from "../src/internal/transport/network.js"
@@ -136,6 +138,89 @@ describe("through a real proxy (tinyproxy with basic auth)", () => {
       requestSent: false,
       detail: "the proxy http://127.0.0.1:9 refused the connection (ECONNREFUSED)"
     })
+  })
+
+  it("a proxy that takes the connection and never answers the tunnel request: the connect timeout, and the client closes", async () => {
+    const silent = Net.createServer(() => {})
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (silent.address() as Net.AddressInfo).port
+      const exit = await Effect.runPromiseExit(Effect.provide(
+        TokenService.get,
+        ClinicalClient.layerUndici({
+          baseUrl: https.url,
+          applicationId: https.applicationId,
+          proxy: `http://127.0.0.1:${port}`,
+          connectTimeout: "300ms"
+        })
+      ))
+      // Not the token request's own timeout (10 s), nor undici's 300 s wait for headers.
+      expectFailure(exit, {
+        _tag: "TransportError",
+        reason: "Network",
+        detail: `the proxy http://127.0.0.1:${port} did not answer the tunnel request within the connect timeout`
+      })
+    } finally {
+      silent.close()
+    }
+  })
+
+  it("the connection settings reach the tunnels: connections bounds them, keepAliveTimeout ends idle ones", async () => {
+    /** Tunnels opened while `effect` runs on a client of ClinicalClient.layerUndici with `settings`. */
+    const tunnelsDuring = async (
+      settings: Partial<ClinicalConfig.Options>,
+      effect: (mark: Effect.Effect<void>) => Effect.Effect<unknown, unknown, ClinicalClient.Services>
+    ) => {
+      let from = proxy.tunnels().length
+      const mark = Effect.sync(() => void (from = proxy.tunnels().length))
+      const layer = ClinicalClient.layerUndici({
+        baseUrl: https.url,
+        applicationId: https.applicationId,
+        proxy: proxy.url,
+        ca: pki.ca.cert,
+        ...settings
+      })
+      expect(Exit.isSuccess(await Effect.runPromiseExit(Effect.provide(effect(mark), layer)))).toBe(true)
+      return proxy.tunnels().length - from
+    }
+    const four = () => Effect.all(Array.from({ length: 4 }, () => medications(https)), { concurrency: "unbounded" })
+    expect(await tunnelsDuring({ connections: 1 }, four)).toBe(1)
+    expect(await tunnelsDuring({}, four)).toBeGreaterThan(1)
+    // A second call 300 ms after the first: on the first's connection, unless it was let go meanwhile
+    // (the setting caps a server's Keep-Alive hint too: the mock's says 5 s).
+    const secondCall = (mark: Effect.Effect<void>) =>
+      medications(https).pipe(
+        Effect.zipRight(Effect.sleep("300 millis")),
+        Effect.zipRight(mark),
+        Effect.zipRight(medications(https))
+      )
+    expect(await tunnelsDuring({}, secondCall)).toBe(0)
+    expect(await tunnelsDuring({ keepAliveTimeout: "50ms" }, secondCall)).toBe(1)
+  })
+
+  it("an https proxy (TLS to the proxy, then the tunnel): its certificate trusted through ca", async () => {
+    // TLS in front of tinyproxy, as an https proxy is.
+    const front = Tls.createServer({ cert: pki.server.cert, key: pki.server.key }, (socket) => {
+      const upstream = Net.connect(proxy.port, "127.0.0.1")
+      socket.pipe(upstream).pipe(socket)
+      upstream.on("error", () => socket.destroy())
+      socket.on("error", () => upstream.destroy())
+    })
+    await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (front.address() as Net.AddressInfo).port
+      const httpsProxy = `https://${proxy.user}:${proxy.password}@localhost:${port}`
+      const before = proxy.tunnels().length
+      expect(Exit.isSuccess(await call(https, medications(https), { ...trusted(), proxy: httpsProxy }))).toBe(true)
+      expect(proxy.tunnels().length).toBeGreaterThan(before)
+      // Without the CA, the proxy's own certificate is refused.
+      expectFailure(await call(https, TokenService.get, { proxy: httpsProxy }), {
+        _tag: "TransportError",
+        reason: "Tls"
+      })
+    } finally {
+      front.close()
+    }
   })
 
   it("a proxy variable that is not a proxy URL fails the layer, naming the variable and not the value", async () => {

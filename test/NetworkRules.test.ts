@@ -78,7 +78,12 @@ describe("NO_PROXY", () => {
     ["*", "https://anything.example", true],
     ["a.example b.example", "https://b.example", true],
     ["", "https://example.com", false],
-    ["10.0.0.0/99, ,/", "https://10.0.0.1", false]
+    ["10.0.0.0/99, ,/", "https://10.0.0.1", false],
+    ["10.0.0.0/", "https://93.184.216.34", false],
+    ["10.0.0.0/x", "https://10.0.0.1", false],
+    ["example.com.", "https://example.com/", true],
+    ["example.com", "https://example.com./", true],
+    [".example.com.", "https://api.example.com", true]
   ])("%j for %s: %s", (noProxy, target, expected) => {
     expect(bypassed(noProxy, target)).toBe(expected)
   })
@@ -132,6 +137,17 @@ describe("the routes of a setting in an environment", () => {
 
 describe("what TLS trusts and presents", () => {
   const PEM = Tls.rootCertificates[0]!
+
+  it("certificates are found in one pass: a megabyte of BEGIN lines without an END takes milliseconds, not seconds", () => {
+    const pem = Tls.rootCertificates[0]!
+    expect(Trust.certificatesOf(`junk\n${pem}\n${pem}\r\n`)).toEqual([pem, pem])
+    // A block cut short before a whole one: the whole one alone.
+    expect(Trust.certificatesOf(`-----BEGIN CERTIFICATE-----\nabc\n${pem}`)).toEqual([pem])
+    const hostile = "-----BEGIN CERTIFICATE-----\n".repeat(40_000)
+    expect(hostile.length).toBeGreaterThan(1_000_000)
+    expect(Trust.certificatesOf(hostile)).toEqual([])
+    expect(Trust.caSetting("x".repeat(1024 * 1024 + 1))).toEqual(Either.left("is longer than 1 MiB"))
+  })
 
   it("PEM text is itself; anything else is a file's path", () => {
     expect(Trust.isPem(PEM)).toBe(true)
@@ -267,11 +283,25 @@ describe("what a failure to connect tells the user to check", () => {
         /^the proxy http:\/\/proxy\.example:3128 refused the connection/
       ],
       [
-        "a certificate error wrapped by the proxy's connector",
+        "the https proxy's certificate for another host (undici wraps it)",
         Object.assign(new Error("x"), { code: "UND_ERR_PRX_TLS", cause: error("ERR_TLS_CERT_ALTNAME_INVALID") }),
         proxied,
         "Tls",
-        /not for api\.example/
+        /^the proxy's certificate is not for its host name .*\(http:\/\/proxy\.example:3128\)/
+      ],
+      [
+        "the proxy's certificate, named by its host",
+        error("ERR_TLS_CERT_ALTNAME_INVALID", "", { host: "proxy.example" }),
+        proxied,
+        "Tls",
+        /^the proxy's certificate is not for its host name/
+      ],
+      [
+        "a proxy that never answers the tunnel request",
+        error("UND_ERR_HEADERS_TIMEOUT", "Headers Timeout Error"),
+        proxied,
+        "Network",
+        /^the proxy http:\/\/proxy\.example:3128 did not answer the tunnel request within the connect timeout$/
       ]
     ] as const
   )("%s: %s", (_, cause, route, reason, detail) => {

@@ -25,27 +25,33 @@ export interface Classified {
 interface Found {
   readonly code: string | undefined
   readonly message: string
+  /** The host the failing connection was to, when the error says (`hostname` from a lookup, `host` from TLS). */
   readonly hostname: string | undefined
   readonly port: number | undefined
+  /** undici wrapped it as a failure of the TLS to an https proxy. */
+  readonly proxyTls: boolean
 }
 
 /** The first error down the cause chain that carries a code (else the outermost), and its message. */
 const findCause = (cause: unknown): Found => {
   let current = cause
+  let proxyTls = false
   for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
-    const { code, hostname, message, port } = current as Record<string, unknown>
-    if (typeof code === "string" && code !== "UND_ERR_PRX_TLS") {
+    const { code, host, hostname, message, port } = current as Record<string, unknown>
+    if (code === "UND_ERR_PRX_TLS") proxyTls = true
+    else if (typeof code === "string") {
       return {
         code,
         message: typeof message === "string" ? message : "",
-        hostname: typeof hostname === "string" ? hostname : undefined,
-        port: typeof port === "number" ? port : undefined
+        hostname: typeof hostname === "string" ? hostname : typeof host === "string" ? host : undefined,
+        port: typeof port === "number" ? port : undefined,
+        proxyTls
       }
     }
     current = (current as { readonly cause?: unknown }).cause
   }
   const message = cause instanceof Error ? cause.message : String(cause)
-  return { code: undefined, message, hostname: undefined, port: undefined }
+  return { code: undefined, message, hostname: undefined, port: undefined, proxyTls }
 }
 
 const DNS = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NONAME", "EAI_NODATA"])
@@ -87,6 +93,7 @@ const proxyRefusal = (status: number, route: Route): Classified =>
 /** Whether the failing connection was the one to the proxy: its host or port is the proxy's. */
 const atProxy = (found: Found, route: Route): boolean => {
   if (route.proxy === undefined) return false
+  if (found.proxyTls) return true
   const proxy = new URL(route.proxy)
   const port = proxy.port === "" ? (proxy.protocol === "https:" ? "443" : "80") : proxy.port
   return found.hostname === proxy.hostname || (found.port !== undefined && String(found.port) === port)
@@ -117,9 +124,9 @@ export const classify = (cause: unknown, route: Route): Classified | undefined =
   if (code === "ERR_TLS_CERT_ALTNAME_INVALID") {
     return unsent(
       "Tls",
-      `the server's certificate is not for ${
-        atProxy(found, route) ? "the proxy's host name" : route.host
-      } (ERR_TLS_CERT_ALTNAME_INVALID): check the host name in the URL`
+      atProxy(found, route)
+        ? `the proxy's certificate is not for its host name (ERR_TLS_CERT_ALTNAME_INVALID): check the proxy's URL (${route.proxy})`
+        : `the server's certificate is not for ${route.host} (ERR_TLS_CERT_ALTNAME_INVALID): check the host name in the URL`
     )
   }
   if (code === "CERT_HAS_EXPIRED") {
@@ -141,6 +148,10 @@ export const classify = (cause: unknown, route: Route): Classified | undefined =
   }
   if (code === "ECONNREFUSED" && atProxy(found, route)) {
     return unsent("Network", `the proxy ${route.proxy} refused the connection (ECONNREFUSED)`)
+  }
+  // The tunnel request is the only one given the connect timeout as its wait for headers.
+  if (code === "UND_ERR_HEADERS_TIMEOUT" && route.proxy !== undefined) {
+    return unsent("Network", `the proxy ${route.proxy} did not answer the tunnel request within the connect timeout`)
   }
   // TLS 1.3: a server that refuses the client's certificate (or wants one) does so after the
   // client's side of the handshake, and undici sees only the connection closing: a hint, since a

@@ -134,10 +134,13 @@ const ruleOf = (entry: string): Rule | undefined => {
   }
   const [address, prefix, extra] = host.split("/")
   if (extra === undefined && address !== undefined && Net.isIP(address) !== 0) {
+    // A prefix is digits: `10.0.0.0/` is no network (Number("") would make it /0, every address).
+    if (prefix !== undefined && !/^\d{1,3}$/.test(prefix)) return undefined
     const block = network(address, prefix === undefined ? undefined : Number(prefix))
     return block === undefined ? undefined : { _tag: "Network", block, port }
   }
-  const domain = host.replace(/^\*?\./, "").toLowerCase()
+  // `*.example.com`, `.example.com` and `example.com.` all name example.com and its subdomains.
+  const domain = host.replace(/^\*?\./, "").replace(/\.$/, "").toLowerCase()
   return domain === "" || prefix !== undefined ? undefined : { _tag: "Domain", domain, port }
 }
 
@@ -158,7 +161,7 @@ const DEFAULT_PORT: Readonly<Record<string, number>> = { "http:": 80, "https:": 
 /** Whether `NO_PROXY`'s rules send a target straight to it. */
 export const bypasses = (bypass: Bypass, target: URL): boolean => {
   if (bypass.rules.length === 0) return false
-  const host = target.hostname.replace(/^\[|\]$/g, "").toLowerCase()
+  const host = target.hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase()
   const port = target.port === "" ? DEFAULT_PORT[target.protocol] : Number(target.port)
   const family = Net.isIPv4(host) ? "ipv4" : Net.isIPv6(host) ? "ipv6" : undefined
   return bypass.rules.some((rule) => {
