@@ -17,7 +17,7 @@ import * as CircuitBreaker from "./internal/call/circuitBreaker.js"
 import * as ConcurrencyLimit from "./internal/call/concurrencyLimit.js"
 import * as RetryBudget from "./internal/call/retryBudget.js"
 import { misspelledSettings, misspellingWarning } from "./internal/settingTypos.js"
-import type { NetworkOptions } from "./internal/transport/network.js"
+import type { NetworkOptions, Settings as NetworkSettings } from "./internal/transport/network.js"
 import * as Proxy from "./internal/transport/proxy.js"
 import * as Trust from "./internal/transport/trust.js"
 import * as validate from "./internal/validate.js"
@@ -151,8 +151,8 @@ export interface Options {
   readonly connectTimeout?: DurationSetting | undefined
 }
 
-/** The resolved settings every other service reads. */
-export interface Service {
+/** The resolved settings every other service reads; the default transport's network settings among them. */
+export interface Service extends NetworkSettings {
   /** Data host, no trailing slash. */
   readonly baseUrl: string
   /** Token host, no trailing slash. */
@@ -184,16 +184,6 @@ export interface Service {
   readonly circuitBreakerMaxCooldown: Duration.Duration
   readonly maxResponseBytes: number
   readonly tracePropagation: boolean
-  /** The proxy: the environment's (`FromEnvironment`), none (`Direct`), or one (`Through`). */
-  readonly proxy: Proxy.ProxySetting
-  readonly noProxy: string | undefined
-  /** PEM text or a file's path. */
-  readonly ca: string | undefined
-  readonly caOnly: boolean
-  readonly clientCertificate: Trust.ClientCertificate | undefined
-  readonly connections: number | undefined
-  readonly keepAliveTimeout: Duration.Duration | undefined
-  readonly connectTimeout: Duration.Duration | undefined
 }
 
 /** The tag of the resolved settings. */

@@ -53,8 +53,10 @@ const NETWORK_KEYS = ["proxy", "noProxy", "ca", "caOnly", "clientCertificate"] a
 
 /** The network settings of a client's configuration (`ClinicalConfig`), already read. */
 export interface Settings {
+  /** The proxy: the environment's (`FromEnvironment`), none (`Direct`), or one (`Through`). */
   readonly proxy: Proxy.ProxySetting
   readonly noProxy: string | undefined
+  /** PEM text or a file's path. */
   readonly ca: string | undefined
   readonly caOnly: boolean
   readonly clientCertificate: Trust.ClientCertificate | undefined
