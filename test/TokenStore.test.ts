@@ -35,14 +35,17 @@ const instance = (client: Client) =>
     (context) => <A, E>(effect: Effect.Effect<A, E, ClinicalClient.Services>) => Effect.provide(effect, context)
   )
 
-/** A fake service and two instances over one in-memory store (a fleet of two). */
-const twoInstances = Effect.gen(function*() {
-  const fake = yield* Fake.make()
-  const store = TokenStore.memory()
-  const a = yield* instance(clientOver(fake, store))
-  const b = yield* instance(clientOver(fake, store))
-  return { a, b, fake, store }
-})
+/** A fake service and two instances over `store` (a fleet of two). */
+const twoInstancesOver = <S extends TokenStore.Service>(store: S) =>
+  Effect.gen(function*() {
+    const fake = yield* Fake.make()
+    const a = yield* instance(clientOver(fake, store))
+    const b = yield* instance(clientOver(fake, store))
+    return { a, b, fake, store }
+  })
+
+/** The same over a fresh in-memory store. */
+const twoInstances = Effect.suspend(() => twoInstancesOver(TokenStore.memory()))
 
 /** A token responder that waits for `gate` before the fake issues the token. */
 const gated = (fake: Fake.FakeService, gate: Deferred.Deferred<void>): Fake.Responder => () =>
@@ -233,15 +236,12 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
 
   it.scoped("the pause is in the store before the lease is free: a store slow to record it still sees one request", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
       const memory = TokenStore.memory()
       // Recording the pause takes a second: the lease must not be given back before it is done.
-      const slow: TokenStore.Service = {
+      const { a, b, fake } = yield* twoInstancesOver({
         ...memory,
         pause: (key, status, ttl) => Effect.zipRight(Effect.sleep(SECOND), memory.pause!(key, status, ttl))
-      }
-      const a = yield* instance(clientOver(fake, slow))
-      const b = yield* instance(clientOver(fake, slow))
+      })
       const gate = yield* Deferred.make<void>()
       yield* fake.scriptToken(() => Effect.zipRight(Deferred.await(gate), throttled(503, "30")(undefined as never)))
       const first = yield* Effect.fork(Effect.flip(a(TokenService.get)))
@@ -257,11 +257,10 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
 
   it.scoped("a leaseholder records its pause even while it leaves a failing store alone, as it gives the lease back", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
       const memory = TokenStore.memory()
       let reads = 0
       // The leaseholder's second read fails: the store is then left alone for 5 s.
-      const blip: TokenStore.Service = {
+      const { a, b, fake } = yield* twoInstancesOver({
         ...memory,
         retryAfterMillis: 5 * SECOND,
         read: (key) =>
@@ -272,9 +271,7 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
               )
               : memory.read(key)
           )
-      }
-      const a = yield* instance(clientOver(fake, blip))
-      const b = yield* instance(clientOver(fake, blip))
+      })
       yield* fake.scriptToken(throttled(429, "30"))
       expect(yield* Effect.flip(a(TokenService.get))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 30_000 })
       expect(yield* memory.read(storeKey)).toMatchObject({ lease: undefined, paused: { status: 429 } })
@@ -343,10 +340,8 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
 
   it.scoped("a custom store without pause still works: nothing is shared", () =>
     Effect.gen(function*() {
-      const fake = yield* Fake.make()
       const { pause: _, ...withoutPause } = TokenStore.memory()
-      const a = yield* instance(clientOver(fake, withoutPause))
-      const b = yield* instance(clientOver(fake, withoutPause))
+      const { a, b, fake } = yield* twoInstancesOver(withoutPause)
       yield* fake.scriptToken(throttled(429, "5"))
       yield* Effect.flip(a(TokenService.get))
       expect(yield* b(TokenService.get)).toMatchObject({ source: "server" })

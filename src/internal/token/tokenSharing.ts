@@ -402,15 +402,14 @@ class Sharer implements Sharing {
   /** The token of this instance's own, for a refresh the store could not serve. */
   private alone(error: TokenStoreError, expected?: number): Effect.Effect<IssuedToken, HttpError> {
     const { background } = this.options
-    const request = this.request
     if (this.store.onUnavailable === "fail") {
       return Effect.zipRight(expected === undefined ? Effect.void : background(this.release), Effect.fail(error))
     }
     // Published in the background, if it can be: the fleet may still take it.
     return expected === undefined
-      ? request
+      ? this.request
       : Effect.flatMap(
-        request,
+        this.request,
         (issued) => Effect.as(background(Effect.ignore(this.publish(issued, expected))), issued)
       )
   }
