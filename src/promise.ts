@@ -35,7 +35,6 @@ import { isAbortSignal, isThenable, levelName } from "./internal/callerValues.js
 import { updater } from "./internal/observability/metricUpdater.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
 import { nameOf } from "./internal/operationName.js"
-import * as Network from "./internal/transport/network.js"
 import * as MedicationService from "./MedicationService.js"
 import * as PersonAuthentication from "./PersonAuthentication.js"
 import * as PersonData from "./PersonData.js"
@@ -268,9 +267,10 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
   const store = options.tokenStore === undefined
     ? Layer.empty
     : Layer.succeed(TokenStore.TokenStore, Either.getOrThrowWith(TokenStore.redis(options.tokenStore), identity))
+  const settings = Layer.succeed(ClinicalConfig.ClinicalConfig, config)
   const runtime = ManagedRuntime.make(
-    ClinicalClient.layerWith(Layer.succeed(ClinicalConfig.ClinicalConfig, config)).pipe(
-      Layer.provide(HttpTransport.layerUndici({ ...Network.optionsOf(config), ...agentOptions })),
+    ClinicalClient.layerWith(settings).pipe(
+      Layer.provide(HttpTransport.layerUndiciFromConfig(agentOptions).pipe(Layer.provide(settings))),
       Layer.provide(store),
       Layer.merge(loggingLayer(logging))
     )
