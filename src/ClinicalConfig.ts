@@ -86,6 +86,12 @@ export interface Options {
   /** Whether operations that write may be retried too. The documented operations only read. Default false. */
   readonly retryWrites?: boolean | undefined
   /**
+   * Whether a 429 is retried by the call itself (after its `Retry-After`). False ends the call at
+   * once with `RateLimited`, for a caller that pauses a whole fleet on it (the BullMQ worker).
+   * Default true.
+   */
+  readonly retryRateLimited?: boolean | undefined
+  /**
    * Most data requests in flight at once per client; more callers wait for a turn. With
    * `adaptiveConcurrency`, the ceiling of the limit the client finds. Default 64.
    */
@@ -174,6 +180,7 @@ export interface Service extends NetworkSettings {
   readonly maxTokenLifetime: Duration.Duration
   readonly deadline: Duration.Duration
   readonly retryWrites: boolean
+  readonly retryRateLimited: boolean
   readonly maxConcurrentRequests: number
   readonly adaptiveConcurrency: boolean
   readonly initialConcurrency: number
@@ -275,6 +282,7 @@ const settings: { readonly [K in keyof Service]: Setting<Service[K]> } = {
   ),
   deadline: setting("CLINICAL_DEADLINE", positive, Duration.seconds(60)),
   retryWrites: setting("CLINICAL_RETRY_WRITES", validate.boolean, false),
+  retryRateLimited: setting("CLINICAL_RETRY_RATE_LIMITED", validate.boolean, true),
   maxConcurrentRequests: setting("CLINICAL_MAX_CONCURRENT_REQUESTS", validate.integer(1, 100_000), 64),
   adaptiveConcurrency: setting("CLINICAL_ADAPTIVE_CONCURRENCY", validate.boolean, true),
   initialConcurrency: setting(

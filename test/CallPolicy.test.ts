@@ -7,7 +7,13 @@ import { ClinicalError } from "effect-clinical"
 import * as CallPolicy from "../src/internal/call/callPolicy.js"
 import * as RetryPolicy from "../src/internal/call/retryPolicy.js"
 
-const policy: CallPolicy.Policy = { maxRetries: 3, baseDelayMillis: 100, maxDelayMillis: 1_000, resendable: true }
+const policy: CallPolicy.Policy = {
+  maxRetries: 3,
+  baseDelayMillis: 100,
+  maxDelayMillis: 1_000,
+  resendable: true,
+  retryRateLimited: true
+}
 const at = { operation: "medications", method: "POST", url: "http://h/p" }
 const busy = (retryAfterMillis: number) => new ClinicalError.ServerError({ ...at, status: 503, retryAfterMillis })
 const failed = (error: ClinicalError.ClinicalError): CallPolicy.Outcome => ({ _tag: "Failed", error, sent: true })
@@ -25,6 +31,26 @@ describe("callPolicy.next: a wait is started only if it ends before the deadline
   it("the same wait asked later in the call: fail once now + wait reaches the deadline", () => {
     expect(CallPolicy.next(policy, progress, failed(busy(4_000)), 5_999, 0)._tag).toBe("Retry")
     expect(CallPolicy.next(policy, progress, failed(busy(4_000)), 6_000, 0)._tag).toBe("Fail")
+  })
+})
+
+describe("callPolicy.next: retryRateLimited", () => {
+  const progress = CallPolicy.begin(0, 10_000)
+  const throttled = new ClinicalError.RateLimited({ ...at, status: 429, retryAfterMillis: 2_000 })
+  it("true (the default): a 429 is retried after its Retry-After", () => {
+    expect(CallPolicy.next(policy, progress, failed(throttled), 0, 0)).toMatchObject({
+      _tag: "Retry",
+      delayMillis: 2_000
+    })
+  })
+  it("false: a 429 ends the call at once with it, Retry-After kept; a 503 is still retried", () => {
+    const noThrottleRetry = { ...policy, retryRateLimited: false }
+    expect(CallPolicy.next(noThrottleRetry, progress, failed(throttled), 0, 0)).toEqual({
+      _tag: "Fail",
+      progress,
+      error: throttled
+    })
+    expect(CallPolicy.next(noThrottleRetry, progress, failed(busy(100)), 0, 0)._tag).toBe("Retry")
   })
 })
 

@@ -173,6 +173,18 @@ describe("retries", () => {
 })
 
 describe("Retry-After", () => {
+  it.effect("retryRateLimited false: a 429 ends the call at once, its Retry-After kept, one request sent", () =>
+    Effect.gen(function*() {
+      const fake = yield* Fake.make()
+      yield* fake.scriptData(Fake.respond(429, {}, { "Retry-After": "2" }))
+      const outcome = yield* Effect.flip(Fake.runWithClock(get)).pipe(
+        Effect.provide(Fake.clientLayer(fake, { retryRateLimited: false })),
+        middleJitter
+      )
+      expect(outcome).toMatchObject({ _tag: "RateLimited", status: 429, retryAfterMillis: 2_000 })
+      expect(yield* fake.dataRequests).toHaveLength(1)
+    }))
+
   it.effect("delta-seconds: the next attempt waits at least that long", () =>
     withClient((fake) =>
       Effect.gen(function*() {

@@ -197,7 +197,7 @@ describe("throttleOf", () => {
 })
 
 describe("backgroundStep", () => {
-  const policy = { maxRetries: 3, baseDelayMillis: 1_000, maxDelayMillis: 30_000 }
+  const policy = { maxRetries: 3, baseDelayMillis: 1_000, maxDelayMillis: 30_000, retryRateLimited: true }
   it("retries what is worth retrying, with the backoff, never past the hard window", () => {
     expect(TokenCache.backgroundStep(policy, serverError(500), 1, 0, 60_000, 0.5)).toEqual({
       _tag: "Retry",

@@ -3,6 +3,9 @@
  * a hash of the input: never a PersonUid) and the lines of the results file, which are the record
  * of which input positions are done. A line is written whole or, cut by a crash, dropped on resume.
  */
+import { isFinal } from "../internal/batch/batchTally.js"
+
+export { isFinal }
 
 /** The checkpoint file's content. */
 export interface Checkpoint {
@@ -47,29 +50,6 @@ const LINE = /^\{"index":(\d+),"outcome":"(Success|Failure)"/
 export const readLine = (line: string): { readonly index: number; readonly failed: boolean } | undefined => {
   const match = LINE.exec(line)
   return match === null ? undefined : { index: Number(match[1]), failed: match[2] === "Failure" }
-}
-
-/**
- * Whether a failure is the person's own answer, done for good (the service refused this person:
- * `ApiError`, a 400, a body that cannot be read, an unexpected status, a refused PersonUid), rather
- * than something that may go away (the network, a 5xx, a 429, refused credentials, a refused
- * option), whose person a resumed batch sends again.
- */
-export const isFinal = (error: unknown): boolean => {
-  // Stryker disable next-line ConditionalExpression: equivalent, anything but an object has no _tag either
-  if (typeof error !== "object" || error === null) return false
-  const { _tag, field, operation } = error as { _tag?: unknown; field?: unknown; operation?: unknown }
-  switch (_tag) {
-    case "ApiError":
-    case "BadRequest":
-    case "ResponseDecodeError":
-    case "UnexpectedStatus":
-      return operation !== "token"
-    case "InvalidRequest":
-      return field === "personUid"
-    default:
-      return false
-  }
 }
 
 /** A whole results line that a resumed batch keeps (its person is done), with its index; else `undefined`. */

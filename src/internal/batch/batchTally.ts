@@ -159,3 +159,26 @@ export const againAfterMillis = (
   }
   return resent < persistence.resends && retryCause(error) !== undefined ? retryAfterOf(error) ?? 0 : undefined
 }
+
+/**
+ * Whether a failure is the person's own answer, done for good (the service refused this person:
+ * `ApiError`, a 400, a body that cannot be read, an unexpected status, a refused PersonUid), rather
+ * than something that may go away (the network, a 5xx, a 429, refused credentials, a refused
+ * option), whose person a resumed batch sends again.
+ */
+export const isFinal = (error: unknown): boolean => {
+  // Stryker disable next-line ConditionalExpression: equivalent, anything but an object has no _tag either
+  if (typeof error !== "object" || error === null) return false
+  const { _tag, field, operation } = error as { _tag?: unknown; field?: unknown; operation?: unknown }
+  switch (_tag) {
+    case "ApiError":
+    case "BadRequest":
+    case "ResponseDecodeError":
+    case "UnexpectedStatus":
+      return operation !== "token"
+    case "InvalidRequest":
+      return field === "personUid"
+    default:
+      return false
+  }
+}

@@ -76,7 +76,10 @@ const retryOrFail = (
   random: number
 ): Step => {
   const cause = RetryPolicy.retryCause(error)
-  if (cause === undefined || progress.retried >= policy.maxRetries || (sent && !policy.resendable)) {
+  if (
+    cause === undefined || progress.retried >= policy.maxRetries || (sent && !policy.resendable) ||
+    (error._tag === "RateLimited" && !policy.retryRateLimited)
+  ) {
     return { _tag: "Fail", progress, error }
   }
   const delayMillis = RetryPolicy.delayMillis(policy, progress.retried + 1, random, RetryPolicy.retryAfterOf(error))

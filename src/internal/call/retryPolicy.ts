@@ -12,13 +12,16 @@ export interface RetryPolicy {
   readonly maxRetries: number
   readonly baseDelayMillis: number
   readonly maxDelayMillis: number
+  /** Whether a 429 is retried; false ends the call with it (a caller pauses a fleet on it). */
+  readonly retryRateLimited: boolean
 }
 
 /** The policy a client's settings describe. */
 export const fromConfig = (config: ClinicalConfig.Service): RetryPolicy => ({
   maxRetries: config.maxRetries,
   baseDelayMillis: Duration.toMillis(config.retryBaseDelay),
-  maxDelayMillis: Duration.toMillis(config.retryMaxDelay)
+  maxDelayMillis: Duration.toMillis(config.retryMaxDelay),
+  retryRateLimited: config.retryRateLimited
 })
 
 const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504])
@@ -63,7 +66,7 @@ export const retryAfterOf = (error: ClinicalError): number | undefined =>
  * rounded up to a whole millisecond.
  */
 export const delayMillis = (
-  policy: RetryPolicy,
+  policy: Pick<RetryPolicy, "baseDelayMillis" | "maxDelayMillis">,
   retry: number,
   random: number,
   retryAfter: number | undefined
