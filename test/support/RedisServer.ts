@@ -12,7 +12,7 @@ export interface RedisServer {
   readonly url: string
   /** Ends the server (SIGKILL: no goodbye to its clients) and waits until it is gone. */
   readonly kill: () => Promise<void>
-  /** Starts it again on the same port, empty, and waits until it answers. */
+  /** Starts it again on the same port (empty, unless started with `appendOnlyDir`) and waits until it answers. */
   readonly restart: () => Promise<void>
   /** Freezes it (SIGSTOP): connections stay open, nothing is answered. */
   readonly pause: () => void
@@ -36,7 +36,10 @@ const pong = (port: number): Promise<boolean> =>
     socket.once("data", (data) => done(data.toString().startsWith("+PONG")))
   })
 
-const launch = async (port: number): Promise<ChildProcess> => {
+const launch = async (port: number, appendOnlyDir: string | undefined): Promise<ChildProcess> => {
+  const persistence = appendOnlyDir === undefined
+    ? ["--appendonly", "no"]
+    : ["--appendonly", "yes", "--appendfsync", "always", "--dir", appendOnlyDir]
   const child = spawn("redis-server", [
     "--port",
     String(port),
@@ -44,8 +47,7 @@ const launch = async (port: number): Promise<ChildProcess> => {
     "127.0.0.1",
     "--save",
     "",
-    "--appendonly",
-    "no",
+    ...persistence,
     "--loglevel",
     "warning"
   ], { stdio: ["ignore", "ignore", "pipe"] })
@@ -74,10 +76,14 @@ const ended = (child: ChildProcess): Promise<void> =>
     ? Promise.resolve()
     : new Promise((resolve) => child.once("exit", () => resolve()))
 
-/** Starts a server on a free loopback port. */
-export const start = async (): Promise<RedisServer> => {
+/**
+ * Starts a server on a free loopback port. With `appendOnlyDir`, every write is logged there and
+ * synced before it is acknowledged (AOF, `appendfsync always`): a restart loses nothing.
+ */
+export const start = async (options?: { readonly appendOnlyDir?: string }): Promise<RedisServer> => {
   const port = await freePort()
-  let child = await launch(port)
+  const appendOnlyDir = options?.appendOnlyDir
+  let child = await launch(port, appendOnlyDir)
   const kill = async () => {
     child.kill("SIGCONT")
     child.kill("SIGKILL")
@@ -89,7 +95,7 @@ export const start = async (): Promise<RedisServer> => {
     kill,
     restart: async () => {
       await kill()
-      child = await launch(port)
+      child = await launch(port, appendOnlyDir)
     },
     pause: () => child.kill("SIGSTOP"),
     resume: () => child.kill("SIGCONT"),

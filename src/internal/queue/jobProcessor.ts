@@ -1,0 +1,144 @@
+/**
+ * One job, processed: the person opened from its seal, the call made, the outcome handed to the
+ * application's sink, and the failure turned into what BullMQ understands (see `jobDecision`).
+ * Shared by the Effect and the Promise worker: each gives the call as a function that never throws.
+ *
+ * What BullMQ keeps of a failure (the reason, the stack trace, the events stream) is written here,
+ * from the error's kind and message, the PersonUid scrubbed out: never a value of the request.
+ */
+import type { Job, Queue } from "bullmq"
+import { RateLimitError, UnrecoverableError } from "bullmq"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Metric from "effect/Metric"
+import * as Redacted from "effect/Redacted"
+import type { ClinicalError } from "../../ClinicalError.js"
+import type * as PersonData from "../../PersonData.js"
+import { redactor } from "../redaction/redaction.js"
+import { decide, kindOf } from "./jobDecision.js"
+import { type JobData, openJob } from "./jobSeal.js"
+import type { Settings } from "./queueSettings.js"
+
+/** What a worker hands its sink for one person: the result, or the failure that is final. */
+export type JobRecord =
+  | {
+    readonly outcome: "Success"
+    readonly index: number
+    readonly jobId: string
+    readonly personUid: Redacted.Redacted<string>
+    readonly result: PersonData.Result<PersonData.Item>
+  }
+  | {
+    readonly outcome: "Failure"
+    readonly index: number
+    readonly jobId: string
+    readonly personUid: Redacted.Redacted<string>
+    readonly error: ClinicalError
+  }
+
+/**
+ * Where results go. Called once per person that is done (a success, or a failure that is final:
+ * refused for good, or out of attempts), before the job is marked done. Delivery is at least once
+ * (a worker that dies between the two leaves the job to another): de-duplicate by `jobId` or `index`.
+ * A sink that throws fails the attempt, and BullMQ tries the person again.
+ */
+export type Sink = (record: JobRecord) => Promise<void> | void
+
+/** The call of a person: its result or its typed failure, never a throw. */
+export type Call = (
+  personUid: string
+) => Promise<Either.Either<PersonData.Result<PersonData.Item>, ClinicalError>>
+
+const jobs = Metric.counter("clinical_queue_jobs_total", {
+  description: "Queue jobs processed by this worker, by outcome (completed, failed, retried, paused)",
+  incremental: true
+})
+const failures = Metric.counter("clinical_queue_failures_total", {
+  description: "Failed attempts of queue jobs, by failure kind",
+  incremental: true
+})
+/** Sampled by the worker: jobs waiting, active, delayed, failed and paused in the whole queue. */
+export const depth = Metric.gauge("clinical_queue_depth", {
+  description: "Jobs in the queue by state, sampled by each worker"
+})
+
+/** Most failure kinds counted apart: a server inventing an `ErrorType` per person must not grow the label set. */
+const MAX_KINDS = 20
+const kindsSeen = new Set<string>()
+
+const count = (outcome: string, kind?: string): void => {
+  Effect.runSync(Metric.increment(Metric.tagged(jobs, "outcome", outcome)))
+  if (kind === undefined) return
+  if (!kindsSeen.has(kind) && kindsSeen.size < MAX_KINDS) kindsSeen.add(kind)
+  Effect.runSync(Metric.increment(Metric.tagged(failures, "kind", kindsSeen.has(kind) ? kind : "other")))
+}
+
+/** An error whose message and stack (what BullMQ stores) are the text given, with no file path or value. */
+const thrown = <E extends Error>(error: E): E => {
+  error.stack = `${error.name}: ${error.message}`
+  return error
+}
+
+/** What a queue's failure reason says of `error`: its kind, then its message, the person scrubbed out. */
+const reasonOf = (error: ClinicalError, personUid: string): string =>
+  redactor([personUid])(`${kindOf(error)}: ${error.message}`)
+
+export interface Processor {
+  readonly settings: Settings
+  /** A queue on the worker's connection: pauses and rate limits go through it. */
+  readonly queue: Queue
+  readonly call: Call
+  readonly sink: Sink
+}
+
+/**
+ * Pauses every worker of the queue for `millis` (BullMQ's rate limit key, which each worker with a
+ * limiter honours), unless a longer pause is already running.
+ */
+const pauseFleet = async (queue: Queue, millis: number): Promise<void> => {
+  const left = await queue.getRateLimitTtl(Number.MAX_SAFE_INTEGER)
+  if (left < millis) await queue.rateLimit(millis)
+}
+
+/** BullMQ's processor for `processor`'s queue. */
+export const processJob = (processor: Processor) => async (job: Job<JobData>): Promise<null> => {
+  const { call, queue, settings, sink } = processor
+  const opened = openJob(settings.keys, job.data)
+  if (Either.isLeft(opened)) {
+    count("failed", "Unsealable")
+    throw thrown(new UnrecoverableError(`Unsealable: ${opened.left}`))
+  }
+  const { index, personUid } = opened.right
+  const about = { index, jobId: String(job.id), personUid: Redacted.make(personUid) }
+  const outcome = await call(personUid)
+  if (Either.isRight(outcome)) {
+    await sink({ outcome: "Success", ...about, result: outcome.right })
+    count("completed")
+    return null
+  }
+  const error = outcome.left
+  const decision = decide(error)
+  const reason = reasonOf(error, personUid)
+  switch (decision._tag) {
+    case "Permanent":
+      await sink({ outcome: "Failure", ...about, error })
+      count("failed", kindOf(error))
+      throw thrown(new UnrecoverableError(reason))
+    case "Retry": {
+      const attempts = job.opts.attempts ?? 1
+      const last = job.attemptsMade + 1 >= attempts
+      if (last) await sink({ outcome: "Failure", ...about, error })
+      count(last ? "failed" : "retried", kindOf(error))
+      throw thrown(new Error(reason))
+    }
+    case "PauseFleet":
+      await pauseFleet(queue, decision.millis)
+      count("paused", kindOf(error))
+      throw new RateLimitError()
+    case "PauseQueue":
+      await settings.connection.call("HSET", settings.metaKey, "pausedBecause", decision.reason)
+      await queue.pause()
+      count("paused", kindOf(error))
+      throw new RateLimitError()
+  }
+}

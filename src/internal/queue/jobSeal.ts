@@ -1,0 +1,119 @@
+/**
+ * What a queue's job carries of its person: the PersonUid and its input position, sealed with
+ * AES-256-GCM under a key derived from the application's sealing key and bound to the queue (its
+ * prefix and name), and a job id that is stable for the same person at the same position but
+ * tells nothing about either. A Redis reader learns how many persons there are, never who.
+ *
+ * Two keys are derived (HKDF-SHA256) from the one the application holds, one per purpose: the
+ * same 32 bytes never both encrypt and name, and the token store's own use of the key stays apart.
+ */
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+import * as Crypto from "node:crypto"
+import type { SealingKey } from "../token/storedEntry.js"
+import { MAX_PERSON_UID_LENGTH } from "../validate.js"
+
+/** The keys of one queue: one seals the persons, one names the jobs. */
+export interface JobKeys {
+  readonly seal: Redacted.Redacted<Uint8Array>
+  readonly name: Redacted.Redacted<Uint8Array>
+  /** What a job's seal is bound to: the queue's prefix and name. */
+  readonly binding: string
+}
+
+const derive = (key: SealingKey, purpose: string): Redacted.Redacted<Uint8Array> =>
+  Redacted.make(new Uint8Array(Crypto.hkdfSync("sha256", Redacted.value(key), new Uint8Array(0), purpose, 32)))
+
+/** The keys of the queue `name` under `prefix`. */
+export const jobKeys = (key: SealingKey, prefix: string, name: string): JobKeys => ({
+  seal: derive(key, "effect-clinical queue: persons"),
+  name: derive(key, "effect-clinical queue: job ids"),
+  binding: `effect-clinical queue\n${prefix}\n${name}`
+})
+
+/** What a job holds in Redis: its person, sealed. */
+export interface JobData {
+  readonly sealed: string
+}
+
+/** The person of a job, opened. */
+export interface JobPerson {
+  readonly personUid: string
+  /** The person's position in the input, from 0. */
+  readonly index: number
+}
+
+const IV_BYTES = 12
+const TAG_BYTES = 16
+/** Longest sealed text read: a PersonUid is at most 2,048 characters. */
+const MAX_SEALED_LENGTH = 16 * 1024
+
+/**
+ * A PersonUid as a job carries it. One longer than any PersonUid is cut just past the longest, so
+ * that the worker refuses it as too long (with a typed error for that person), whatever its size.
+ */
+const bounded = (personUid: string): string =>
+  personUid.length > MAX_PERSON_UID_LENGTH ? personUid.slice(0, MAX_PERSON_UID_LENGTH + 1) : personUid
+
+/** The job of the person at `index`: its data, and its id. */
+export const sealJob = (keys: JobKeys, person: JobPerson): { readonly id: string; readonly data: JobData } => {
+  const personUid = bounded(person.personUid)
+  const iv = Crypto.randomBytes(IV_BYTES)
+  const cipher = Crypto.createCipheriv("aes-256-gcm", Redacted.value(keys.seal), iv)
+  cipher.setAAD(Buffer.from(keys.binding, "utf8"))
+  const json = JSON.stringify({ p: personUid, i: person.index })
+  const sealed = Buffer.concat([iv, cipher.update(json, "utf8"), cipher.final(), cipher.getAuthTag()])
+  return { id: jobId(keys, { personUid, index: person.index }), data: { sealed: sealed.toString("base64") } }
+}
+
+/**
+ * A job's id: 32 hex digits of an HMAC of the person and their position. The same input enqueued
+ * again gives the same ids (BullMQ adds no job whose id exists); without the key, an id cannot be
+ * traced back to a person, nor a guessed person checked against it.
+ */
+export const jobId = (keys: JobKeys, person: JobPerson): string =>
+  Crypto.createHmac("sha256", Redacted.value(keys.name)).update(`${person.index}\n${person.personUid}`).digest("hex")
+    .slice(0, 32)
+
+/**
+ * The person a job's data holds, or why it holds none (never the data itself): not ours, cut,
+ * sealed under another key or for another queue, or tampered with.
+ */
+export const openJob = (keys: JobKeys, data: unknown): Either.Either<JobPerson, string> => {
+  const sealedText = typeof data === "object" && data !== null ? (data as { sealed?: unknown }).sealed : undefined
+  if (typeof sealedText !== "string" || sealedText.length > MAX_SEALED_LENGTH) {
+    return Either.left("the job holds no sealed person: it was not added by effect-clinical")
+  }
+  const sealed = Buffer.from(sealedText, "base64")
+  if (sealed.length <= IV_BYTES + TAG_BYTES) return Either.left("the job's sealed person is cut short")
+  let json: string
+  try {
+    const decipher = Crypto.createDecipheriv("aes-256-gcm", Redacted.value(keys.seal), sealed.subarray(0, IV_BYTES))
+    decipher.setAAD(Buffer.from(keys.binding, "utf8"))
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES))
+    json = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()])
+      .toString("utf8")
+  } catch {
+    return Either.left(
+      "the job's sealed person does not open: another sealing key, another queue, or tampered with"
+    )
+  }
+  let opened: { readonly p?: unknown; readonly i?: unknown } | null
+  try {
+    opened = JSON.parse(json) as typeof opened
+  } catch {
+    opened = null
+  }
+  const { i, p } = opened ?? {}
+  return typeof p === "string" && Number.isSafeInteger(i) && (i as number) >= 0
+    ? Either.right({ personUid: p, index: i as number })
+    : Either.left("the job's sealed person is not one effect-clinical wrote")
+}
+
+/**
+ * What the queue records of its key, to tell a worker with another key at start rather than
+ * failing every job: an HMAC of a fixed text, which says nothing of the key.
+ */
+export const keyCheck = (keys: JobKeys): string =>
+  Crypto.createHmac("sha256", Redacted.value(keys.name)).update("effect-clinical queue: key check").digest("hex")
+    .slice(0, 16)
