@@ -61,7 +61,8 @@ await esbuild.build({
   sourcemap: "linked",
   sourcesContent: false,
   // ws (under the mock server) asks for these native speed-ups in a try/catch: absent, it does without.
-  external: ["bufferutil", "utf-8-validate"],
+  // BullMQ and ioredis are the application's (optional peers), loaded by the queue commands alone.
+  external: ["bufferutil", "utf-8-validate", "bullmq", "ioredis"],
   // Bundled CommonJS packages (undici, ws) call require(): give the ES module one.
   banner: {
     js:

@@ -84,6 +84,10 @@ export interface QueueMeta {
   /** Why the queue was paused by a worker (refused credentials), until {@link resume}. */
   readonly pausedBecause: string | undefined
   readonly keyCheck: string | undefined
+  /** Persons done (succeeded) since the queue was made: BullMQ keeps no completed job. */
+  readonly done: number
+  /** Persons of the largest input enqueued. */
+  readonly persons: number
 }
 
 const readMeta = async (settings: Settings): Promise<QueueMeta> => {
@@ -94,10 +98,22 @@ const readMeta = async (settings: Settings): Promise<QueueMeta> => {
     "startDate",
     "endDate",
     "pausedBecause",
-    "keyCheck"
+    "keyCheck",
+    "done",
+    "persons"
   ) as Array<string | null>
-  const [operation, startDate, endDate, pausedBecause, check] = fields.map((field) => field ?? undefined)
-  return { operation, startDate, endDate, pausedBecause, keyCheck: check }
+  const [operation, startDate, endDate, pausedBecause, check, done, persons] = fields.map((field) =>
+    field === null || field === "" ? undefined : field
+  )
+  return {
+    operation,
+    startDate,
+    endDate,
+    pausedBecause,
+    keyCheck: check,
+    done: Number(done ?? 0),
+    persons: Number(persons ?? 0)
+  }
 }
 
 /** Why a process with `settings` must not work on a queue that records `meta`, or `undefined`. */
@@ -298,6 +314,7 @@ const enqueueInto = async (
   } else {
     index = record.persons
   }
+  if (index > meta.persons) await settings.connection.call("HSET", settings.metaKey, "persons", String(index))
   return { persons: index, added, present: index - added }
 }
 

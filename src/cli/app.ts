@@ -25,6 +25,7 @@ import * as TokenService from "../TokenService.js"
 import { client, settingsFile } from "./environment.js"
 import { CliError, ExitCode, exitCodeOfError, usage } from "./outcome.js"
 import * as Persons from "./persons.js"
+import { queueCommand } from "./queue.js"
 import * as Render from "./render.js"
 
 /**
@@ -456,6 +457,7 @@ const root = Command.make("effect-clinical").pipe(
     authenticate,
     ...OPERATIONS.map(([name, operation]) => dataCommand(name, operation)),
     batch,
+    queueCommand(operationNamed, checkedArguments, { startDate, endDate }),
     probe,
     mockServer
   ])

@@ -113,6 +113,8 @@ export const processJob = (processor: Processor) => async (job: Job<JobData>): P
   const outcome = await call(personUid)
   if (Either.isRight(outcome)) {
     await sink({ outcome: "Success", ...about, result: outcome.right })
+    // The queue keeps no completed job (removeOnComplete): this count is what `status` rates.
+    await settings.connection.call("HINCRBY", settings.metaKey, "done", "1")
     count("completed")
     return null
   }

@@ -1,0 +1,215 @@
+/**
+ * `effect-clinical queue`: the commands, their options checked; the work is queueJob.ts's, loaded
+ * when a queue command runs, with BullMQ and ioredis (optional peers: a usage error names them
+ * when they are not installed).
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as PersonData from "../PersonData.js"
+import { settingsFile } from "./environment.js"
+import { type CliError, usage } from "./outcome.js"
+
+const QueueJob = Effect.tryPromise({
+  try: () => import("./queueJob.js"),
+  catch: (error) => {
+    const text = String((error as Error)?.message ?? error)
+    return /bullmq|ioredis/.test(text) && (error as NodeJS.ErrnoException)?.code === "ERR_MODULE_NOT_FOUND"
+      ? usage("queue commands need BullMQ and ioredis beside effect-clinical: npm install bullmq@^6.7 ioredis@^5")
+      : usage(`queue commands could not be loaded: ${(error as NodeJS.ErrnoException)?.code ?? "error"}`)
+  }
+})
+
+const queue = Options.text("queue").pipe(
+  Options.withDescription("the queue's name (default effect-clinical)"),
+  Options.withDefault("effect-clinical")
+)
+
+const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,64}$/
+
+const checkedQueue = (name: string): Effect.Effect<string, CliError> =>
+  QUEUE_NAME.test(name)
+    ? Effect.succeed(name)
+    : Effect.fail(usage("--queue must be 1 to 64 letters, digits, '_', '.' or '-'"))
+
+const wholeNumber = (
+  name: string,
+  value: Option.Option<number>,
+  max: number
+): Effect.Effect<number | undefined, CliError> =>
+  Option.match(value, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (n) =>
+      Number.isInteger(n) && n >= 1 && n <= max
+        ? Effect.succeed(n)
+        : Effect.fail(usage(`--${name} must be a whole number from 1 to ${max}`))
+  })
+
+const seconds = (name: string, value: Option.Option<number>, min: number, max: number) =>
+  Option.match(value, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (n) =>
+      n >= min && n <= max
+        ? Effect.succeed(Duration.millis(n * 1000))
+        : Effect.fail(usage(`--${name} must be from ${min} to ${max} seconds`))
+  })
+
+/** The `queue` command and its subcommands; `operationNamed` and the date options are app.ts's. */
+export const queueCommand = (
+  operationNamed: (name: string) => Effect.Effect<PersonData.Operation, CliError>,
+  dates: (
+    options: { readonly startDate: Option.Option<string>; readonly endDate: Option.Option<string> }
+  ) => Effect.Effect<
+    { readonly startDate: string | undefined; readonly endDate: string | undefined },
+    CliError
+  >,
+  dateOptions: {
+    readonly startDate: Options.Options<Option.Option<string>>
+    readonly endDate: Options.Options<Option.Option<string>>
+  }
+) => {
+  const enqueue = Command.make("enqueue", {
+    settingsFile,
+    queue,
+    operation: Args.text({ name: "operation" }),
+    personsFile: Options.file("persons-file").pipe(Options.withDescription("the PersonUids, one per line")),
+    attempts: Options.integer("attempts").pipe(
+      Options.withDescription("attempts per person before it fails (default 5)"),
+      Options.optional
+    ),
+    again: Options.boolean("again").pipe(
+      Options.withDescription("enqueue a file whose enqueue finished before anew (another run of the same input)")
+    ),
+    fleetConcurrency: Options.integer("fleet-concurrency").pipe(
+      Options.withDescription("jobs active at once across all workers"),
+      Options.optional
+    ),
+    rate: Options.integer("rate").pipe(
+      Options.withDescription("jobs started per second across all workers"),
+      Options.optional
+    ),
+    ...dateOptions
+  }, (options) =>
+    Effect.gen(function*() {
+      const range = yield* dates(options)
+      yield* (yield* QueueJob).enqueue({
+        settingsFile: options.settingsFile,
+        queue: yield* checkedQueue(options.queue),
+        operation: yield* operationNamed(options.operation),
+        personsFile: options.personsFile,
+        ...range,
+        attempts: yield* wholeNumber("attempts", options.attempts, 100),
+        again: options.again,
+        fleetConcurrency: yield* wholeNumber("fleet-concurrency", options.fleetConcurrency, 1_000_000),
+        rate: yield* wholeNumber("rate", options.rate, 1_000_000)
+      })
+    })).pipe(Command.withDescription(
+      "Add one job per person of a file to a BullMQ queue (PersonUids sealed; the same file again adds nothing).\n" +
+        "Example: effect-clinical queue enqueue medications --persons-file persons.txt"
+    ))
+
+  const work = Command.make("work", {
+    settingsFile,
+    queue,
+    workers: Options.integer("workers").pipe(
+      Options.withDescription("BullMQ workers in this process (default 1; or one process per container)"),
+      Options.withDefault(1)
+    ),
+    concurrency: Options.integer("concurrency").pipe(
+      Options.withDescription("jobs each worker runs at once (default 16)"),
+      Options.withDefault(16)
+    ),
+    shards: Options.directory("shards", { exists: "either" }).pipe(
+      Options.withDescription("directory this process appends its results shard to (default queue-results)"),
+      Options.withDefault("queue-results")
+    ),
+    lockDuration: Options.float("lock-duration").pipe(
+      Options.withDescription("seconds a job stays locked to a worker that stopped renewing it (default 30)"),
+      Options.optional
+    ),
+    stalledInterval: Options.float("stalled-interval").pipe(
+      Options.withDescription("seconds between checks for jobs whose worker died (default 30)"),
+      Options.optional
+    ),
+    untilEmpty: Options.boolean("until-empty").pipe(
+      Options.withDescription("stop once no job is waiting, active or delayed (else: until SIGTERM or Ctrl-C)")
+    ),
+    progressEvery: Options.float("progress-every").pipe(
+      Options.withDescription("seconds between progress lines on stderr (default 10)"),
+      Options.withDefault(10)
+    )
+  }, (options) =>
+    Effect.gen(function*() {
+      const every = yield* seconds("progress-every", Option.some(options.progressEvery), 0.05, 86_400)
+      yield* (yield* QueueJob).work({
+        settingsFile: options.settingsFile,
+        queue: yield* checkedQueue(options.queue),
+        operationNamed,
+        workers: (yield* wholeNumber("workers", Option.some(options.workers), 64))!,
+        concurrency: (yield* wholeNumber("concurrency", Option.some(options.concurrency), 10_000))!,
+        shards: options.shards,
+        lockDuration: yield* seconds("lock-duration", options.lockDuration, 1, 3600),
+        stalledInterval: yield* seconds("stalled-interval", options.stalledInterval, 1, 3600),
+        untilEmpty: options.untilEmpty,
+        progressEvery: every!
+      })
+    })).pipe(Command.withDescription(
+      "Process the queue's jobs, results appended to a shard of --shards; SIGTERM finishes the active jobs and stops.\n" +
+        "Example: effect-clinical queue work --workers 2 --shards /shared/results"
+    ))
+
+  const status = Command.make("status", {
+    settingsFile,
+    queue,
+    json: Options.boolean("json").pipe(Options.withDescription("print JSON instead of a table")),
+    sample: Options.float("sample").pipe(
+      Options.withDescription("seconds to watch for the rate and ETA (default 1; 0: none)"),
+      Options.withDefault(1)
+    )
+  }, (options) =>
+    Effect.gen(function*() {
+      const sample = yield* seconds("sample", Option.some(options.sample), 0, 600)
+      yield* (yield* QueueJob).status({
+        settingsFile: options.settingsFile,
+        queue: yield* checkedQueue(options.queue),
+        json: options.json,
+        sample: sample!
+      })
+    })).pipe(Command.withDescription(
+      "The queue's jobs by state, its rate and ETA, failures by kind, and why it is paused."
+    ))
+
+  const collect = Command.make("collect", {
+    shards: Options.directory("shards", { exists: "yes" }).pipe(
+      Options.withDescription("the directory the workers wrote their shards to (default queue-results)"),
+      Options.withDefault("queue-results")
+    ),
+    out: Options.file("out").pipe(Options.withDescription("the merged results, one line per person in input order"))
+  }, (options) => Effect.flatMap(QueueJob, (job) => job.collect(options))).pipe(Command.withDescription(
+    "Merge the workers' shards into one results file: each person once (a success over a failure), in input order."
+  ))
+
+  const plain = (name: string, description: string, run: "retryFailed" | "resume") =>
+    Command.make(name, { settingsFile, queue }, (options) =>
+      Effect.gen(function*() {
+        yield* (yield* QueueJob)[run]({ settingsFile: options.settingsFile, queue: yield* checkedQueue(options.queue) })
+      })).pipe(Command.withDescription(description))
+
+  return Command.make("queue").pipe(
+    Command.withDescription(
+      "Bulk reads across processes and machines on BullMQ (Redis from CLINICAL_REDIS_URL, PersonUids sealed with " +
+        "CLINICAL_SEALING_KEY). See docs/distributed.md."
+    ),
+    Command.withSubcommands([
+      enqueue,
+      work,
+      status,
+      collect,
+      plain("retry-failed", "Put every failed job back to waiting (their attempts start again).", "retryFailed"),
+      plain("resume", "Resume a queue a worker paused (refused credentials) once the cause is fixed.", "resume")
+    ])
+  )
+}
