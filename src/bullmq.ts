@@ -448,6 +448,9 @@ const workerRefusal = (options: WorkerOptions): InvalidConfig | undefined => {
   return undefined
 }
 
+/** How often a worker adds the persons it finished to the queue's count. */
+const DONE_EVERY_MILLIS = 500
+
 /** How often a worker samples the queue's depth into `clinical_queue_depth`. */
 const DEPTH_EVERY_MILLIS = 5_000
 
@@ -470,10 +473,24 @@ const startWorker = async (
   const queue = bullQueue(settings)
   const report = (error: unknown) => options.onError?.(queueError("work")(error))
   queue.on("error", report)
+  // The queue keeps no completed job (removeOnComplete): this count, added up now and then rather
+  // than a command per person, is what `status` rates.
+  let done = 0
+  const addDone = async () => {
+    const adding = done
+    done = 0
+    if (adding > 0) await settings.connection.call("HINCRBY", settings.metaKey, "done", String(adding))
+  }
   const worker = new Worker<JobData, null>(
     settings.name,
     (job: Job<JobData>) =>
-      processJob({ settings, queue, sink: options.sink, call: (personUid) => get(operation, personUid, range) })(job),
+      processJob({
+        settings,
+        queue,
+        sink: options.sink,
+        call: (personUid) => get(operation, personUid, range),
+        completed: () => done++
+      })(job),
     {
       connection: settings.connection as unknown as ConnectionOptions,
       prefix: settings.prefix,
@@ -485,6 +502,8 @@ const startWorker = async (
     }
   )
   worker.on("error", report)
+  const adder = setInterval(() => addDone().catch(report), DONE_EVERY_MILLIS)
+  adder.unref()
   const sampler = setInterval(() => {
     queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized").then((counts) => {
       for (const [state, n] of Object.entries(counts)) {
@@ -499,7 +518,9 @@ const startWorker = async (
     close: () =>
       closing ??= (async () => {
         clearInterval(sampler)
+        clearInterval(adder)
         await worker.close()
+        await addDone().catch(report)
         await queue.close()
       })()
   }

@@ -246,11 +246,12 @@ export const work = (job: Work) =>
       `queue work: ${job.workers} worker(s) × ${job.concurrency} on queue "${job.queue}" (${operation.name}), ` +
         `Redis ${shownUrl(Redacted.value(environment.redisUrl))}`
     )
-    const progress = (queue: ClinicalQueue.Status) =>
+    const progress = (queue: ClinicalQueue.Status, last = false) =>
       Console.error(
         `queue work: ${done} done, ${failed} failed here; queue: ${queue.waiting + queue.prioritized} waiting, ` +
           `${queue.active} active, ${queue.delayed} delayed, ${queue.failed} failed` +
-          (queue.isPaused ? `; paused: ${Render.printable(queue.pausedBecause ?? "by an operator")}` : "")
+          (queue.isPaused ? `; paused: ${Render.printable(queue.pausedBecause ?? "by an operator")}` : "") +
+          (last ? `; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB` : "")
       )
     while (true) {
       yield* Effect.sleep(job.untilEmpty ? Duration.min(job.progressEvery, Duration.seconds(1)) : job.progressEvery)
@@ -268,7 +269,7 @@ export const work = (job: Work) =>
         )
       }
       if (now.waiting + now.prioritized + now.active + now.delayed === 0) {
-        yield* progress(now)
+        yield* progress(now, true)
         return
       }
     }

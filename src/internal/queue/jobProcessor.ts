@@ -89,6 +89,8 @@ export interface Processor {
   readonly queue: Queue
   readonly call: Call
   readonly sink: Sink
+  /** Told of each person done: the worker adds them up to the queue's count now and then. */
+  readonly completed: () => void
 }
 
 /**
@@ -113,8 +115,7 @@ export const processJob = (processor: Processor) => async (job: Job<JobData>): P
   const outcome = await call(personUid)
   if (Either.isRight(outcome)) {
     await sink({ outcome: "Success", ...about, result: outcome.right })
-    // The queue keeps no completed job (removeOnComplete): this count is what `status` rates.
-    await settings.connection.call("HINCRBY", settings.metaKey, "done", "1")
+    processor.completed()
     count("completed")
     return null
   }

@@ -1,0 +1,273 @@
+/**
+ * The queue as operations teams run it: `effect-clinical queue enqueue`, four `queue work`
+ * processes (the built executable, BullMQ and ioredis as installed), `queue collect`, on a real
+ * redis-server (append-only, so that a restart loses nothing) against the mock over loopback.
+ * What is checked is what users rely on: every person exactly once in the collected file, one token
+ * for the fleet, no PersonUid, token or ApplicationId in Redis (every key read after the run, and
+ * every command seen by MONITOR during it), and survival of a killed worker, a 429 storm and a
+ * Redis restart.
+ */
+import { MockClinicalServer } from "effect-clinical/testing"
+import { Redis } from "ioredis"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { BIN, run, settingsFor } from "./support/Cli.js"
+import { forms } from "./support/Leaks.js"
+import * as RedisServer from "./support/RedisServer.js"
+
+const SEALING_KEY = "q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="
+const PERSONS = 5_000
+
+const persons: Array<MockClinicalServer.MockPerson> = Array.from({ length: PERSONS }, (_, i) => ({
+  ...MockClinicalServer.fixturePersons[i % 3]!,
+  personUid: `Fq${i.toString(36).padStart(4, "0")}Tz8kLmWq${((i * 104729) % 999983).toString(36)}+Wp/x==`
+}))
+
+let redis: RedisServer.RedisServer
+let mock: MockClinicalServer.Started
+let dir: string
+let personsFile: string
+
+beforeAll(async () => {
+  dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "queue-fleet-"))
+  Fs.mkdirSync(Path.join(dir, "aof"))
+  redis = await RedisServer.start({ appendOnlyDir: Path.join(dir, "aof") })
+  mock = await MockClinicalServer.start({ persons })
+  personsFile = Path.join(dir, "persons.txt")
+  Fs.writeFileSync(personsFile, persons.map((person) => person.personUid).join("\n") + "\n")
+})
+afterAll(async () => {
+  await mock?.close()
+  await redis?.stop()
+  Fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const running: Array<ChildProcess> = []
+afterEach(async () => {
+  for (const child of running.splice(0)) child.kill("SIGKILL")
+  const admin = new Redis(redis.port, "127.0.0.1")
+  await admin.flushall()
+  admin.disconnect()
+  await mock.clearFaults()
+  await mock.resetCounters()
+})
+
+const env = () => ({
+  ...settingsFor(mock.url, mock.applicationId),
+  CLINICAL_REDIS_URL: redis.url,
+  CLINICAL_SEALING_KEY: SEALING_KEY
+})
+
+interface Exited {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stderr: string
+}
+
+/** Starts `queue work --until-empty` in a process of its own. */
+const worker = (shards: string, ...args: Array<string>): { child: ChildProcess; exited: Promise<Exited> } => {
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      "queue",
+      "work",
+      "--until-empty",
+      "--shards",
+      shards,
+      "--concurrency",
+      "16",
+      "--progress-every",
+      "1",
+      ...args
+    ],
+    { env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env() }, stdio: ["ignore", "ignore", "pipe"] }
+  )
+  running.push(child)
+  let stderr = ""
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+  return {
+    child,
+    exited: new Promise((resolve) => child.on("close", (code, signal) => resolve({ code, signal, stderr })))
+  }
+}
+
+const enqueue = async () => {
+  const ran = await run(["queue", "enqueue", "medications", "--persons-file", personsFile], { env: env() })
+  expect(ran.stderr).toBe("")
+  expect(ran.stdout).toContain(`enqueued ${PERSONS} persons`)
+  expect(ran.code).toBe(0)
+}
+
+/** `queue collect` into a new file; its lines by index. */
+const collect = async (shards: string): Promise<{ lines: Array<Record<string, unknown>>; stdout: string }> => {
+  const out = Path.join(dir, `collected-${Date.now()}.ndjson`)
+  const ran = await run(["queue", "collect", "--shards", shards, "--out", out], { env: env() })
+  expect(ran.code).toBe(0)
+  expect(Fs.statSync(out).mode & 0o777).toBe(0o600)
+  const lines = Fs.readFileSync(out, "utf8").trimEnd().split("\n").map((line) =>
+    JSON.parse(line) as Record<string, unknown>
+  )
+  return { lines, stdout: ran.stdout }
+}
+
+/** Every person once, in input order, with their own medications. */
+const expectEveryPersonOnce = (lines: ReadonlyArray<Record<string, unknown>>) => {
+  expect(lines).toHaveLength(PERSONS)
+  lines.forEach((line, index) => {
+    expect(line.index).toBe(index)
+    expect(line.outcome).toBe("Success")
+    expect((line.items as Array<unknown>).length).toBe(persons[index]!.medications.length)
+  })
+}
+
+/** Resolves once the mock has answered `n` medication requests. */
+const afterRequests = async (n: number) => {
+  while ((await mock.counters()).medicationRequests < n) await new Promise((resolve) => setTimeout(resolve, 20))
+}
+
+/** Everything Redis holds, as text. */
+const everything = async (): Promise<string> => {
+  const admin = new Redis(redis.port, "127.0.0.1")
+  try {
+    const parts: Array<string> = []
+    for (const key of await admin.keys("*")) {
+      const type = await admin.type(key)
+      parts.push(
+        key,
+        JSON.stringify(
+          type === "string"
+            ? await admin.get(key)
+            : type === "hash"
+            ? await admin.hgetall(key)
+            : type === "list"
+            ? await admin.lrange(key, 0, -1)
+            : type === "set"
+            ? await admin.smembers(key)
+            : type === "zset"
+            ? await admin.zrange(key, 0, -1)
+            : type === "stream"
+            ? await admin.xrange(key, "-", "+")
+            : type
+        )
+      )
+    }
+    return parts.join("\n")
+  } finally {
+    admin.disconnect()
+  }
+}
+
+/** The secrets of a run: every PersonUid, the ApplicationId, and the token the mock saw. */
+const secrets = async (): Promise<Array<string>> => {
+  const token = (await mock.requestLog()).map((entry) => entry.headers.authorization ?? "").find((value) =>
+    value.startsWith("Bearer ")
+  )!.slice("Bearer ".length)
+  expect(token.length).toBeGreaterThan(20)
+  return [...persons.map((person) => person.personUid), mock.applicationId, token]
+}
+
+/**
+ * The secrets found in `text`. Every PersonUid is looked for by what starts each one (the part no
+ * escaping changes, in any letter case: 5,000 searches of every form would take minutes); a sample
+ * of 100, the token and the ApplicationId in every form (any letter case, JSON-escaped,
+ * percent-encoded, base64 ...).
+ */
+const leaked = (text: string, found: ReadonlyArray<string>): Array<string> => {
+  const lower = text.toLowerCase()
+  const starts = [...lower.matchAll(/fq[0-9a-z]{4}tz8klmwq/g)].map(([match]) => match)
+  const sampled = found.filter((_, i) => i >= PERSONS || i % 50 === 7)
+  return [...starts, ...sampled.filter((secret) => forms(secret).some((form) => lower.includes(form.toLowerCase())))]
+}
+
+describe("queue: four worker processes", { timeout: 180_000 }, () => {
+  it("5,000 persons: each exactly once in the collected file, one token request, no secret in Redis or on its wire", async () => {
+    const monitor = new Redis(redis.port, "127.0.0.1")
+    const seen: Array<string> = []
+    const feed = await monitor.monitor()
+    feed.on("monitor", (_time: string, args: Array<string>) => seen.push(args.join(" ")))
+    await enqueue()
+    const shards = Path.join(dir, "shards-once")
+    const workers = Array.from({ length: 4 }, () => worker(shards))
+    const exits = await Promise.all(workers.map((started) => started.exited))
+    for (const exit of exits) expect(exit).toMatchObject({ code: 0 })
+    feed.disconnect()
+    monitor.disconnect()
+
+    const { lines, stdout } = await collect(shards)
+    expectEveryPersonOnce(lines)
+    expect(stdout).toContain("0 repeated line(s) dropped, 0 position(s) missing")
+    const counters = await mock.counters()
+    expect(counters.tokenRequests).toBe(1)
+    expect(counters.medicationRequests).toBe(PERSONS)
+    const found = await secrets()
+    expect(leaked(await everything(), found)).toEqual([])
+    expect(seen.length).toBeGreaterThan(PERSONS)
+    expect(leaked(seen.join("\n"), found)).toEqual([])
+    // What a Redis reader learns: one job per person, and their count.
+    console.log(`queue: ${(seen.length / PERSONS).toFixed(1)} Redis commands per person (MONITOR, 4 workers)`)
+    for (const exit of exits) expect(leaked(exit.stderr, found)).toEqual([])
+  })
+
+  it("a worker killed with SIGKILL mid-run: its jobs go to the others; every person once, nothing lost", async () => {
+    await enqueue()
+    // Slower answers, so that the kill falls mid-run.
+    await mock.setRandomFaults("medications", {
+      seed: 7,
+      faults: [{ probability: 1, fault: MockClinicalServer.Fault.delay("4 millis") }]
+    })
+    const shards = Path.join(dir, "shards-kill")
+    const args = ["--lock-duration", "2", "--stalled-interval", "2"]
+    const workers = Array.from({ length: 4 }, () => worker(shards, ...args))
+    await afterRequests(1_000)
+    workers[0]!.child.kill("SIGKILL")
+    const exits = await Promise.all(workers.map((started) => started.exited))
+    expect(exits[0]!.signal).toBe("SIGKILL")
+    for (const exit of exits.slice(1)) expect(exit).toMatchObject({ code: 0 })
+    const { lines } = await collect(shards)
+    expectEveryPersonOnce(lines)
+    // The killed worker's persons in flight were read again (at least once): never fewer requests than persons.
+    expect((await mock.counters()).medicationRequests).toBeGreaterThanOrEqual(PERSONS)
+  })
+
+  it("a 429 storm with Retry-After 2: the whole queue pauses (no data request during it), then finishes", async () => {
+    await enqueue()
+    const shards = Path.join(dir, "shards-429")
+    const workers = Array.from({ length: 4 }, () => worker(shards))
+    await afterRequests(1_500)
+    await mock.injectFaults(
+      "medications",
+      Array.from({ length: 30 }, () => MockClinicalServer.Fault.status(429, { retryAfter: 2 }))
+    )
+    const exits = await Promise.all(workers.map((started) => started.exited))
+    for (const exit of exits) expect(exit).toMatchObject({ code: 0 })
+    const { lines } = await collect(shards)
+    expectEveryPersonOnce(lines)
+    const log = (await mock.requestLog()).filter((entry) => entry.operation === "medications")
+    const first = log.find((entry) => entry.status === 429)!
+    // Requests already on their way when the first 429 was sent may land just after it; then none until it ends.
+    const during = log.filter((entry) => entry.at > first.at + 300 && entry.at < first.at + 1_800)
+    expect(during).toEqual([])
+    expect(log.filter((entry) => entry.at >= first.at + 1_800).length).toBeGreaterThan(0)
+  })
+
+  it("Redis restarted mid-run: the workers reconnect and finish; nothing lost or repeated in the results", async () => {
+    await enqueue()
+    await mock.setRandomFaults("medications", {
+      seed: 9,
+      faults: [{ probability: 1, fault: MockClinicalServer.Fault.delay("4 millis") }]
+    })
+    const shards = Path.join(dir, "shards-restart")
+    // A job whose completion was lost with the connection is taken back after its lock and a stall check.
+    const workers = Array.from({ length: 4 }, () => worker(shards, "--lock-duration", "5", "--stalled-interval", "5"))
+    await afterRequests(1_000)
+    await redis.restart()
+    const exits = await Promise.all(workers.map((started) => started.exited))
+    for (const exit of exits) expect(exit).toMatchObject({ code: 0 })
+    const { lines } = await collect(shards)
+    expectEveryPersonOnce(lines)
+  })
+})
