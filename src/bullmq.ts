@@ -153,6 +153,12 @@ export interface EnqueueOptions extends QueueOptions, PersonData.GetOptions {
   readonly fleetConcurrency?: number | undefined
   /** Jobs started per second across every worker of the queue (BullMQ's global rate limit). */
   readonly ratePerSecond?: number | undefined
+  /**
+   * Most jobs left waiting at once: beyond it, enqueueing waits for the workers to catch up. A
+   * waiting job takes about 1 KB of Redis: 100,000 keeps a queue of a million persons near 100 MB.
+   * Default: no bound.
+   */
+  readonly maxWaiting?: number | undefined
 }
 
 /** What an enqueue did. */
@@ -167,6 +173,9 @@ export interface Enqueued {
 
 /** Jobs added per BullMQ `addBulk`: memory stays bounded by this, whatever the input's size. */
 const CHUNK = 500
+/** How often a bounded enqueue (`maxWaiting`) looks whether the workers caught up. */
+const WAITING_CHECK_MILLIS = 1_000
+
 /** How long the record of an input's enqueue is kept after its last write. */
 const INPUT_RECORD_SECONDS = 30 * 24 * 3600
 
@@ -187,6 +196,9 @@ const enqueueRefusal = (options: EnqueueOptions): InvalidConfig | undefined => {
   }
   if (options.ratePerSecond !== undefined && !positive(options.ratePerSecond, 1_000_000)) {
     return refuse("ratePerSecond", "must be a whole number, 1 or more")
+  }
+  if (options.maxWaiting !== undefined && !positive(options.maxWaiting, Number.MAX_SAFE_INTEGER)) {
+    return refuse("maxWaiting", "must be a whole number, 1 or more")
   }
   if (options.inputId !== undefined && (typeof options.inputId !== "string" || options.inputId.length === 0)) {
     return refuse("inputId", "must be a non-empty string")
@@ -266,11 +278,18 @@ const enqueueInto = async (
     removeOnComplete: true,
     removeOnFail: { age: KEEP_FAILED_SECONDS }
   }
+  // A chunk never holds more than the bound, so that it can always be added.
+  const chunkSize = Math.min(CHUNK, options.maxWaiting ?? CHUNK)
   let index = 0
   let added = 0
   let chunk: Array<{ name: string; data: JobData; opts: typeof jobOptions & { jobId: string } }> = []
   const flush = async () => {
     if (chunk.length === 0) return
+    if (options.maxWaiting !== undefined) {
+      while ((await queue.getWaitingCount()) + chunk.length > options.maxWaiting) {
+        await new Promise((resolve) => setTimeout(resolve, WAITING_CHECK_MILLIS))
+      }
+    }
     const ids = chunk.map((job) => job.opts.jobId)
     // addBulk returns every job, those it skipped (their id existed) too: count the new ones by a
     // check before, in one round trip.
@@ -299,7 +318,7 @@ const enqueueInto = async (
       if (at < done) continue
       const job = sealJob(settings.keys, { personUid: personText(person), index: at })
       chunk.push({ name: "person", data: job.data, opts: { ...jobOptions, jobId: job.id } })
-      if (chunk.length >= CHUNK) await flush()
+      if (chunk.length >= chunkSize) await flush()
     }
     await flush()
     if (inputKey !== undefined) {

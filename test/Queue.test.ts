@@ -166,6 +166,21 @@ describe("enqueue", () => {
     expect((await status()).waiting).toBe(60)
   })
 
+  it("maxWaiting: enqueueing waits while that many jobs wait, and goes on as the workers take them", async () => {
+    const uids = persons.slice(0, 30).map((person) => person.personUid)
+    let finished = false
+    const enqueuing = enqueue(uids, { maxWaiting: 10 }).then((enqueued) => {
+      finished = true
+      return enqueued
+    })
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(finished).toBe(false)
+    expect((await status()).waiting).toBe(10)
+    const records = await work(1, (done) => done.length >= 30)
+    expect(await enqueuing).toEqual({ persons: 30, added: 30, present: 0 })
+    expect(new Set(records.map((record) => record.index)).size).toBe(30)
+  })
+
   it("a queue of one operation refuses another's jobs, and another sealing key", async () => {
     await enqueue(["a"])
     const other = await Effect.runPromise(

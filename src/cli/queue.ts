@@ -91,6 +91,10 @@ export const queueCommand = (
       Options.withDescription("jobs started per second across all workers"),
       Options.optional
     ),
+    maxWaiting: Options.integer("max-waiting").pipe(
+      Options.withDescription("most jobs waiting at once: beyond it, wait for the workers (about 1 KB of Redis each)"),
+      Options.optional
+    ),
     ...dateOptions
   }, (options) =>
     Effect.gen(function*() {
@@ -104,7 +108,8 @@ export const queueCommand = (
         attempts: yield* wholeNumber("attempts", options.attempts, 100),
         again: options.again,
         fleetConcurrency: yield* wholeNumber("fleet-concurrency", options.fleetConcurrency, 1_000_000),
-        rate: yield* wholeNumber("rate", options.rate, 1_000_000)
+        rate: yield* wholeNumber("rate", options.rate, 1_000_000),
+        maxWaiting: yield* wholeNumber("max-waiting", options.maxWaiting, 1_000_000_000)
       })
     })).pipe(Command.withDescription(
       "Add one job per person of a file to a BullMQ queue (PersonUids sealed; the same file again adds nothing).\n" +

@@ -134,6 +134,7 @@ export interface Enqueue extends Common {
   readonly again: boolean
   readonly fleetConcurrency: number | undefined
   readonly rate: number | undefined
+  readonly maxWaiting: number | undefined
 }
 
 export const enqueue = (job: Enqueue) =>
@@ -149,6 +150,7 @@ export const enqueue = (job: Enqueue) =>
         again: job.again,
         fleetConcurrency: job.fleetConcurrency,
         ratePerSecond: job.rate,
+        maxWaiting: job.maxWaiting,
         inputId: [sha256, job.operation.name, job.startDate ?? "", job.endDate ?? ""].join("\n")
       }, personsOf(job.personsFile)))
     yield* Console.log(
