@@ -37,10 +37,22 @@ Fs.writeFileSync(
   Array.from({ length: PERSONS }, (_, i) => `BenchPerson${i.toString(36).padStart(6, "0")}Xq9==`).join("\n") + "\n"
 )
 
-/** Runs a command of the executable; resolves with its stderr once it exited 0. */
+/** GNU time, when installed: the CPU seconds of each process (user + system), printed on its last line. */
+const TIME = Fs.existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined
+
+/** The CPU seconds GNU time printed last in `stderr`, or NaN. */
+const cpuOf = (stderr: string): number => {
+  const match = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(stderr)
+  return match === null ? Number.NaN : Number(match[1]) + Number(match[2])
+}
+
+/** Runs a command of the executable (exit 0, else it throws); resolves with its stderr. */
 const cli = (args: ReadonlyArray<string>, env: Record<string, string>): Promise<string> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const command = TIME === undefined
+      ? [process.execPath, BIN, ...args]
+      : [TIME, "-f", "cpu %U %S", process.execPath, BIN, ...args]
+    const child = spawn(command[0]!, command.slice(1), {
       env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env },
       stdio: ["ignore", "ignore", "pipe"]
     })
@@ -82,6 +94,8 @@ interface Figures {
   /** From the first process's start to the last one's exit (start-up included). */
   readonly wallMillis: number
   readonly throttled: number
+  /** CPU seconds of every process of the run (start-up included), per 1,000 persons. */
+  readonly cpuPerThousand: number
   readonly commandsPerPerson?: number
   readonly peakMiBPerWorker?: ReadonlyArray<number>
 }
@@ -93,7 +107,7 @@ const commandCount = async (admin: Redis): Promise<number> =>
 const runBatch = async (): Promise<Figures> => {
   const server = await service()
   const started = Date.now()
-  await cli(
+  const stderr = await cli(
     [
       "batch",
       "medications",
@@ -105,10 +119,7 @@ const runBatch = async (): Promise<Figures> => {
       String(K)
     ],
     { CLINICAL_BASE_URL: server.url, CLINICAL_APPLICATION_ID: "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10" }
-  ).catch((error: Error) => {
-    // Exit 3 (some persons failed) would be a failure of the figures too.
-    throw error
-  })
+  )
   const wallMillis = Date.now() - started
   const stats = await server.stats()
   server.stop()
@@ -116,7 +127,8 @@ const runBatch = async (): Promise<Figures> => {
     kind: "batch (1 process)",
     serviceMillis: stats.buckets.length * BUCKET_MILLIS,
     wallMillis,
-    throttled: stats.throttled
+    throttled: stats.throttled,
+    cpuPerThousand: (cpuOf(stderr) * 1000) / PERSONS
   }
 }
 
@@ -157,10 +169,13 @@ const runQueue = async (redis: RedisServer.RedisServer, workers: number): Promis
     serviceMillis: stats.buckets.length * BUCKET_MILLIS,
     wallMillis,
     throttled: stats.throttled,
+    cpuPerThousand: (outputs.reduce((sum, stderr) => sum + cpuOf(stderr), 0) * 1000) / PERSONS,
     commandsPerPerson: (after - before) / PERSONS,
     peakMiBPerWorker: peaks
   }
 }
+
+const average = (values: ReadonlyArray<number>): number => values.reduce((a, b) => a + b, 0) / values.length
 
 const main = async () => {
   const redis = await RedisServer.start()
@@ -187,7 +202,8 @@ const main = async () => {
       const rate = PERSONS / (figures.serviceMillis / 1000)
       process.stdout.write(
         `round ${round + 1}  ${figures.kind.padEnd(28)} ${rate.toFixed(0).padStart(5)} persons/s ` +
-          `(service ${figures.serviceMillis} ms, wall ${figures.wallMillis} ms, ${figures.throttled} 429s)` +
+          `(service ${figures.serviceMillis} ms, wall ${figures.wallMillis} ms, ${figures.throttled} 429s, ` +
+          `${figures.cpuPerThousand.toFixed(2)} CPU s per 1,000 persons)` +
           (figures.commandsPerPerson === undefined
             ? ""
             : `; ${figures.commandsPerPerson.toFixed(1)} Redis commands per person; ` +
@@ -197,13 +213,17 @@ const main = async () => {
     }
   }
   const batchRates = results.filter((r) => r.kind.startsWith("batch")).map((r) => PERSONS / r.serviceMillis)
-  const batchRate = batchRates.reduce((a, b) => a + b, 0) / batchRates.length
+  const batchRate = average(batchRates)
+  const batchCpu = average(results.filter((r) => r.kind.startsWith("batch")).map((r) => r.cpuPerThousand))
   for (const workers of [1, 2, 4]) {
     const rates = results.filter((r) => r.kind.startsWith(`queue, ${workers} `)).map((r) => PERSONS / r.serviceMillis)
     const mean = rates.reduce((a, b) => a + b, 0) / rates.length
+    const cpu = results.filter((r) => r.kind.startsWith(`queue, ${workers} `)).map((r) => r.cpuPerThousand)
     process.stdout.write(
       `queue with ${workers}: ${(mean * 1000).toFixed(0)} persons/s, ${(mean / batchRate).toFixed(2)}x batch ` +
-        `(rounds ${rates.map((rate) => (rate / batchRate).toFixed(2)).join(", ")})\n`
+        `(rounds ${rates.map((rate) => (rate / batchRate).toFixed(2)).join(", ")}); CPU ${
+          (average(cpu) / batchCpu).toFixed(2)
+        }x batch's\n`
     )
   }
   await redis.stop()

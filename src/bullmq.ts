@@ -69,12 +69,19 @@ const KEEP_FAILED_SECONDS = 7 * 24 * 3600
 /** Length the events stream is trimmed to (BullMQ's default keeps 10,000 entries). */
 const EVENTS_KEPT = 1_000
 
-const bullQueue = (settings: Settings): Queue =>
-  new Queue(settings.name, {
+/**
+ * BullMQ's queue over the connection. Its connection errors go to `onError`: without a listener,
+ * BullMQ prints each to the console. (A command that fails rejects with its error either way.)
+ */
+const bullQueue = (settings: Settings, onError: (error: unknown) => void = () => {}): Queue => {
+  const queue = new Queue(settings.name, {
     connection: settings.connection as unknown as ConnectionOptions,
     prefix: settings.prefix,
     streams: { events: { maxLen: EVENTS_KEPT } }
   })
+  queue.on("error", onError)
+  return queue
+}
 
 /** What the queue records of itself (a Redis hash beside BullMQ's keys): nothing secret. */
 export interface QueueMeta {
@@ -489,9 +496,8 @@ const startWorker = async (
     ...(meta.startDate ? { startDate: meta.startDate } : {}),
     ...(meta.endDate ? { endDate: meta.endDate } : {})
   }
-  const queue = bullQueue(settings)
   const report = (error: unknown) => options.onError?.(queueError("work")(error))
-  queue.on("error", report)
+  const queue = bullQueue(settings, report)
   // The queue keeps no completed job (removeOnComplete): this count, added up now and then rather
   // than a command per person, is what `status` rates.
   let done = 0

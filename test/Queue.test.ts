@@ -4,7 +4,7 @@
  * workers send and hand their sink, and how each kind of failure maps onto BullMQ. The fleet of
  * processes (the CLI's `queue work`) is test/QueueFleet.test.ts.
  */
-import { Effect, Either, Layer, Redacted } from "effect"
+import { Effect, Either, Layer, Metric, Redacted } from "effect"
 import { ClinicalClient, type ClinicalConfig, PersonData, TokenStore } from "effect-clinical"
 import * as ClinicalQueue from "effect-clinical/bullmq"
 import { createClinicalClient } from "effect-clinical/promise"
@@ -316,6 +316,44 @@ describe("work", () => {
       _tag: "InvalidConfig",
       setting: "sealingKey"
     })
+  })
+
+  it("a fleet-wide concurrency set on the queue holds across workers: at most 2 requests in flight", async () => {
+    await enqueue(persons.slice(0, 12).map((person) => person.personUid), { fleetConcurrency: 2 })
+    await mock.setRandomFaults("medications", {
+      seed: 1,
+      faults: [{ probability: 1, fault: MockClinicalServer.Fault.delay("60 millis") }]
+    })
+    const records = await work(2, (done) => done.length >= 12)
+    expect(records).toHaveLength(12)
+    // Each request holds its job's slot for its 60 ms at least: the windows never overlap more than 2 deep.
+    const starts = (await mock.requestLog()).filter((entry) => entry.operation === "medications").map((e) => e.at)
+    const deepest = Math.max(...starts.map((at) => starts.filter((other) => other >= at && other < at + 60).length))
+    expect(deepest).toBeLessThanOrEqual(2)
+    expect(starts).toHaveLength(12)
+  })
+
+  it("a fleet-wide rate set on the queue holds across workers: 25 persons at 10 a second take 2 s at least", async () => {
+    await enqueue(persons.slice(0, 25).map((person) => person.personUid), { ratePerSecond: 10 })
+    await work(2, (done) => done.length >= 25)
+    const starts = (await mock.requestLog()).filter((entry) => entry.operation === "medications").map((e) => e.at)
+    expect(starts).toHaveLength(25)
+    expect(Math.max(...starts) - Math.min(...starts)).toBeGreaterThanOrEqual(1_900)
+  })
+
+  it("metrics: jobs by outcome and failures by kind, as the OpenTelemetry exporter reads them", async () => {
+    const counted = (name: string, tag: string, value: string) =>
+      Metric.unsafeSnapshot().filter((pair) =>
+        pair.metricKey.name === name && pair.metricKey.tags.some((t) => t.key === tag && t.value === value)
+      ).reduce((sum, pair) => sum + Number((pair.metricState as { count?: number }).count ?? 0), 0)
+    const before = {
+      completed: counted("clinical_queue_jobs_total", "outcome", "completed"),
+      failed: counted("clinical_queue_failures_total", "kind", "ApiError PersonNotFound")
+    }
+    await enqueue([persons[0]!.personUid, persons[1]!.personUid, "NoSuchPerson0000000000000000=="])
+    await work(1, (done) => done.length >= 3)
+    expect(counted("clinical_queue_jobs_total", "outcome", "completed") - before.completed).toBe(2)
+    expect(counted("clinical_queue_failures_total", "kind", "ApiError PersonNotFound") - before.failed).toBe(1)
   })
 
   it("the Promise form works over a Promise client", async () => {

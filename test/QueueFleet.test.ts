@@ -67,15 +67,20 @@ interface Exited {
   readonly stderr: string
 }
 
-/** Starts `queue work --until-empty` in a process of its own. */
-const worker = (shards: string, ...args: Array<string>): { child: ChildProcess; exited: Promise<Exited> } => {
+/** Starts `queue work` (`--until-empty` unless told) in a process of its own, `settings` over the usual ones. */
+const worker = (
+  shards: string,
+  args: ReadonlyArray<string> = [],
+  settings: Record<string, string> = {},
+  untilEmpty = true
+): { child: ChildProcess; exited: Promise<Exited> } => {
   const child = spawn(
     process.execPath,
     [
       BIN,
       "queue",
       "work",
-      "--until-empty",
+      ...(untilEmpty ? ["--until-empty"] : []),
       "--shards",
       shards,
       "--concurrency",
@@ -84,7 +89,7 @@ const worker = (shards: string, ...args: Array<string>): { child: ChildProcess; 
       "1",
       ...args
     ],
-    { env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env() }, stdio: ["ignore", "ignore", "pipe"] }
+    { env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env(), ...settings }, stdio: ["ignore", "ignore", "pipe"] }
   )
   running.push(child)
   let stderr = ""
@@ -95,11 +100,18 @@ const worker = (shards: string, ...args: Array<string>): { child: ChildProcess; 
   }
 }
 
-const enqueue = async () => {
-  const ran = await run(["queue", "enqueue", "medications", "--persons-file", personsFile], { env: env() })
+const enqueue = async (file = personsFile, count = PERSONS) => {
+  const ran = await run(["queue", "enqueue", "medications", "--persons-file", file], { env: env() })
   expect(ran.stderr).toBe("")
-  expect(ran.stdout).toContain(`enqueued ${PERSONS} persons`)
+  expect(ran.stdout).toContain(`enqueued ${count} persons`)
   expect(ran.code).toBe(0)
+}
+
+/** A persons file of the first `n` persons. */
+const firstPersons = (n: number): string => {
+  const file = Path.join(dir, `persons-${n}.txt`)
+  Fs.writeFileSync(file, persons.slice(0, n).map((person) => person.personUid).join("\n") + "\n")
+  return file
 }
 
 /** `queue collect` into a new file; its lines by index. */
@@ -221,7 +233,7 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
     })
     const shards = Path.join(dir, "shards-kill")
     const args = ["--lock-duration", "2", "--stalled-interval", "2"]
-    const workers = Array.from({ length: 4 }, () => worker(shards, ...args))
+    const workers = Array.from({ length: 4 }, () => worker(shards, args))
     await afterRequests(1_000)
     workers[0]!.child.kill("SIGKILL")
     const exits = await Promise.all(workers.map((started) => started.exited))
@@ -262,12 +274,66 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
     })
     const shards = Path.join(dir, "shards-restart")
     // A job whose completion was lost with the connection is taken back after its lock and a stall check.
-    const workers = Array.from({ length: 4 }, () => worker(shards, "--lock-duration", "5", "--stalled-interval", "5"))
+    const workers = Array.from({ length: 4 }, () => worker(shards, ["--lock-duration", "5", "--stalled-interval", "5"]))
     await afterRequests(1_000)
     await redis.restart()
     const exits = await Promise.all(workers.map((started) => started.exited))
     for (const exit of exits) expect(exit).toMatchObject({ code: 0 })
     const { lines } = await collect(shards)
     expectEveryPersonOnce(lines)
+  })
+
+  it("a refused ApplicationId: the queue is paused with the reason, work --until-empty exits 4; resumed, it finishes", async () => {
+    await enqueue(firstPersons(20), 20)
+    const shards = Path.join(dir, "shards-refused")
+    const refused = await worker(shards, [], { CLINICAL_APPLICATION_ID: "00000000-0000-4000-8000-000000000000" }).exited
+    expect(refused.code).toBe(4)
+    expect(refused.stderr).toContain("the token endpoint refused the ApplicationId")
+    expect(leaked(refused.stderr, ["00000000-0000-4000-8000-000000000000"])).toEqual([])
+    const status = await run(["queue", "status", "--json", "--sample", "0"], { env: env() })
+    expect(JSON.parse(status.stdout)).toMatchObject({ paused: true, waiting: 20, failed: 0 })
+    expect((await mock.counters()).medicationRequests).toBe(0)
+    expect((await run(["queue", "resume"], { env: env() })).code).toBe(0)
+    expect(await worker(shards).exited).toMatchObject({ code: 0 })
+    expect((await collect(shards)).lines).toHaveLength(20)
+  })
+
+  it("SIGTERM: the worker finishes the jobs in hand, takes no more, and exits 130; the rest wait for another", async () => {
+    await enqueue(firstPersons(200), 200)
+    await mock.setRandomFaults("medications", {
+      seed: 3,
+      faults: [{ probability: 1, fault: MockClinicalServer.Fault.delay("300 millis") }]
+    })
+    const shards = Path.join(dir, "shards-sigterm")
+    const started = worker(shards, [], {}, false)
+    await afterRequests(16)
+    started.child.kill("SIGTERM")
+    const exit = await started.exited
+    expect(exit.code).toBe(130)
+    const sent = (await mock.counters()).medicationRequests
+    expect(sent).toBeLessThan(200)
+    const status = JSON.parse((await run(["queue", "status", "--json", "--sample", "0"], { env: env() })).stdout)
+    // Every request sent was answered and recorded; nothing was left active.
+    expect(status).toMatchObject({ active: 0, done: sent, waiting: 200 - sent })
+    await mock.setRandomFaults("medications", undefined)
+    expect(await worker(shards).exited).toMatchObject({ code: 0 })
+    const { lines } = await collect(shards)
+    expect(lines.map((line) => line.index)).toEqual(Array.from({ length: 200 }, (_, i) => i))
+  })
+
+  it("the Redis URL's password is never shown, in any output", async () => {
+    const password = "S3cret-Redis-Pw"
+    await enqueue(firstPersons(3), 3)
+    const withPassword = { CLINICAL_REDIS_URL: `redis://:${password}@127.0.0.1:${redis.port}` }
+    const exit = await worker(Path.join(dir, "shards-password"), [], withPassword).exited
+    expect(exit.stderr).toContain("redis://:***@127.0.0.1")
+    const status = await run(["queue", "status", "--sample", "0"], { env: { ...env(), ...withPassword } })
+    const wrongPort = await run(["queue", "status", "--sample", "0"], {
+      env: { ...env(), CLINICAL_REDIS_URL: `redis://:${password}@127.0.0.1:1` },
+      timeoutMillis: 60_000
+    })
+    for (const text of [exit.stderr, status.stdout, status.stderr, wrongPort.stdout, wrongPort.stderr]) {
+      expect(leaked(text, [password])).toEqual([])
+    }
   })
 })

@@ -91,9 +91,16 @@ const hidePassword = (text: string, url: Redacted.Redacted<string>): string => {
   }
 }
 
+/**
+ * What a one-off command (enqueue, status, ...) gives Redis: a few reconnections over about 3 s,
+ * then its commands fail (`Connection is closed`) and the command says Redis cannot be reached,
+ * rather than waiting for good. A worker waits out an outage instead (see `work`).
+ */
+const ONE_OFF = { retryStrategy: (times: number) => (times > 5 ? null : Math.min(times * 200, 1_000)) }
+
 /** The queue's options over a new connection. */
-const queueOptions = (common: Common, environment: QueueEnvironment) =>
-  Effect.map(connection(environment.redisUrl), (client) => ({
+const queueOptions = (common: Common, environment: QueueEnvironment, options: Record<string, unknown> = ONE_OFF) =>
+  Effect.map(connection(environment.redisUrl, options), (client) => ({
     connection: client,
     name: common.queue,
     sealingKey: environment.sealingKey
@@ -112,8 +119,20 @@ const withQueue = <A, E>(
 ): Effect.Effect<A, E | CliError> =>
   Effect.scoped(
     Effect.flatMap(queueEnvironment(common.settingsFile), (environment) =>
-      Effect.flatMap(queueOptions(common, environment), run))
+      Effect.flatMap(queueOptions(common, environment), (options) =>
+        Effect.catchIf(run(options), unreachable, () =>
+          Effect.fail(
+            new CliError({
+              message: `cannot reach Redis at ${shownUrl(Redacted.value(environment.redisUrl))}`,
+              code: ExitCode.Failure
+            })
+          ))))
   )
+
+/** Whether a queue command failed because its connection gave up (Redis unreachable). */
+const unreachable = (error: unknown): boolean =>
+  error instanceof ClinicalQueue.QueueError &&
+  /Connection is closed|ECONNREFUSED|ENOTFOUND|ETIMEDOUT/.test(error.detail)
 
 // ---------------------------------------------------------------------------------------------
 
@@ -198,7 +217,8 @@ const openShardFile = (directory: string) =>
 export const work = (job: Work) =>
   Effect.scoped(Effect.gen(function*() {
     const environment = yield* queueEnvironment(job.settingsFile)
-    const options = yield* queueOptions(job, environment)
+    // BullMQ's commands wait in ioredis's queue while Redis is away, and run when it is back.
+    const options = yield* queueOptions(job, environment, {})
     const before = yield* ClinicalQueue.status(options)
     if (before.operation === undefined) {
       return yield* Effect.fail(usage(`queue "${job.queue}" holds no jobs yet: run queue enqueue first`))
