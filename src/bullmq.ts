@@ -25,7 +25,7 @@ import * as Metric from "effect/Metric"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import { createHash } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { type ClinicalError, InvalidConfig, isClinicalError } from "./ClinicalError.js"
 import { nameOf } from "./internal/operationName.js"
 import { depth, processJob, type Sink } from "./internal/queue/jobProcessor.js"
@@ -178,6 +178,15 @@ export interface Enqueued {
   readonly present: number
 }
 
+/** The rate limit's window: the queue's global limit and each worker's limiter share it. */
+const RATE_WINDOW_MILLIS = 1000
+
+/**
+ * How long an enqueue holds the queue's enqueue lock without renewing it (it renews with every
+ * chunk and every wait): one enqueue at a time counts its jobs right, and one that died frees it.
+ */
+const ENQUEUE_LOCK_MILLIS = 60_000
+
 /** Jobs added per BullMQ `addBulk`: memory stays bounded by this, whatever the input's size. */
 const CHUNK = 500
 /** How often a bounded enqueue (`maxWaiting`) looks whether the workers caught up. */
@@ -243,12 +252,47 @@ export const enqueue = (
     )
   })
 
+/**
+ * `enqueue` under the queue's enqueue lock: two at once would count each other's jobs as their own
+ * (BullMQ's `addBulk` does not say which jobs it added).
+ */
 const enqueueInto = async (
   queue: Queue,
   settings: Settings,
   options: EnqueueOptions,
   operation: string,
   persons: Iterable<PersonData.PersonUid> | AsyncIterable<PersonData.PersonUid>
+): Promise<Enqueued> => {
+  const lock = `${settings.metaKey}:enqueuing`
+  const owner = randomBytes(16).toString("hex")
+  const took = await settings.connection.call("SET", lock, owner, "NX", "PX", String(ENQUEUE_LOCK_MILLIS))
+  if (took === null) {
+    throw new QueueError({
+      operation: "enqueue",
+      detail: "another enqueue into this queue is running (if it died, its lock ends within a minute)"
+    })
+  }
+  const renew = () => settings.connection.call("SET", lock, owner, "XX", "PX", String(ENQUEUE_LOCK_MILLIS))
+  try {
+    return await enqueueLocked(queue, settings, options, operation, persons, renew)
+  } finally {
+    await settings.connection.call(
+      "EVAL",
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+      "1",
+      lock,
+      owner
+    ).catch(() => undefined)
+  }
+}
+
+const enqueueLocked = async (
+  queue: Queue,
+  settings: Settings,
+  options: EnqueueOptions,
+  operation: string,
+  persons: Iterable<PersonData.PersonUid> | AsyncIterable<PersonData.PersonUid>,
+  renew: () => Promise<unknown>
 ): Promise<Enqueued> => {
   const meta = await readMeta(settings)
   const refused = refusal(settings, meta, operation)
@@ -266,7 +310,7 @@ const enqueueInto = async (
     keyCheck(settings.keys)
   )
   if (options.fleetConcurrency !== undefined) await queue.setGlobalConcurrency(options.fleetConcurrency)
-  if (options.ratePerSecond !== undefined) await queue.setGlobalRateLimit(options.ratePerSecond, 1000)
+  if (options.ratePerSecond !== undefined) await queue.setGlobalRateLimit(options.ratePerSecond, RATE_WINDOW_MILLIS)
   const inputKey = options.inputId === undefined
     ? undefined
     : settings.inputKey(createHash("sha256").update(options.inputId).digest("hex").slice(0, 32))
@@ -294,6 +338,7 @@ const enqueueInto = async (
     if (chunk.length === 0) return
     if (options.maxWaiting !== undefined) {
       while ((await queue.getWaitingCount()) + chunk.length > options.maxWaiting) {
+        await renew()
         await new Promise((resolve) => setTimeout(resolve, WAITING_CHECK_MILLIS))
       }
     }
@@ -307,6 +352,7 @@ const enqueueInto = async (
       ...ids.map((id) => `${settings.prefix}:${settings.name}:${id}`)
     ) as number
     await queue.addBulk(chunk)
+    await renew()
     added += chunk.length - existed
     chunk = []
     if (inputKey !== undefined) {
@@ -401,12 +447,21 @@ export const status = (options: QueueOptions): Effect.Effect<Status, InvalidConf
     }
   })
 
-/** Puts every failed job back to waiting (their attempts start again); returns how many there were. */
+/**
+ * Puts every failed job back to waiting, its attempts afresh (BullMQ's `retryJobs` would keep the
+ * count, and give a job out of attempts one more at most); returns how many it put back.
+ */
 export const retryFailed = (options: QueueOptions): Effect.Effect<number, InvalidConfig | QueueError> =>
   withQueue(options, "retry-failed", async (queue) => {
-    const failed = await queue.getFailedCount()
-    await queue.retryJobs({ state: "failed", count: 1000 })
-    return failed
+    let retried = 0
+    // Each page leaves the failed set as it is retried: read from the start until none is left.
+    for (let page = await queue.getFailed(0, 999); page.length > 0; page = await queue.getFailed(0, 999)) {
+      for (const job of page) {
+        await job.retry("failed", { resetAttemptsMade: true, resetAttemptsStarted: true })
+        retried++
+      }
+    }
+    return retried
   })
 
 /** Resumes a queue a worker paused (refused credentials) or an operator did, and forgets why. */
@@ -443,6 +498,16 @@ export interface WorkerOptions extends QueueOptions {
   readonly lockDuration?: Duration.DurationInput | undefined
   /** How often workers look for jobs whose worker died. Default 30 seconds. */
   readonly stalledInterval?: Duration.DurationInput | undefined
+  /**
+   * Times a job may be taken back from a worker that stopped renewing its lock (died, or lost Redis
+   * for longer than the lock) before BullMQ fails it. Reads can be repeated: default 5 (BullMQ's 1).
+   */
+  readonly maxStalledCount?: number | undefined
+  /**
+   * Longest `close()` waits for the jobs in hand (a call can hang until its deadline); then they are
+   * left to another worker, taken back as stalled. Default 25 seconds: under Kubernetes' 30 s grace.
+   */
+  readonly closeTimeout?: Duration.DurationInput | undefined
   /** Called with a BullMQ or Redis error the worker survived (a lost connection): a liveness signal. */
   readonly onError?: ((error: QueueError | InvalidConfig) => void) | undefined
 }
@@ -465,7 +530,12 @@ const workerRefusal = (options: WorkerOptions): InvalidConfig | undefined => {
   if (options.concurrency !== undefined && !positive(options.concurrency, 10_000)) {
     return new InvalidConfig({ setting: "concurrency", reason: "must be a whole number from 1 to 10000" })
   }
-  for (const setting of ["lockDuration", "stalledInterval"] as const) {
+  if (
+    options.maxStalledCount !== undefined && !(positive(options.maxStalledCount, 1000) || options.maxStalledCount === 0)
+  ) {
+    return new InvalidConfig({ setting: "maxStalledCount", reason: "must be a whole number from 0 to 1000" })
+  }
+  for (const setting of ["lockDuration", "stalledInterval", "closeTimeout"] as const) {
     const value = options[setting]
     if (value !== undefined && Either.isLeft(validate.duration(value))) {
       return new InvalidConfig({ setting, reason: "must be a duration" })
@@ -521,9 +591,11 @@ const startWorker = async (
       prefix: settings.prefix,
       concurrency: options.concurrency ?? 16,
       // A limiter, set far above any real rate, makes this worker honour a pause another worker set.
-      limiter: { max: 1_000_000_000, duration: 1000 },
+      // Its window is the global rate limit's: BullMQ takes the worker's duration over the queue's.
+      limiter: { max: 1_000_000_000, duration: RATE_WINDOW_MILLIS },
       lockDuration: millisOf(options.lockDuration, 30_000),
-      stalledInterval: millisOf(options.stalledInterval, 30_000)
+      stalledInterval: millisOf(options.stalledInterval, 30_000),
+      maxStalledCount: options.maxStalledCount ?? 5
     }
   )
   worker.on("error", report)
@@ -537,6 +609,7 @@ const startWorker = async (
     }, report)
   }, DEPTH_EVERY_MILLIS)
   sampler.unref()
+  const closeTimeout = millisOf(options.closeTimeout, 25_000)
   let closing: Promise<void> | undefined
   return {
     worker,
@@ -544,7 +617,16 @@ const startWorker = async (
       closing ??= (async () => {
         clearInterval(sampler)
         clearInterval(adder)
-        await worker.close()
+        // BullMQ's close waits for the jobs in hand without a bound (and a second, forced close
+        // only returns the first's promise): a hung call would hold the shutdown. Past the bound,
+        // the jobs still in hand are left: closing the client ends their calls, and BullMQ retries
+        // them (or another worker takes them back as stalled, if this process ends first).
+        let timer: ReturnType<typeof setTimeout> | undefined
+        await Promise.race([
+          worker.close().catch(report),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, closeTimeout)))
+        ])
+        clearTimeout(timer)
         await addDone().catch(report)
         await queue.close()
       })()

@@ -181,6 +181,21 @@ describe("enqueue", () => {
     expect(new Set(records.map((record) => record.index)).size).toBe(30)
   })
 
+  it("one enqueue into a queue at a time: a second is refused while the first runs", async () => {
+    const uids = persons.slice(0, 10).map((person) => person.personUid)
+    const first = enqueue(uids, { maxWaiting: 5 })
+    while ((await status()).waiting < 5) await new Promise((resolve) => setTimeout(resolve, 20))
+    const second = await Effect.runPromise(
+      Effect.either(ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications }, ["x"]))
+    )
+    expect(Either.getLeft(second).pipe((e) => e._tag === "Some" && e.value)).toMatchObject({
+      _tag: "QueueError",
+      message: expect.stringContaining("another enqueue into this queue is running")
+    })
+    await work(1, (done) => done.length >= 10)
+    expect(await first).toMatchObject({ added: 10 })
+  })
+
   it("a queue of one operation refuses another's jobs, and another sealing key", async () => {
     await enqueue(["a"])
     const other = await Effect.runPromise(
@@ -262,12 +277,22 @@ describe("work", () => {
     expect((await mock.counters()).medicationRequests).toBe(3)
   })
 
-  it("out of attempts: the last failure goes to the sink, and the job is failed", async () => {
+  it("out of attempts: the last failure goes to the sink, and the job is failed; retryFailed gives it its attempts afresh", async () => {
     await enqueue([persons[0]!.personUid], { attempts: 2 })
-    await mock.injectFaults("medications", [MockClinicalServer.Fault.status(500), MockClinicalServer.Fault.status(500)])
+    const fail = MockClinicalServer.Fault.status(500)
+    await mock.injectFaults("medications", [fail, fail])
     const records = await work(1, (done) => done.length >= 1, { maxRetries: 0 })
     expect(records).toMatchObject([{ outcome: "Failure", error: { _tag: "ServerError", status: 500 } }])
     expect((await mock.counters()).medicationRequests).toBe(2)
+    let after = await status()
+    for (let i = 0; i < 50 && after.failed === 0; i++) after = await status()
+    expect(after.failed).toBe(1)
+    expect(await Effect.runPromise(ClinicalQueue.retryFailed(queueOptions()))).toBe(1)
+    // Both attempts again: the first fails, the second succeeds.
+    await mock.injectFaults("medications", [fail])
+    const again = await work(1, (done) => done.length >= 1, { maxRetries: 0 })
+    expect(again).toMatchObject([{ outcome: "Success", index: 0 }])
+    expect((await mock.counters()).medicationRequests).toBe(4)
   })
 
   it("a 429 with Retry-After pauses every worker of the queue: no data request during the pause", async () => {
@@ -354,6 +379,26 @@ describe("work", () => {
     await work(1, (done) => done.length >= 3)
     expect(counted("clinical_queue_jobs_total", "outcome", "completed") - before.completed).toBe(2)
     expect(counted("clinical_queue_failures_total", "kind", "ApiError PersonNotFound") - before.failed).toBe(1)
+  })
+
+  it("close() waits for the jobs in hand up to closeTimeout, then leaves them (a hung call holds no shutdown)", async () => {
+    await enqueue([persons[0]!.personUid])
+    await mock.injectFaults("medications", [MockClinicalServer.Fault.delay("3 seconds")])
+    const client = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+    const records: Array<ClinicalQueue.JobRecord> = []
+    const running = await ClinicalQueue.createWorker(client, {
+      ...queueOptions(),
+      operation: PersonData.medications,
+      closeTimeout: "300 millis",
+      sink: (record) => {
+        records.push(record)
+      }
+    })
+    while ((await mock.counters()).medicationRequests === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+    await running.close()
+    // Closed before the service answered: the job was left, not finished.
+    expect(records).toEqual([])
+    await client.close()
   })
 
   it("the Promise form works over a Promise client", async () => {

@@ -457,7 +457,7 @@ const root = Command.make("effect-clinical").pipe(
     authenticate,
     ...OPERATIONS.map(([name, operation]) => dataCommand(name, operation)),
     batch,
-    queueCommand(operationNamed, checkedArguments, { startDate, endDate }),
+    queueCommand({ operationNamed, dates: checkedArguments, dateOptions: { startDate, endDate } }),
     probe,
     mockServer
   ])

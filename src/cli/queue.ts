@@ -57,21 +57,21 @@ const seconds = (name: string, value: Option.Option<number>, min: number, max: n
         : Effect.fail(usage(`--${name} must be from ${min} to ${max} seconds`))
   })
 
-/** The `queue` command and its subcommands; `operationNamed` and the date options are app.ts's. */
-export const queueCommand = (
-  operationNamed: (name: string) => Effect.Effect<PersonData.Operation, CliError>,
-  dates: (
-    options: { readonly startDate: Option.Option<string>; readonly endDate: Option.Option<string> }
-  ) => Effect.Effect<
-    { readonly startDate: string | undefined; readonly endDate: string | undefined },
-    CliError
-  >,
-  dateOptions: {
+/** What the queue commands take from app.ts: operations by name, and the date options with their check. */
+export interface Shared {
+  readonly operationNamed: (name: string) => Effect.Effect<PersonData.Operation, CliError>
+  readonly dates: (options: {
+    readonly startDate: Option.Option<string>
+    readonly endDate: Option.Option<string>
+  }) => Effect.Effect<{ readonly startDate: string | undefined; readonly endDate: string | undefined }, CliError>
+  readonly dateOptions: {
     readonly startDate: Options.Options<Option.Option<string>>
     readonly endDate: Options.Options<Option.Option<string>>
   }
-) => {
-  const enqueue = Command.make("enqueue", {
+}
+
+const enqueueCommand = ({ dateOptions, dates, operationNamed }: Shared) =>
+  Command.make("enqueue", {
     settingsFile,
     queue,
     operation: Args.text({ name: "operation" }),
@@ -116,7 +116,8 @@ export const queueCommand = (
         "Example: effect-clinical queue enqueue medications --persons-file persons.txt"
     ))
 
-  const work = Command.make("work", {
+const workCommand = ({ operationNamed }: Shared) =>
+  Command.make("work", {
     settingsFile,
     queue,
     workers: Options.integer("workers").pipe(
@@ -166,55 +167,56 @@ export const queueCommand = (
         "Example: effect-clinical queue work --workers 2 --shards /shared/results"
     ))
 
-  const status = Command.make("status", {
-    settingsFile,
-    queue,
-    json: Options.boolean("json").pipe(Options.withDescription("print JSON instead of a table")),
-    sample: Options.float("sample").pipe(
-      Options.withDescription("seconds to watch for the rate and ETA (default 1; 0: none)"),
-      Options.withDefault(1)
-    )
-  }, (options) =>
-    Effect.gen(function*() {
-      const sample = yield* seconds("sample", Option.some(options.sample), 0, 600)
-      yield* (yield* QueueJob).status({
-        settingsFile: options.settingsFile,
-        queue: yield* checkedQueue(options.queue),
-        json: options.json,
-        sample: sample!
-      })
-    })).pipe(Command.withDescription(
-      "The queue's jobs by state, its rate and ETA, failures by kind, and why it is paused."
-    ))
-
-  const collect = Command.make("collect", {
-    shards: Options.directory("shards", { exists: "yes" }).pipe(
-      Options.withDescription("the directory the workers wrote their shards to (default queue-results)"),
-      Options.withDefault("queue-results")
-    ),
-    out: Options.file("out").pipe(Options.withDescription("the merged results, one line per person in input order"))
-  }, (options) => Effect.flatMap(QueueJob, (job) => job.collect(options))).pipe(Command.withDescription(
-    "Merge the workers' shards into one results file: each person once (a success over a failure), in input order."
+const statusCommand = Command.make("status", {
+  settingsFile,
+  queue,
+  json: Options.boolean("json").pipe(Options.withDescription("print JSON instead of a table")),
+  sample: Options.float("sample").pipe(
+    Options.withDescription("seconds to watch for the rate and ETA (default 1; 0: none)"),
+    Options.withDefault(1)
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    const sample = yield* seconds("sample", Option.some(options.sample), 0, 600)
+    yield* (yield* QueueJob).status({
+      settingsFile: options.settingsFile,
+      queue: yield* checkedQueue(options.queue),
+      json: options.json,
+      sample: sample!
+    })
+  })).pipe(Command.withDescription(
+    "The queue's jobs by state, its rate and ETA, failures by kind, and why it is paused."
   ))
 
-  const plain = (name: string, description: string, run: "retryFailed" | "resume") =>
-    Command.make(name, { settingsFile, queue }, (options) =>
-      Effect.gen(function*() {
-        yield* (yield* QueueJob)[run]({ settingsFile: options.settingsFile, queue: yield* checkedQueue(options.queue) })
-      })).pipe(Command.withDescription(description))
+const collectCommand = Command.make("collect", {
+  shards: Options.directory("shards", { exists: "yes" }).pipe(
+    Options.withDescription("the directory the workers wrote their shards to (default queue-results)"),
+    Options.withDefault("queue-results")
+  ),
+  out: Options.file("out").pipe(Options.withDescription("the merged results, one line per person in input order"))
+}, (options) => Effect.flatMap(QueueJob, (job) => job.collect(options))).pipe(Command.withDescription(
+  "Merge the workers' shards into one results file: each person once (a success over a failure), in input order."
+))
 
-  return Command.make("queue").pipe(
+const plainCommand = (name: string, description: string, run: "retryFailed" | "resume") =>
+  Command.make(name, { settingsFile, queue }, (options) =>
+    Effect.gen(function*() {
+      yield* (yield* QueueJob)[run]({ settingsFile: options.settingsFile, queue: yield* checkedQueue(options.queue) })
+    })).pipe(Command.withDescription(description))
+
+/** The `queue` command and its subcommands. */
+export const queueCommand = (shared: Shared) =>
+  Command.make("queue").pipe(
     Command.withDescription(
       "Bulk reads across processes and machines on BullMQ (Redis from CLINICAL_REDIS_URL, PersonUids sealed with " +
         "CLINICAL_SEALING_KEY). See docs/distributed.md."
     ),
     Command.withSubcommands([
-      enqueue,
-      work,
-      status,
-      collect,
-      plain("retry-failed", "Put every failed job back to waiting (their attempts start again).", "retryFailed"),
-      plain("resume", "Resume a queue a worker paused (refused credentials) once the cause is fixed.", "resume")
+      enqueueCommand(shared),
+      workCommand(shared),
+      statusCommand,
+      collectCommand,
+      plainCommand("retry-failed", "Put every failed job back to waiting, its attempts afresh.", "retryFailed"),
+      plainCommand("resume", "Resume a queue a worker paused (refused credentials) once the cause is fixed.", "resume")
     ])
   )
-}

@@ -57,7 +57,7 @@ const failures = Metric.counter("clinical_queue_failures_total", {
   description: "Failed attempts of queue jobs, by failure kind",
   incremental: true
 })
-/** Sampled by the worker: jobs waiting, active, delayed, failed and paused in the whole queue. */
+/** Sampled by the worker: jobs waiting (a paused queue's too), active, delayed, failed and prioritized in the whole queue. */
 export const depth = Metric.gauge("clinical_queue_depth", {
   description: "Jobs in the queue by state, sampled by each worker"
 })
