@@ -508,6 +508,11 @@ export interface WorkerOptions extends QueueOptions {
    * left to another worker, taken back as stalled. Default 25 seconds: under Kubernetes' 30 s grace.
    */
   readonly closeTimeout?: Duration.DurationInput | undefined
+  /**
+   * Replaces a person's own PersonUid, echoed by the service inside an item, with `<redacted>`
+   * before the sink sees it (the command line's shards are written so). Default false.
+   */
+  readonly redactEchoedSecrets?: boolean | undefined
   /** Called with a BullMQ or Redis error the worker survived (a lost connection): a liveness signal. */
   readonly onError?: ((error: QueueError | InvalidConfig) => void) | undefined
 }
@@ -564,7 +569,8 @@ const startWorker = async (
   if (refused !== undefined) throw refused
   const range: PersonData.GetOptions = {
     ...(meta.startDate ? { startDate: meta.startDate } : {}),
-    ...(meta.endDate ? { endDate: meta.endDate } : {})
+    ...(meta.endDate ? { endDate: meta.endDate } : {}),
+    ...(options.redactEchoedSecrets === true ? { redactEchoedSecrets: true } : {})
   }
   const report = (error: unknown) => options.onError?.(queueError("work")(error))
   const queue = bullQueue(settings, report)

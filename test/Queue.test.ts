@@ -27,7 +27,12 @@ const people = (n: number): Array<MockClinicalServer.MockPerson> =>
     ...MockClinicalServer.fixturePersons[i % 3]!,
     personUid: `QpU${i.toString(36).padStart(5, "0")}Zk9wXy${(i * 7919).toString(36)}mN==`
   }))
-const persons = people(60)
+/** The last one's service echoes the person's own PersonUid inside an item. */
+const persons = people(60).map((person, i) =>
+  i === 59
+    ? { ...person, medications: [{ ...person.medications[0]!, Name: `Echo of ${person.personUid}` }] }
+    : person
+)
 
 beforeAll(async () => {
   redis = await RedisServer.start()
@@ -399,6 +404,15 @@ describe("work", () => {
     // Closed before the service answered: the job was left, not finished.
     expect(records).toEqual([])
     await client.close()
+  })
+
+  it("redactEchoedSecrets: a PersonUid the service echoes in an item reaches the sink as <redacted>", async () => {
+    const echoing = persons[59]!
+    await enqueue([echoing.personUid])
+    const records = await work(1, (done) => done.length >= 1, undefined, { redactEchoedSecrets: true })
+    const items = JSON.stringify(records[0]!.outcome === "Success" && records[0]!.result.items)
+    expect(items).toContain("Echo of <redacted>")
+    expect(leaked(items, [echoing.personUid])).toEqual([])
   })
 
   it("the Promise form works over a Promise client", async () => {

@@ -21,10 +21,16 @@ import * as RedisServer from "./support/RedisServer.js"
 const SEALING_KEY = "q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="
 const PERSONS = 5_000
 
-const persons: Array<MockClinicalServer.MockPerson> = Array.from({ length: PERSONS }, (_, i) => ({
-  ...MockClinicalServer.fixturePersons[i % 3]!,
-  personUid: `Fq${i.toString(36).padStart(4, "0")}Tz8kLmWq${((i * 104729) % 999983).toString(36)}+Wp/x==`
-}))
+/** The last one's service echoes the person's own PersonUid inside an item: the shards must not keep it. */
+const persons: Array<MockClinicalServer.MockPerson> = Array.from({ length: PERSONS }, (_, i) => {
+  const person = {
+    ...MockClinicalServer.fixturePersons[i % 3]!,
+    personUid: `Fq${i.toString(36).padStart(4, "0")}Tz8kLmWq${((i * 104729) % 999983).toString(36)}+Wp/x==`
+  }
+  return i === PERSONS - 1
+    ? { ...person, medications: [{ ...person.medications[0]!, Name: `Echo of ${person.personUid}` }] }
+    : person
+})
 
 let redis: RedisServer.RedisServer
 let mock: MockClinicalServer.Started
@@ -114,16 +120,17 @@ const firstPersons = (n: number): string => {
   return file
 }
 
-/** `queue collect` into a new file; its lines by index. */
-const collect = async (shards: string): Promise<{ lines: Array<Record<string, unknown>>; stdout: string }> => {
+/** `queue collect` into a new file; its lines by index, and its text. */
+const collect = async (
+  shards: string
+): Promise<{ lines: Array<Record<string, unknown>>; stdout: string; text: string }> => {
   const out = Path.join(dir, `collected-${Date.now()}.ndjson`)
   const ran = await run(["queue", "collect", "--shards", shards, "--out", out], { env: env() })
   expect(ran.code).toBe(0)
   expect(Fs.statSync(out).mode & 0o777).toBe(0o600)
-  const lines = Fs.readFileSync(out, "utf8").trimEnd().split("\n").map((line) =>
-    JSON.parse(line) as Record<string, unknown>
-  )
-  return { lines, stdout: ran.stdout }
+  const text = Fs.readFileSync(out, "utf8")
+  const lines = text.trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
+  return { lines, stdout: ran.stdout, text }
 }
 
 /** Every person once, in input order, with their own medications. */
@@ -209,8 +216,9 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
     feed.disconnect()
     monitor.disconnect()
 
-    const { lines, stdout } = await collect(shards)
+    const { lines, stdout, text } = await collect(shards)
     expectEveryPersonOnce(lines)
+    expect(text).toContain("Echo of <redacted>")
     expect(stdout).toContain("0 repeated line(s) dropped, 0 position(s) missing")
     const counters = await mock.counters()
     expect(counters.tokenRequests).toBe(1)
@@ -219,6 +227,7 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
     expect(leaked(await everything(), found)).toEqual([])
     expect(seen.length).toBeGreaterThan(PERSONS)
     expect(leaked(seen.join("\n"), found)).toEqual([])
+    expect(leaked(text, found)).toEqual([])
     // What a Redis reader learns: one job per person, and their count.
     console.log(`queue: ${(seen.length / PERSONS).toFixed(1)} Redis commands per person (MONITOR, 4 workers)`)
     for (const exit of exits) expect(leaked(exit.stderr, found)).toEqual([])

@@ -258,6 +258,8 @@ export const work = (job: Work) =>
           ...options,
           operation,
           sink,
+          // The shards are files we write: a PersonUid the service echoes in an item is not kept.
+          redactEchoedSecrets: true,
           concurrency: job.concurrency,
           lockDuration: job.lockDuration,
           stalledInterval: job.stalledInterval
