@@ -27,10 +27,12 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { createHash, randomBytes } from "node:crypto"
 import { type ClinicalError, InvalidConfig, isClinicalError } from "./ClinicalError.js"
+import { dateRange } from "./internal/call/personRequest.js"
 import { nameOf } from "./internal/operationName.js"
 import { depth, processJob, type Sink } from "./internal/queue/jobProcessor.js"
 import { type JobData, keyCheck, sealJob } from "./internal/queue/jobSeal.js"
 import { type QueueOptions, type Settings, settingsOf } from "./internal/queue/queueSettings.js"
+import { redactor } from "./internal/redaction/redaction.js"
 import * as validate from "./internal/validate.js"
 import * as PersonData from "./PersonData.js"
 import type { Client } from "./promise.js"
@@ -97,6 +99,12 @@ export interface QueueMeta {
   readonly persons: number
 }
 
+/** A count the queue records, or 0 for what is not one (whoever writes Redis can write anything). */
+const count = (text: string | undefined): number => {
+  const n = Number(text ?? 0)
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0
+}
+
 const readMeta = async (settings: Settings): Promise<QueueMeta> => {
   const fields = await settings.connection.call(
     "HMGET",
@@ -118,8 +126,8 @@ const readMeta = async (settings: Settings): Promise<QueueMeta> => {
     endDate,
     pausedBecause,
     keyCheck: check,
-    done: Number(done ?? 0),
-    persons: Number(persons ?? 0)
+    done: count(done),
+    persons: count(persons)
   }
 }
 
@@ -213,6 +221,8 @@ const enqueueRefusal = (options: EnqueueOptions): InvalidConfig | undefined => {
   if (options.ratePerSecond !== undefined && !positive(options.ratePerSecond, 1_000_000)) {
     return refuse("ratePerSecond", "must be a whole number, 1 or more")
   }
+  const range = dateRange({ startDate: options.startDate, endDate: options.endDate })
+  if (Either.isLeft(range)) return refuse(range.left[0], range.left[1])
   if (options.maxWaiting !== undefined && !positive(options.maxWaiting, Number.MAX_SAFE_INTEGER)) {
     return refuse("maxWaiting", "must be a whole number, 1 or more")
   }
@@ -297,15 +307,26 @@ const enqueueLocked = async (
   const meta = await readMeta(settings)
   const refused = refusal(settings, meta, operation)
   if (refused !== undefined) throw refused
+  // Every job of a queue is read with its range: another range waits for the queue to be empty.
+  const [startDate, endDate] = [dayOf(options.startDate), dayOf(options.endDate)]
+  if ((meta.startDate ?? "") !== startDate || (meta.endDate ?? "") !== endDate) {
+    const counts = await queue.getJobCounts("waiting", "active", "delayed", "prioritized")
+    if (Object.values(counts).some((n) => n > 0)) {
+      throw new InvalidConfig({
+        setting: "startDate",
+        reason: `the queue "${settings.name}" holds jobs for another date range: let it empty, or use another queue`
+      })
+    }
+  }
   await settings.connection.call(
     "HSET",
     settings.metaKey,
     "operation",
     operation,
     "startDate",
-    dayOf(options.startDate),
+    startDate,
     "endDate",
-    dayOf(options.endDate),
+    endDate,
     "keyCheck",
     keyCheck(settings.keys)
   )
@@ -417,14 +438,21 @@ const kindOfReason = (reason: string | undefined): string => {
   return colon > 0 ? reason!.slice(0, Math.min(colon, 60)) : "other"
 }
 
-/** Where the queue stands: counts by state, pauses and why, failures by kind. */
-export const status = (options: QueueOptions): Effect.Effect<Status, InvalidConfig | QueueError> =>
+/**
+ * Where the queue stands: counts by state, pauses and why, failures by kind (unless
+ * `failuresByKind` is false: reading up to 10,000 failed jobs takes a while, and a loop that polls
+ * needs the counts alone).
+ */
+export const status = (
+  options: QueueOptions,
+  { failuresByKind = true }: { readonly failuresByKind?: boolean } = {}
+): Effect.Effect<Status, InvalidConfig | QueueError> =>
   withQueue(options, "status", async (queue, settings) => {
     const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "completed", "prioritized")
     const byKind = new Map<string, number>()
     let scanned = 0
     const failed = counts.failed ?? 0
-    for (let start = 0; start < Math.min(failed, FAILED_SCANNED); start += 1000) {
+    for (let start = 0; failuresByKind && start < Math.min(failed, FAILED_SCANNED); start += 1000) {
       const jobs = await queue.getFailed(start, Math.min(start + 999, FAILED_SCANNED - 1))
       for (const job of jobs) {
         const kind = kindOfReason(job.failedReason)
@@ -590,7 +618,14 @@ const startWorker = async (
         queue,
         sink: options.sink,
         call: (personUid) => get(operation, personUid, range),
-        completed: () => done++
+        completed: () => done++,
+        onForeignError: (what, error, personUid) =>
+          report(
+            new QueueError({
+              operation: "work",
+              detail: redactor([personUid])(`${what}: ${String((error as Error)?.message ?? error)}`).slice(0, 500)
+            })
+          )
       })(job),
     {
       connection: settings.connection as unknown as ConnectionOptions,

@@ -201,6 +201,29 @@ describe("enqueue", () => {
     expect(await first).toMatchObject({ added: 10 })
   })
 
+  it("a date range: checked at enqueue; another one is refused while the queue holds jobs, taken once it is empty", async () => {
+    const bad = await Effect.runPromise(Effect.either(
+      ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications, startDate: "2024-02-30" }, ["a"])
+    ))
+    expect(Either.getLeft(bad).pipe((e) => e._tag === "Some" && e.value)).toMatchObject({
+      _tag: "InvalidConfig",
+      setting: "startDate"
+    })
+    await enqueue([persons[0]!.personUid], { startDate: "2020-01-01", endDate: "2020-12-31" })
+    const other = await Effect.runPromise(Effect.either(
+      ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications, startDate: "2024-01-01" }, ["b"])
+    ))
+    expect(Either.getLeft(other).pipe((e) => e._tag === "Some" && e.value)).toMatchObject({
+      _tag: "InvalidConfig",
+      reason: expect.stringContaining("holds jobs for another date range")
+    })
+    await work(1, (done) => done.length >= 1)
+    const body = (await mock.requestLog()).find((entry) => entry.operation === "medications")!.body!
+    expect(JSON.parse(body)).toMatchObject({ StartDate: "2020-01-01", EndDate: "2020-12-31" })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(await enqueue([persons[1]!.personUid], { startDate: "2024-01-01" })).toMatchObject({ added: 1 })
+  })
+
   it("a queue of one operation refuses another's jobs, and another sealing key", async () => {
     await enqueue(["a"])
     const other = await Effect.runPromise(
@@ -331,6 +354,54 @@ describe("work", () => {
     await Effect.runPromise(ClinicalQueue.resume(queueOptions()))
     expect(await good).toHaveLength(5)
     void refused
+  })
+
+  it("a sink that throws (its error naming the person): BullMQ keeps a fixed text, onError gets it scrubbed", async () => {
+    const uid = persons[0]!.personUid
+    await enqueue([uid], { attempts: 1 })
+    const told: Array<string> = []
+    let thrown = 0
+    const client = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+    const running = await ClinicalQueue.createWorker(client, {
+      ...queueOptions(),
+      operation: PersonData.medications,
+      onError: (error) => told.push(error.message),
+      sink: (record) => {
+        thrown++
+        throw new Error(
+          `duplicate key value violates unique constraint (person_uid)=(${Redacted.value(record.personUid)})`
+        )
+      }
+    })
+    let after = await status()
+    for (let i = 0; i < 100 && after.failed === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      after = await status()
+    }
+    await running.close()
+    await client.close()
+    expect(thrown).toBe(1)
+    expect(after.failedByKind).toEqual([["SinkFailed", 1]])
+    expect(told.join("\n")).toContain("duplicate key value violates unique constraint (person_uid)=(<redacted>)")
+    expect(leaked(told.join("\n"), [uid])).toEqual([])
+    expect(leaked(await everything(), [uid])).toEqual([])
+  })
+
+  it("a seal copied from another job (someone wrote Redis) is refused: no person read twice", async () => {
+    await enqueue([persons[0]!.personUid, persons[1]!.personUid])
+    const admin = connect()
+    const ids = (await admin.keys("bull:test:*")).filter((key) => /:[0-9a-f]{32}$/.test(key))
+    const first = await admin.hget(ids[0]!, "data")
+    await admin.hset(ids[1]!, "data", first!)
+    const records = await work(1, (done) => done.length >= 1)
+    let after = await status()
+    for (let i = 0; i < 100 && after.failed === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      after = await status()
+    }
+    expect(records).toHaveLength(1)
+    expect(after.failedByKind).toEqual([["Unsealable", 1]])
+    expect((await mock.counters()).medicationRequests).toBe(1)
   })
 
   it("a worker with another sealing key is refused at start", async () => {

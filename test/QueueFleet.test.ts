@@ -341,7 +341,35 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
       env: { ...env(), CLINICAL_REDIS_URL: `redis://:${password}@127.0.0.1:1` },
       timeoutMillis: 60_000
     })
-    for (const text of [exit.stderr, status.stdout, status.stderr, wrongPort.stdout, wrongPort.stderr]) {
+    expect(wrongPort).toMatchObject({ code: 1, stderr: expect.stringContaining("cannot reach Redis at redis://:***@") })
+    // A Redis that refuses the password: BullMQ's and ioredis's errors repeat the AUTH command's arguments.
+    const guarded = await RedisServer.start()
+    const admin = new Redis(guarded.port, "127.0.0.1")
+    await admin.config("SET", "requirepass", "Right-Pa55word-1")
+    admin.disconnect()
+    const wrongPassword = await run(["queue", "status", "--sample", "0"], {
+      env: { ...env(), CLINICAL_REDIS_URL: `redis://:${password}@127.0.0.1:${guarded.port}` },
+      timeoutMillis: 60_000
+    })
+    await guarded.stop()
+    expect(wrongPassword.code).toBe(1)
+    const malformed = await run(["queue", "status"], {
+      env: { ...env(), CLINICAL_REDIS_URL: `redis://:${password}%zz@127.0.0.1:1` }
+    })
+    expect(malformed).toMatchObject({ code: 2, stderr: expect.stringContaining("CLINICAL_REDIS_URL must be") })
+    for (
+      const text of [
+        exit.stderr,
+        status.stdout,
+        status.stderr,
+        wrongPort.stdout,
+        wrongPort.stderr,
+        wrongPassword.stdout,
+        wrongPassword.stderr,
+        malformed.stdout,
+        malformed.stderr
+      ]
+    ) {
       expect(leaked(text, [password])).toEqual([])
     }
   })

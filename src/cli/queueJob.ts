@@ -49,7 +49,26 @@ interface QueueEnvironment {
   readonly sealingKey: Redacted.Redacted<string>
 }
 
+/** Whether ioredis can read `url`: redis: or rediss:, its credentials percent-decodable. */
+const isRedisUrl = (url: string): boolean => {
+  try {
+    const parsed = new URL(url)
+    decodeURIComponent(parsed.username)
+    decodeURIComponent(parsed.password)
+    return parsed.protocol === "redis:" || parsed.protocol === "rediss:"
+  } catch {
+    return false
+  }
+}
+
 const queueEnvironment = (file: Option.Option<string>): Effect.Effect<QueueEnvironment, CliError> =>
+  Effect.filterOrFail(
+    queueSettings(file),
+    (environment) => isRedisUrl(Redacted.value(environment.redisUrl)),
+    () => usage("CLINICAL_REDIS_URL must be a redis:// or rediss:// URL (its password percent-encoded)")
+  )
+
+const queueSettings = (file: Option.Option<string>): Effect.Effect<QueueEnvironment, CliError> =>
   Effect.flatMap(configProvider(file), (provider) =>
     Effect.withConfigProvider(
       Effect.all({
@@ -270,20 +289,24 @@ export const work = (job: Work) =>
       `queue work: ${job.workers} worker(s) × ${job.concurrency} on queue "${job.queue}" (${operation.name}), ` +
         `Redis ${shownUrl(Redacted.value(environment.redisUrl))}`
     )
-    const progress = (queue: ClinicalQueue.Status, last = false) =>
+    const progress = (queue: ClinicalQueue.Status, last: boolean) =>
       Console.error(
         `queue work: ${done} done, ${failed} failed here; queue: ${queue.waiting + queue.prioritized} waiting, ` +
           `${queue.active} active, ${queue.delayed} delayed, ${queue.failed} failed` +
           (queue.isPaused ? `; paused: ${Render.printable(queue.pausedBecause ?? "by an operator")}` : "") +
           (last ? `; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB` : "")
       )
+    // Checked every second (with --until-empty) or at each progress line; a line every progressEvery.
+    const every = job.untilEmpty ? Duration.min(job.progressEvery, Duration.seconds(1)) : job.progressEvery
+    let toldAt = Date.now()
     while (true) {
-      yield* Effect.sleep(job.untilEmpty ? Duration.min(job.progressEvery, Duration.seconds(1)) : job.progressEvery)
-      const now = yield* ClinicalQueue.status(options)
-      if (!job.untilEmpty) {
-        yield* progress(now)
-        continue
+      yield* Effect.sleep(every)
+      const now = yield* ClinicalQueue.status(options, { failuresByKind: false })
+      if (Date.now() - toldAt >= Duration.toMillis(job.progressEvery) || !job.untilEmpty) {
+        toldAt = Date.now()
+        yield* progress(now, false)
       }
+      if (!job.untilEmpty) continue
       if (now.isPaused && now.pausedBecause !== undefined) {
         return yield* Effect.fail(
           new CliError({
@@ -375,10 +398,15 @@ export const collect = (job: Collect) =>
   Effect.tryPromise({
     try: () => collectShards(job.shards, job.out),
     catch: (error) => {
-      const code = (error as NodeJS.ErrnoException)?.code ?? "error"
+      const { code = "error", shard } = error as NodeJS.ErrnoException & { readonly shard?: string }
       return code === "EEXIST"
         ? usage(`${Render.typed(job.out)} exists: collect writes a new file`)
-        : new CliError({ message: `cannot collect ${Render.typed(job.shards)}: ${code}`, code: ExitCode.Failure })
+        : new CliError({
+          message: shard === undefined
+            ? `cannot collect ${Render.typed(job.shards)}: ${code}`
+            : `cannot collect ${Render.typed(job.shards)}: the shard ${Render.typed(shard)} is ${code}`,
+          code: ExitCode.Failure
+        })
     }
   }).pipe(Effect.flatMap((collected) =>
     Console.log(

@@ -13,7 +13,6 @@ import { randomBytes } from "node:crypto"
 import { type FileHandle, lstat, mkdir, readdir } from "node:fs/promises"
 import { hostname } from "node:os"
 import * as Path from "node:path"
-import { createInterface } from "node:readline"
 import { resultLine } from "./checkpoint.js"
 import { createNew, openToRead, OWNER_ONLY } from "./files.js"
 
@@ -59,135 +58,180 @@ export interface Collected {
   readonly unreadable: number
 }
 
-const LINE = /^\{"index":(\d+),"outcome":"(Success|Failure)"/
+/** What starts a results line: its position (15 digits at most: a safe integer) and its outcome. */
+const LINE = /^\{"index":(\d{1,15}),"outcome":"(Success|Failure)"/
+
+/** Bytes of a line's start kept to read it: {@link LINE} fits in them. */
+const HEAD_BYTES = 64
 
 /**
- * Where each position's kept line is, as growable typed arrays: 15 bytes a person, so that a
- * million persons take 15 MB whatever their lines hold.
+ * Every results line read, where it is and what it says, in growable typed arrays: about 30 bytes
+ * a line, whatever the line holds and whatever position it claims (a hostile shard's index of
+ * 10^15 costs what any other line does).
  */
-class Positions {
-  shard = new Uint16Array(1024)
+class Lines {
+  count = 0
+  index = new Float64Array(1024)
   offset = new Float64Array(1024)
-  length = new Uint32Array(1024)
-  /** 0: none; 1: a failure; 2: a success. */
+  length = new Float64Array(1024)
+  shard = new Uint32Array(1024)
+  /** 1: a failure; 2: a success. */
   kind = new Uint8Array(1024)
-  highest = -1
 
-  private grow(index: number): void {
-    let size = this.kind.length
-    while (size <= index) size *= 2
-    if (size === this.kind.length) return
-    const grown = <T extends Uint16Array | Float64Array | Uint32Array | Uint8Array>(old: T, make: (n: number) => T) => {
-      const next = make(size)
-      next.set(old as never)
-      return next
+  add(index: number, kind: 1 | 2, shard: number, offset: number, length: number): void {
+    if (this.count === this.kind.length) {
+      const size = this.count * 2
+      const grown = <T extends Float64Array | Uint32Array | Uint8Array>(old: T, next: T): T => {
+        next.set(old as never)
+        return next
+      }
+      this.index = grown(this.index, new Float64Array(size))
+      this.offset = grown(this.offset, new Float64Array(size))
+      this.length = grown(this.length, new Float64Array(size))
+      this.shard = grown(this.shard, new Uint32Array(size))
+      this.kind = grown(this.kind, new Uint8Array(size))
     }
-    this.shard = grown(this.shard, (n) => new Uint16Array(n))
-    this.offset = grown(this.offset, (n) => new Float64Array(n))
-    this.length = grown(this.length, (n) => new Uint32Array(n))
-    this.kind = grown(this.kind, (n) => new Uint8Array(n))
+    const at = this.count++
+    this.index[at] = index
+    this.kind[at] = kind
+    this.shard[at] = shard
+    this.offset[at] = offset
+    this.length[at] = length
   }
 
-  /** Records a line; whether the position had one already. */
-  record(index: number, kind: 1 | 2, shard: number, offset: number, length: number): boolean {
-    this.grow(index)
-    const before = this.kind[index]!
-    this.highest = Math.max(this.highest, index)
-    // The first success stays; a failure is replaced by a success or by a later failure.
-    if (before !== 2) {
-      this.kind[index] = kind
-      this.shard[index] = shard
-      this.offset[index] = offset
-      this.length[index] = length
-    }
-    return before !== 0
+  /**
+   * The lines in the order they are kept: by position; for each, the first success (in the order
+   * read), else the last failure. The first line of each position is the one kept.
+   */
+  order(): Uint32Array {
+    const order = new Uint32Array(this.count)
+    for (let i = 0; i < this.count; i++) order[i] = i
+    return order.sort((a, b) =>
+      this.index[a]! - this.index[b]! || this.kind[b]! - this.kind[a]! || (this.kind[a] === 2 ? a - b : b - a)
+    )
   }
 }
 
-/** A shard's lines with their byte offsets; a last line without its newline is not given. */
-async function* linesWithOffsets(handle: FileHandle): AsyncGenerator<readonly [string, number, number]> {
-  // latin1: a character per byte, so lengths are byte counts (results lines escape non-ASCII anyway).
-  const lines = createInterface({
-    input: handle.createReadStream({ encoding: "latin1", autoClose: false }),
-    crlfDelay: Infinity
+/**
+ * A shard's whole lines: for each, its start (the first {@link HEAD_BYTES} bytes, as latin1), its
+ * offset and its length. Read in chunks: no line is held whole, however long. A last line without
+ * its newline (cut by a crash) is not given.
+ */
+async function* linesOf(handle: FileHandle): AsyncGenerator<readonly [string, number, number]> {
+  let head: Array<Buffer> = []
+  let headBytes = 0
+  let start = 0
+  let position = 0
+  for await (const chunk of handle.createReadStream({ autoClose: false }) as AsyncIterable<Buffer>) {
+    let from = 0
+    while (from < chunk.length) {
+      const newline = chunk.indexOf(0x0a, from)
+      const end = newline === -1 ? chunk.length : newline
+      if (headBytes < HEAD_BYTES) {
+        const kept = chunk.subarray(from, Math.min(end, from + HEAD_BYTES - headBytes))
+        head.push(kept)
+        headBytes += kept.length
+      }
+      if (newline === -1) break
+      yield [Buffer.concat(head).toString("latin1"), start, position + newline - start]
+      head = []
+      headBytes = 0
+      from = newline + 1
+      start = position + from
+    }
+    position += chunk.length
+  }
+}
+
+/** Most shards kept open at once while the merged file is written (the rest reopened as needed). */
+const OPEN_SHARDS = 128
+
+/** Copies `length` bytes at `offset` of `from` to `to`, a MiB at a time. */
+const copyRange = async (from: FileHandle, offset: number, length: number, to: FileHandle): Promise<void> => {
+  const buffer = Buffer.alloc(Math.min(length, 1 << 20))
+  for (let done = 0; done < length;) {
+    const { bytesRead } = await from.read(buffer, 0, Math.min(buffer.length, length - done), offset + done)
+    if (bytesRead === 0) throw Object.assign(new Error("a shard was cut while it was read"), { code: "ESHARD" })
+    await to.write(buffer.subarray(0, bytesRead))
+    done += bytesRead
+  }
+}
+
+/** Opens a shard to read, its name in the error when it cannot be (a link, a FIFO, gone). */
+const openShardToRead = (path: string): Promise<FileHandle> =>
+  openToRead(path).catch((error: NodeJS.ErrnoException) => {
+    throw Object.assign(new Error(`${Path.basename(path)}: ${error.code ?? "error"}`), {
+      code: error.code === "ELOOP" ? "a symbolic link" : error.code === "ENOTREG" ? "not a regular file" : error.code,
+      shard: Path.basename(path)
+    })
   })
-  const { size } = await handle.stat()
-  let offset = 0
-  for await (const line of lines) {
-    const end = offset + line.length
-    if (end < size) yield [line, offset, line.length]
-    offset = end + 1
-  }
-}
 
 /** Merges every `*.ndjson` shard of `directory` into `out` (created new, owner-only), in input order. */
 export const collect = async (directory: string, out: string): Promise<Collected> => {
   const names = (await readdir(directory)).filter((name) => name.endsWith(".ndjson")).sort()
-  if (names.length > 65_535) throw Object.assign(new Error("more than 65535 shards"), { code: "E2BIG" })
-  const positions = new Positions()
-  const shards: Array<FileHandle> = []
-  let duplicates = 0
+  const paths = names.map((name) => Path.join(directory, name))
+  const lines = new Lines()
   let unreadable = 0
-  try {
-    for (const name of names) {
-      const handle = await openToRead(Path.join(directory, name))
-      shards.push(handle)
-      for await (const [line, offset, length] of linesWithOffsets(handle)) {
-        const match = LINE.exec(line)
-        if (match === null) {
-          unreadable++
-          continue
-        }
-        if (positions.record(Number(match[1]), match[2] === "Success" ? 2 : 1, shards.length - 1, offset, length)) {
-          duplicates++
-        }
-      }
-    }
-    const output = await createNew(out)
-    let succeeded = 0
-    let failed = 0
-    let missing = 0
+  for (const [shard, path] of paths.entries()) {
+    const handle = await openShardToRead(path)
     try {
-      let pending: Array<Buffer> = []
-      let pendingBytes = 0
-      for (let index = 0; index <= positions.highest; index++) {
-        const kind = positions.kind[index]!
-        if (kind === 0) {
-          missing++
-          continue
-        }
-        if (kind === 2) succeeded++
-        else failed++
-        const line = Buffer.alloc(positions.length[index]! + 1)
-        await shards[positions.shard[index]!]!.read(line, 0, line.length - 1, positions.offset[index]!)
-        line[line.length - 1] = 0x0a
-        pending.push(line)
-        pendingBytes += line.length
-        if (pendingBytes > 1 << 20) {
-          await output.write(Buffer.concat(pending))
-          pending = []
-          pendingBytes = 0
-        }
+      for await (const [head, offset, length] of linesOf(handle)) {
+        const match = LINE.exec(head)
+        if (match === null) unreadable++
+        else lines.add(Number(match[1]), match[2] === "Success" ? 2 : 1, shard, offset, length)
       }
-      await output.write(Buffer.concat(pending))
-      await output.chmod(OWNER_ONLY)
     } finally {
-      await output.close()
+      await handle.close()
     }
-    return {
-      shards: names.length,
-      persons: succeeded + failed,
-      succeeded,
-      failed,
-      duplicates,
-      missing,
-      unreadable
+  }
+  const order = lines.order()
+  const open = new Map<number, FileHandle>()
+  const shardAt = async (shard: number): Promise<FileHandle> => {
+    const found = open.get(shard)
+    if (found !== undefined) return found
+    if (open.size >= OPEN_SHARDS) {
+      const [oldest, handle] = open.entries().next().value!
+      open.delete(oldest)
+      await handle.close()
     }
+    const handle = await openShardToRead(paths[shard]!)
+    open.set(shard, handle)
+    return handle
+  }
+  const output = await createNew(out)
+  let succeeded = 0
+  let failed = 0
+  let duplicates = 0
+  let highest = -1
+  try {
+    for (const line of order) {
+      const index = lines.index[line]!
+      if (index === highest) {
+        duplicates++
+        continue
+      }
+      highest = index
+      if (lines.kind[line] === 2) succeeded++
+      else failed++
+      await copyRange(await shardAt(lines.shard[line]!), lines.offset[line]!, lines.length[line]!, output)
+      await output.write("\n")
+    }
+    await output.chmod(OWNER_ONLY)
   } finally {
-    for (const handle of shards) await handle.close()
+    await output.close()
+    for (const handle of open.values()) await handle.close()
+  }
+  const persons = succeeded + failed
+  return {
+    shards: names.length,
+    persons,
+    succeeded,
+    failed,
+    duplicates,
+    missing: highest + 1 - persons,
+    unreadable
   }
 }
-
 /** Opens a shard for appending lines, one write at a time so that each line lands whole. */
 export const appender = (handle: FileHandle) => {
   let last: Promise<unknown> = Promise.resolve()

@@ -16,7 +16,7 @@ import type { ClinicalError } from "../../ClinicalError.js"
 import type * as PersonData from "../../PersonData.js"
 import { redactor } from "../redaction/redaction.js"
 import { decide, kindOf } from "./jobDecision.js"
-import { type JobData, openJob } from "./jobSeal.js"
+import { type JobData, jobId, openJob } from "./jobSeal.js"
 import type { Settings } from "./queueSettings.js"
 
 /** What a worker hands its sink for one person: the result, or the failure that is final. */
@@ -91,6 +91,8 @@ export interface Processor {
   readonly sink: Sink
   /** Told of each person done: the worker adds them up to the queue's count now and then. */
   readonly completed: () => void
+  /** Told of what the sink or the call threw (the person's PersonUid given, to scrub it out). */
+  readonly onForeignError: (what: string, error: unknown, personUid: string) => void
 }
 
 /**
@@ -111,10 +113,22 @@ export const processJob = (processor: Processor) => async (job: Job<JobData>): P
     throw thrown(new UnrecoverableError(`Unsealable: ${opened.left}`))
   }
   const { index, personUid } = opened.right
+  // A seal copied from another job (by whoever can write Redis) would read that job's person twice.
+  if (jobId(settings.keys, opened.right) !== job.id) {
+    count("failed", "Unsealable")
+    throw thrown(new UnrecoverableError("Unsealable: the job's sealed person is another job's"))
+  }
   const about = { index, jobId: String(job.id), personUid: Redacted.make(personUid) }
-  const outcome = await call(personUid)
+  // What the application's code throws (its sink, a layer of its own) may name the person: BullMQ
+  // keeps a fixed text instead, and the error itself goes to the worker's `onError`.
+  const foreign = (what: string) => (error: unknown): never => {
+    processor.onForeignError(what, error, personUid)
+    throw thrown(new Error(`${what}: the ${what === "SinkFailed" ? "sink" : "call"} threw (its error went to onError)`))
+  }
+  const outcome = await call(personUid).catch(foreign("CallFailed"))
+  const deliver = (record: JobRecord) => Promise.resolve().then(() => sink(record)).catch(foreign("SinkFailed"))
   if (Either.isRight(outcome)) {
-    await sink({ outcome: "Success", ...about, result: outcome.right })
+    await deliver({ outcome: "Success", ...about, result: outcome.right })
     processor.completed()
     count("completed")
     return null
@@ -124,13 +138,13 @@ export const processJob = (processor: Processor) => async (job: Job<JobData>): P
   const reason = reasonOf(error, personUid)
   switch (decision._tag) {
     case "Permanent":
-      await sink({ outcome: "Failure", ...about, error })
+      await deliver({ outcome: "Failure", ...about, error })
       count("failed", kindOf(error))
       throw thrown(new UnrecoverableError(reason))
     case "Retry": {
       const attempts = job.opts.attempts ?? 1
       const last = job.attemptsMade + 1 >= attempts
-      if (last) await sink({ outcome: "Failure", ...about, error })
+      if (last) await deliver({ outcome: "Failure", ...about, error })
       count(last ? "failed" : "retried", kindOf(error))
       throw thrown(new Error(reason))
     }
