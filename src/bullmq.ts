@@ -355,6 +355,12 @@ const enqueueLocked = async (
   let index = 0
   let added = 0
   let chunk: Array<{ name: string; data: JobData; opts: typeof jobOptions & { jobId: string } }> = []
+  /** How far the enqueue of this input went, when it has an id: persons read, and whether all were. */
+  const recordInput = async (finished: boolean) => {
+    if (inputKey === undefined) return
+    const record = JSON.stringify({ persons: index, done: finished })
+    await settings.connection.call("SET", inputKey, record, "EX", String(INPUT_RECORD_SECONDS))
+  }
   const flush = async () => {
     if (chunk.length === 0) return
     if (options.maxWaiting !== undefined) {
@@ -376,15 +382,7 @@ const enqueueLocked = async (
     await renew()
     added += chunk.length - existed
     chunk = []
-    if (inputKey !== undefined) {
-      await settings.connection.call(
-        "SET",
-        inputKey,
-        JSON.stringify({ persons: index, done: false }),
-        "EX",
-        String(INPUT_RECORD_SECONDS)
-      )
-    }
+    await recordInput(false)
   }
   if (record?.done !== true) {
     for await (const person of persons as AsyncIterable<PersonData.PersonUid>) {
@@ -395,15 +393,7 @@ const enqueueLocked = async (
       if (chunk.length >= chunkSize) await flush()
     }
     await flush()
-    if (inputKey !== undefined) {
-      await settings.connection.call(
-        "SET",
-        inputKey,
-        JSON.stringify({ persons: index, done: true }),
-        "EX",
-        String(INPUT_RECORD_SECONDS)
-      )
-    }
+    await recordInput(true)
   } else {
     index = record.persons
   }

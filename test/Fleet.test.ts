@@ -55,9 +55,7 @@ interface Worker {
 const running: Array<ChildProcess> = []
 afterEach(async () => {
   for (const child of running.splice(0)) child.kill("SIGKILL")
-  const admin = new Redis(redis.port, "127.0.0.1")
-  await admin.flushall()
-  admin.disconnect()
+  await RedisServer.flushAll(redis.port)
 })
 
 /** Starts one instance and resolves once it is connected and waiting for `go`. */

@@ -11,7 +11,7 @@ import { createClinicalClient } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { forms } from "./support/Leaks.js"
+import { expectNone } from "./support/Leaks.js"
 import * as RedisServer from "./support/RedisServer.js"
 
 const KEY = "q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="
@@ -44,9 +44,7 @@ afterAll(async () => {
 })
 afterEach(async () => {
   for (const connection of connections.splice(0)) connection.disconnect()
-  const admin = new Redis(redis.port, "127.0.0.1")
-  await admin.flushall()
-  admin.disconnect()
+  await RedisServer.flushAll(redis.port)
   await mock.clearFaults()
   await mock.resetCounters()
 })
@@ -68,36 +66,7 @@ const enqueue = (uids: Iterable<string>, options?: Partial<ClinicalQueue.Enqueue
     )
   )
 
-/** Every key of the Redis and every value it holds, as text: strings, hashes, lists, sets, sorted sets, streams. */
-const everything = async (): Promise<string> => {
-  const admin = connect()
-  const keys = await admin.keys("*")
-  const parts: Array<string> = [...keys]
-  for (const key of keys) {
-    const type = await admin.type(key)
-    const value = type === "string"
-      ? await admin.get(key)
-      : type === "hash"
-      ? await admin.hgetall(key)
-      : type === "list"
-      ? await admin.lrange(key, 0, -1)
-      : type === "set"
-      ? await admin.smembers(key)
-      : type === "zset"
-      ? await admin.zrange(key, 0, -1, "WITHSCORES")
-      : type === "stream"
-      ? await admin.xrange(key, "-", "+")
-      : `<${type}>`
-    parts.push(JSON.stringify(value))
-  }
-  return parts.join("\n")
-}
-
-/** Whether `text` holds any of `secrets` in any form a server or a store could write it. */
-const leaked = (text: string, secrets: ReadonlyArray<string>): Array<string> => {
-  const lower = text.toLowerCase()
-  return secrets.filter((secret) => forms(secret).some((form) => lower.includes(form.toLowerCase())))
-}
+const everything = () => RedisServer.contents(redis.port)
 
 /** A worker's client over the mock, the token shared through this Redis. */
 const clientLayer = (settings?: Partial<ClinicalConfig.Options>) =>
@@ -144,7 +113,7 @@ describe("enqueue", () => {
     expect(enqueued).toEqual({ persons: 60, added: 60, present: 0 })
     expect((await status()).waiting).toBe(60)
     const held = await everything()
-    expect(leaked(held, uids)).toEqual([])
+    expectNone("Redis", held, uids)
     expect(held).toContain("sealed")
   })
 
@@ -279,7 +248,7 @@ describe("work", () => {
     expect(counters.medicationRequests).toBe(persons.length)
     const after = await status()
     expect(after).toMatchObject({ waiting: 0, active: 0, failed: 0, delayed: 0 })
-    expect(leaked(await everything(), persons.map((person) => person.personUid))).toEqual([])
+    expectNone("Redis", await everything(), persons.map((person) => person.personUid))
   })
 
   it("an unknown person fails at once (UnrecoverableError): one request, its kind recorded, no PersonUid kept", async () => {
@@ -293,7 +262,7 @@ describe("work", () => {
     expect(after.failed).toBe(1)
     expect(after.failedByKind).toEqual([[expect.stringMatching(/^ApiError/), 1]])
     expect((await mock.counters()).medicationRequests).toBe(1)
-    expect(leaked(await everything(), [unknown])).toEqual([])
+    expectNone("Redis", await everything(), [unknown])
   })
 
   it("a transient failure is thrown and retried by BullMQ with backoff, then succeeds", async () => {
@@ -383,8 +352,8 @@ describe("work", () => {
     expect(thrown).toBe(1)
     expect(after.failedByKind).toEqual([["SinkFailed", 1]])
     expect(told.join("\n")).toContain("duplicate key value violates unique constraint (person_uid)=(<redacted>)")
-    expect(leaked(told.join("\n"), [uid])).toEqual([])
-    expect(leaked(await everything(), [uid])).toEqual([])
+    expectNone("onError", told.join("\n"), [uid])
+    expectNone("Redis", await everything(), [uid])
   })
 
   it("a seal copied from another job (someone wrote Redis) is refused: no person read twice", async () => {
@@ -483,7 +452,7 @@ describe("work", () => {
     const records = await work(1, (done) => done.length >= 1, undefined, { redactEchoedSecrets: true })
     const items = JSON.stringify(records[0]!.outcome === "Success" && records[0]!.result.items)
     expect(items).toContain("Echo of <redacted>")
-    expect(leaked(items, [echoing.personUid])).toEqual([])
+    expectNone("the items", items, [echoing.personUid])
   })
 
   it("the Promise form works over a Promise client", async () => {

@@ -54,9 +54,7 @@ afterAll(async () => {
 const running: Array<ChildProcess> = []
 afterEach(async () => {
   for (const child of running.splice(0)) child.kill("SIGKILL")
-  const admin = new Redis(redis.port, "127.0.0.1")
-  await admin.flushall()
-  admin.disconnect()
+  await RedisServer.flushAll(redis.port)
   await mock.clearFaults()
   await mock.resetCounters()
 })
@@ -148,37 +146,7 @@ const afterRequests = async (n: number) => {
   while ((await mock.counters()).medicationRequests < n) await new Promise((resolve) => setTimeout(resolve, 20))
 }
 
-/** Everything Redis holds, as text. */
-const everything = async (): Promise<string> => {
-  const admin = new Redis(redis.port, "127.0.0.1")
-  try {
-    const parts: Array<string> = []
-    for (const key of await admin.keys("*")) {
-      const type = await admin.type(key)
-      parts.push(
-        key,
-        JSON.stringify(
-          type === "string"
-            ? await admin.get(key)
-            : type === "hash"
-            ? await admin.hgetall(key)
-            : type === "list"
-            ? await admin.lrange(key, 0, -1)
-            : type === "set"
-            ? await admin.smembers(key)
-            : type === "zset"
-            ? await admin.zrange(key, 0, -1)
-            : type === "stream"
-            ? await admin.xrange(key, "-", "+")
-            : type
-        )
-      )
-    }
-    return parts.join("\n")
-  } finally {
-    admin.disconnect()
-  }
-}
+const everything = () => RedisServer.contents(redis.port)
 
 /** The secrets of a run: every PersonUid, the ApplicationId, and the token the mock saw. */
 const secrets = async (): Promise<Array<string>> => {

@@ -28,6 +28,14 @@ const queue = Options.text("queue").pipe(
   Options.withDefault("effect-clinical")
 )
 
+/** A number option, described, that may be left out. */
+const optional = (option: Options.Options<number>, description: string) =>
+  option.pipe(Options.withDescription(description), Options.optional)
+
+/** A number option, described, with its default. */
+const withDefault = (option: Options.Options<number>, description: string, fallback: number) =>
+  option.pipe(Options.withDescription(description), Options.withDefault(fallback))
+
 const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,64}$/
 
 const checkedQueue = (name: string): Effect.Effect<string, CliError> =>
@@ -76,24 +84,15 @@ const enqueueCommand = ({ dateOptions, dates, operationNamed }: Shared) =>
     queue,
     operation: Args.text({ name: "operation" }),
     personsFile: Options.file("persons-file").pipe(Options.withDescription("the PersonUids, one per line")),
-    attempts: Options.integer("attempts").pipe(
-      Options.withDescription("attempts per person before it fails (default 5)"),
-      Options.optional
-    ),
+    attempts: optional(Options.integer("attempts"), "attempts per person before it fails (default 5)"),
     again: Options.boolean("again").pipe(
       Options.withDescription("enqueue a file whose enqueue finished before anew (another run of the same input)")
     ),
-    fleetConcurrency: Options.integer("fleet-concurrency").pipe(
-      Options.withDescription("jobs active at once across all workers"),
-      Options.optional
-    ),
-    rate: Options.integer("rate").pipe(
-      Options.withDescription("jobs started per second across all workers"),
-      Options.optional
-    ),
-    maxWaiting: Options.integer("max-waiting").pipe(
-      Options.withDescription("most jobs waiting at once: beyond it, wait for the workers (about 1 KB of Redis each)"),
-      Options.optional
+    fleetConcurrency: optional(Options.integer("fleet-concurrency"), "jobs active at once across all workers"),
+    rate: optional(Options.integer("rate"), "jobs started per second across all workers"),
+    maxWaiting: optional(
+      Options.integer("max-waiting"),
+      "most jobs waiting at once: beyond it, wait for the workers (about 1 KB of Redis each)"
     ),
     ...dateOptions
   }, (options) =>
@@ -120,32 +119,31 @@ const workCommand = ({ operationNamed }: Shared) =>
   Command.make("work", {
     settingsFile,
     queue,
-    workers: Options.integer("workers").pipe(
-      Options.withDescription("BullMQ workers in this process (default 1; or one process per container)"),
-      Options.withDefault(1)
+    workers: withDefault(
+      Options.integer("workers"),
+      "BullMQ workers in this process (default 1; or one process per container)",
+      1
     ),
-    concurrency: Options.integer("concurrency").pipe(
-      Options.withDescription("jobs each worker runs at once (default 16)"),
-      Options.withDefault(16)
-    ),
+    concurrency: withDefault(Options.integer("concurrency"), "jobs each worker runs at once (default 16)", 16),
     shards: Options.directory("shards", { exists: "either" }).pipe(
       Options.withDescription("directory this process appends its results shard to (default queue-results)"),
       Options.withDefault("queue-results")
     ),
-    lockDuration: Options.float("lock-duration").pipe(
-      Options.withDescription("seconds a job stays locked to a worker that stopped renewing it (default 30)"),
-      Options.optional
+    lockDuration: optional(
+      Options.float("lock-duration"),
+      "seconds a job stays locked to a worker that stopped renewing it (default 30)"
     ),
-    stalledInterval: Options.float("stalled-interval").pipe(
-      Options.withDescription("seconds between checks for jobs whose worker died (default 30)"),
-      Options.optional
+    stalledInterval: optional(
+      Options.float("stalled-interval"),
+      "seconds between checks for jobs whose worker died (default 30)"
     ),
     untilEmpty: Options.boolean("until-empty").pipe(
       Options.withDescription("stop once no job is waiting, active or delayed (else: until SIGTERM or Ctrl-C)")
     ),
-    progressEvery: Options.float("progress-every").pipe(
-      Options.withDescription("seconds between progress lines on stderr (default 10)"),
-      Options.withDefault(10)
+    progressEvery: withDefault(
+      Options.float("progress-every"),
+      "seconds between progress lines on stderr (default 10)",
+      10
     )
   }, (options) =>
     Effect.gen(function*() {
@@ -171,10 +169,7 @@ const statusCommand = Command.make("status", {
   settingsFile,
   queue,
   json: Options.boolean("json").pipe(Options.withDescription("print JSON instead of a table")),
-  sample: Options.float("sample").pipe(
-    Options.withDescription("seconds to watch for the rate and ETA (default 1; 0: none)"),
-    Options.withDefault(1)
-  )
+  sample: withDefault(Options.float("sample"), "seconds to watch for the rate and ETA (default 1; 0: none)", 1)
 }, (options) =>
   Effect.gen(function*() {
     const sample = yield* seconds("sample", Option.some(options.sample), 0, 600)

@@ -31,13 +31,19 @@ afterAll(async () => {
   await Promise.all([server?.stop(), mock?.close()])
   Fs.rmSync(dir, { recursive: true, force: true })
 })
-afterEach(async () => {
-  const admin = new Redis(server.port, "127.0.0.1")
-  await admin.flushall()
-  admin.disconnect()
-})
+afterEach(() => RedisServer.flushAll(server.port))
 
 const personUids = () => mock.persons.map((person) => person.personUid)
+
+/** The mock's persons, enqueued for medications. */
+const enqueueAll = () =>
+  Effect.runPromise(
+    ClinicalQueue.enqueue({
+      connection: new Redis(server.url, { maxRetriesPerRequest: null }),
+      sealingKey,
+      operation: PersonData.medications
+    }, personUids())
+  )
 
 describe("docs/distributed.md", () => {
   it("the command-line session prints what the page shows", async () => {
@@ -66,13 +72,7 @@ describe("docs/distributed.md", () => {
       saved.push(index)
       expect(items.length).toBeGreaterThan(0)
     }
-    await Effect.runPromise(
-      ClinicalQueue.enqueue({
-        connection: new Redis(redisUrl, { maxRetriesPerRequest: null }),
-        sealingKey,
-        operation: PersonData.medications
-      }, personUids())
-    )
+    await enqueueAll()
     // #region effect
     // BullMQ's connection: commands wait out a Redis restart rather than fail.
     const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
@@ -110,13 +110,7 @@ describe("docs/distributed.md", () => {
     const save = async (index: number) => {
       saved.push(index)
     }
-    await Effect.runPromise(
-      ClinicalQueue.enqueue({
-        connection: new Redis(redisUrl, { maxRetriesPerRequest: null }),
-        sealingKey,
-        operation: PersonData.medications
-      }, personUids())
-    )
+    await enqueueAll()
     // #region promise
     const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
     const clinical = createClinicalClient({ ...options, retryRateLimited: false })

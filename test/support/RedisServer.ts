@@ -3,6 +3,7 @@
  * free loopback port, with no persistence, stopped when the test is done. The tests talk to it over
  * real sockets; there is no Redis mock.
  */
+import { Redis } from "ioredis"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Net from "node:net"
 import { freePort } from "./Ports.js"
@@ -101,4 +102,39 @@ export const start = async (options?: { readonly appendOnlyDir?: string }): Prom
     resume: () => child.kill("SIGCONT"),
     stop: kill
   }
+}
+
+/** Every key of the server on `port` and every value it holds, as text: strings, hashes, lists, sets, sorted sets, streams. */
+export const contents = async (port: number): Promise<string> => {
+  const admin = new Redis(port, "127.0.0.1")
+  try {
+    const parts: Array<string> = []
+    for (const key of await admin.keys("*")) {
+      const type = await admin.type(key)
+      const value = type === "string"
+        ? await admin.get(key)
+        : type === "hash"
+        ? await admin.hgetall(key)
+        : type === "list"
+        ? await admin.lrange(key, 0, -1)
+        : type === "set"
+        ? await admin.smembers(key)
+        : type === "zset"
+        ? await admin.zrange(key, 0, -1, "WITHSCORES")
+        : type === "stream"
+        ? await admin.xrange(key, "-", "+")
+        : `<${type}>`
+      parts.push(key, JSON.stringify(value))
+    }
+    return parts.join("\n")
+  } finally {
+    admin.disconnect()
+  }
+}
+
+/** Empties the server on `port`. */
+export const flushAll = async (port: number): Promise<void> => {
+  const admin = new Redis(port, "127.0.0.1")
+  await admin.flushall()
+  admin.disconnect()
 }
