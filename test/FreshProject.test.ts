@@ -11,6 +11,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { promisify } from "node:util"
 import { afterAll, describe, expect, it } from "vitest"
+import * as RedisServer from "./support/RedisServer.js"
 
 const run = promisify(execFile)
 const root = Path.resolve(import.meta.dirname, "..")
@@ -125,6 +126,39 @@ export const count = async (): Promise<number> => {
 }
 `
 
+/** docs/distributed.md's Promise worker, as an application writes it: a queue of the mock's persons, read once. */
+const QUEUE_PROGRAM = `
+import { Effect, Redacted } from "effect"
+import { PersonData } from "effect-clinical"
+import * as ClinicalQueue from "effect-clinical/bullmq"
+import { createClinicalClient } from "effect-clinical/promise"
+import { MockClinicalServer } from "effect-clinical/testing"
+import { Redis } from "ioredis"
+
+const mock = await MockClinicalServer.start()
+const connection = new Redis(process.env.CLINICAL_REDIS_URL, { maxRetriesPerRequest: null })
+const sealingKey = Redacted.make(process.env.CLINICAL_SEALING_KEY)
+const options = { connection, sealingKey, operation: PersonData.medications }
+await Effect.runPromise(ClinicalQueue.enqueue(options, mock.persons.map((person) => person.personUid)))
+const clinical = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId, retryRateLimited: false })
+const indices = []
+let finish
+const finished = new Promise((resolve) => (finish = resolve))
+const worker = await ClinicalQueue.createWorker(clinical, {
+  ...options,
+  sink: (record) => {
+    indices.push(record.index)
+    if (indices.length === mock.persons.length) finish()
+  }
+})
+await finished
+await worker.close()
+await clinical.close()
+await connection.quit()
+await mock.close()
+console.log("queue", indices.sort().join(","))
+`
+
 /** Type-checked, not run: the Effect API's declarations, seen from an ES module. */
 const ESM_TYPES_FILE = `
 import { Effect } from "effect"
@@ -141,6 +175,7 @@ export const wrong = PersonData.getAs(PersonData.ethnicities, "Ethnicity", "uid"
 
 describe("a fresh project that installs the packed library with the README's install line", () => {
   let project = ""
+  let tarball = ""
   // The tarball's directory and the project (its node_modules some 100 MB): removed after the file.
   const made: Array<string> = []
   afterAll(() => {
@@ -153,7 +188,7 @@ describe("a fresh project that installs the packed library with the README's ins
     const packed = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-pack-"))
     made.push(packed)
     const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packed], { cwd: root })
-    const tarball = Path.join(packed, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename)
+    tarball = Path.join(packed, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename)
     const fresh = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-fresh-"))
     made.push(fresh)
     Fs.writeFileSync(Path.join(fresh, "package.json"), JSON.stringify({ name: "fresh", private: true, type: "module" }))
@@ -351,6 +386,46 @@ process.exitCode = outcomes.join() === "ServerError,Unauthorized" ? 0 : 1
         env: { ...process.env, NO_COLOR: "1" }
       })
       expect(stdout).toMatch(/Tests\s+1 passed/)
+    },
+    300_000
+  )
+
+  it(
+    "the queue: its command names BullMQ until installed; docs/distributed.md's line installs it; a Promise worker and queue status run",
+    async () => {
+      const redis = await RedisServer.start()
+      const bin = Path.join(fresh(), "node_modules/effect-clinical/dist/bin/effect-clinical.js")
+      const env = {
+        PATH: process.env.PATH ?? "",
+        CLINICAL_REDIS_URL: redis.url,
+        CLINICAL_SEALING_KEY: "q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4=",
+        CLINICAL_BASE_URL: "http://127.0.0.1:1",
+        CLINICAL_APPLICATION_ID: MockClinicalServer.demoApplicationId
+      }
+      try {
+        const missing = await run(process.execPath, [bin, "queue", "status"], { cwd: fresh(), env }).then(
+          () => ({ code: 0, stderr: "" }),
+          (error: { code: number; stderr: string }) => error
+        )
+        expect(missing).toMatchObject({
+          code: 2,
+          stderr: expect.stringContaining("npm install bullmq@^6.7 ioredis@^5")
+        })
+        const [npm, ...args] = installLineOf("docs/distributed.md", "npm install effect-clinical bullmq").split(/\s+/)
+          .map((word) => (word === "effect-clinical" ? tarball : word))
+        await run(npm!, args, { cwd: fresh(), timeout: 240_000 })
+        Fs.writeFileSync(Path.join(fresh(), "queue.mjs"), QUEUE_PROGRAM)
+        const { stdout } = await run(process.execPath, ["queue.mjs"], { cwd: fresh(), env, timeout: 60_000 })
+        expect(stdout.trim()).toBe("queue 0,1,2")
+        const status = await run(process.execPath, [bin, "queue", "status", "--json", "--sample", "0"], {
+          cwd: fresh(),
+          env,
+          timeout: 60_000
+        })
+        expect(JSON.parse(status.stdout)).toMatchObject({ operation: "medications", done: 3, waiting: 0, failed: 0 })
+      } finally {
+        await redis.stop()
+      }
     },
     300_000
   )

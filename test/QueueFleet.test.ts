@@ -20,6 +20,8 @@ import * as RedisServer from "./support/RedisServer.js"
 
 const SEALING_KEY = "q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="
 const PERSONS = 5_000
+/** Persons of the runs that kill a worker, throttle the fleet or restart Redis (a quarter through each). */
+const RESILIENCE_PERSONS = 2_000
 
 /** The last one's service echoes the person's own PersonUid inside an item: the shards must not keep it. */
 const persons: Array<MockClinicalServer.MockPerson> = Array.from({ length: PERSONS }, (_, i) => {
@@ -132,8 +134,8 @@ const collect = async (
 }
 
 /** Every person once, in input order, with their own medications. */
-const expectEveryPersonOnce = (lines: ReadonlyArray<Record<string, unknown>>) => {
-  expect(lines).toHaveLength(PERSONS)
+const expectEveryPersonOnce = (lines: ReadonlyArray<Record<string, unknown>>, count = PERSONS) => {
+  expect(lines).toHaveLength(count)
   lines.forEach((line, index) => {
     expect(line.index).toBe(index)
     expect(line.outcome).toBe("Success")
@@ -202,7 +204,7 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
   })
 
   it("a worker killed with SIGKILL mid-run: its jobs go to the others; every person once, nothing lost", async () => {
-    await enqueue()
+    await enqueue(firstPersons(RESILIENCE_PERSONS), RESILIENCE_PERSONS)
     // Slower answers, so that the kill falls mid-run.
     await mock.setRandomFaults("medications", {
       seed: 7,
@@ -211,22 +213,22 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
     const shards = Path.join(dir, "shards-kill")
     const args = ["--lock-duration", "2", "--stalled-interval", "2"]
     const workers = Array.from({ length: 4 }, () => worker(shards, args))
-    await afterRequests(1_000)
+    await afterRequests(RESILIENCE_PERSONS / 4)
     workers[0]!.child.kill("SIGKILL")
     const exits = await Promise.all(workers.map((started) => started.exited))
     expect(exits[0]!.signal).toBe("SIGKILL")
     for (const exit of exits.slice(1)) expect(exit).toMatchObject({ code: 0 })
     const { lines } = await collect(shards)
-    expectEveryPersonOnce(lines)
+    expectEveryPersonOnce(lines, RESILIENCE_PERSONS)
     // The killed worker's persons in flight were read again (at least once): never fewer requests than persons.
-    expect((await mock.counters()).medicationRequests).toBeGreaterThanOrEqual(PERSONS)
+    expect((await mock.counters()).medicationRequests).toBeGreaterThanOrEqual(RESILIENCE_PERSONS)
   })
 
   it("a 429 storm with Retry-After 2: the whole queue pauses (no data request during it), then finishes", async () => {
-    await enqueue()
+    await enqueue(firstPersons(RESILIENCE_PERSONS), RESILIENCE_PERSONS)
     const shards = Path.join(dir, "shards-429")
     const workers = Array.from({ length: 4 }, () => worker(shards))
-    await afterRequests(1_500)
+    await afterRequests(RESILIENCE_PERSONS / 4)
     await mock.injectFaults(
       "medications",
       Array.from({ length: 30 }, () => MockClinicalServer.Fault.status(429, { retryAfter: 2 }))
@@ -234,7 +236,7 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
     const exits = await Promise.all(workers.map((started) => started.exited))
     for (const exit of exits) expect(exit).toMatchObject({ code: 0 })
     const { lines } = await collect(shards)
-    expectEveryPersonOnce(lines)
+    expectEveryPersonOnce(lines, RESILIENCE_PERSONS)
     const log = (await mock.requestLog()).filter((entry) => entry.operation === "medications")
     const first = log.find((entry) => entry.status === 429)!
     // Requests already on their way when the first 429 was sent may land just after it; then none until it ends.
@@ -244,20 +246,20 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
   })
 
   it("Redis restarted mid-run: the workers reconnect and finish; nothing lost or repeated in the results", async () => {
-    await enqueue()
+    await enqueue(firstPersons(RESILIENCE_PERSONS), RESILIENCE_PERSONS)
     await mock.setRandomFaults("medications", {
       seed: 9,
       faults: [{ probability: 1, fault: MockClinicalServer.Fault.delay("4 millis") }]
     })
     const shards = Path.join(dir, "shards-restart")
     // A job whose completion was lost with the connection is taken back after its lock and a stall check.
-    const workers = Array.from({ length: 4 }, () => worker(shards, ["--lock-duration", "5", "--stalled-interval", "5"]))
-    await afterRequests(1_000)
+    const workers = Array.from({ length: 4 }, () => worker(shards, ["--lock-duration", "3", "--stalled-interval", "3"]))
+    await afterRequests(RESILIENCE_PERSONS / 4)
     await redis.restart()
     const exits = await Promise.all(workers.map((started) => started.exited))
     for (const exit of exits) expect(exit).toMatchObject({ code: 0 })
     const { lines } = await collect(shards)
-    expectEveryPersonOnce(lines)
+    expectEveryPersonOnce(lines, RESILIENCE_PERSONS)
   })
 
   it("a refused ApplicationId: the queue is paused with the reason, work --until-empty exits 4; resumed, it finishes", async () => {
