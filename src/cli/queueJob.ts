@@ -85,17 +85,26 @@ const queueSettings = (file: Option.Option<string>): Effect.Effect<QueueEnvironm
       )
     ))
 
-/** An ioredis connection for BullMQ, closed with the scope; its errors told on stderr at most every 5 s. */
+/**
+ * A warning on stderr, made printable, at most one every 5 s for each `about`: a Redis that is gone,
+ * or a sink that cannot write, would otherwise say so for every job.
+ */
+const warner = (about: string) => {
+  let toldAt = 0
+  return (text: string): void => {
+    if (Date.now() - toldAt < 5_000) return
+    toldAt = Date.now()
+    process.stderr.write(`warning: ${about}: ${Render.printable(text)}\n`)
+  }
+}
+
+/** An ioredis connection for BullMQ, closed with the scope; its errors told on stderr. */
 const connection = (url: Redacted.Redacted<string>, options: Record<string, unknown> = {}) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const client = new Redis(Redacted.value(url), { maxRetriesPerRequest: null, ...options })
-      let toldAt = 0
-      client.on("error", (error: Error) => {
-        if (Date.now() - toldAt < 5_000) return
-        toldAt = Date.now()
-        process.stderr.write(`warning: Redis: ${Render.printable(hidePassword(error.message, url))}\n`)
-      })
+      const warn = warner("Redis")
+      client.on("error", (error: Error) => warn(hidePassword(error.message, url)))
       return client
     }),
     (client) => Effect.promise(() => client.quit().catch(() => client.disconnect()))
@@ -270,6 +279,7 @@ export const work = (job: Work) =>
         }))
       )
     )
+    const warnWork = warner("queue work")
     yield* Effect.forEach(
       Array.from({ length: job.workers }),
       () =>
@@ -279,6 +289,8 @@ export const work = (job: Work) =>
           sink,
           // The shards are files we write: a PersonUid the service echoes in an item is not kept.
           redactEchoedSecrets: true,
+          // A shard that cannot be written (a full disk), or BullMQ's own trouble: scrubbed of the person.
+          onError: (error) => warnWork(hidePassword(error.message, environment.redisUrl)),
           concurrency: job.concurrency,
           lockDuration: job.lockDuration,
           stalledInterval: job.stalledInterval
