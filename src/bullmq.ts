@@ -88,8 +88,6 @@ const bullQueue = (settings: Settings, onError: (error: unknown) => void = () =>
 /** What the queue records of itself (a Redis hash beside BullMQ's keys): nothing secret. */
 export interface QueueMeta {
   readonly operation: string | undefined
-  readonly startDate: string | undefined
-  readonly endDate: string | undefined
   /** Why the queue was paused by a worker (refused credentials), until {@link resume}. */
   readonly pausedBecause: string | undefined
   readonly keyCheck: string | undefined
@@ -110,20 +108,16 @@ const readMeta = async (settings: Settings): Promise<QueueMeta> => {
     "HMGET",
     settings.metaKey,
     "operation",
-    "startDate",
-    "endDate",
     "pausedBecause",
     "keyCheck",
     "done",
     "persons"
   ) as Array<string | null>
-  const [operation, startDate, endDate, pausedBecause, check, done, persons] = fields.map((field) =>
+  const [operation, pausedBecause, check, done, persons] = fields.map((field) =>
     field === null || field === "" ? undefined : field
   )
   return {
     operation,
-    startDate,
-    endDate,
     pausedBecause,
     keyCheck: check,
     done: count(done),
@@ -243,8 +237,8 @@ const personText = (person: unknown): string => {
 
 /**
  * One job per person of `persons` (PersonUids, plain or `Redacted`; an iterable or an async
- * iterable, read lazily), each sealed, with a stable id. The queue records the operation and the
- * date range (every worker reads them); a queue holding another operation's jobs is refused.
+ * iterable, read lazily), each sealed with the date range it is read with, under a stable id. The
+ * queue records its operation (every worker checks it); a queue holding another's jobs is refused.
  */
 export const enqueue = (
   options: EnqueueOptions,
@@ -307,26 +301,14 @@ const enqueueLocked = async (
   const meta = await readMeta(settings)
   const refused = refusal(settings, meta, operation)
   if (refused !== undefined) throw refused
-  // Every job of a queue is read with its range: another range waits for the queue to be empty.
+  // Each job carries its range (sealed with the person): enqueues of different ranges can share a queue.
   const [startDate, endDate] = [dayOf(options.startDate), dayOf(options.endDate)]
-  if ((meta.startDate ?? "") !== startDate || (meta.endDate ?? "") !== endDate) {
-    const counts = await queue.getJobCounts("waiting", "active", "delayed", "prioritized")
-    if (Object.values(counts).some((n) => n > 0)) {
-      throw new InvalidConfig({
-        setting: "startDate",
-        reason: `the queue "${settings.name}" holds jobs for another date range: let it empty, or use another queue`
-      })
-    }
-  }
+  const range = { ...(startDate === "" ? {} : { startDate }), ...(endDate === "" ? {} : { endDate }) }
   await settings.connection.call(
     "HSET",
     settings.metaKey,
     "operation",
     operation,
-    "startDate",
-    startDate,
-    "endDate",
-    endDate,
     "keyCheck",
     keyCheck(settings.keys)
   )
@@ -388,7 +370,7 @@ const enqueueLocked = async (
     for await (const person of persons as AsyncIterable<PersonData.PersonUid>) {
       const at = index++
       if (at < done) continue
-      const job = sealJob(settings.keys, { personUid: personText(person), index: at })
+      const job = sealJob(settings.keys, { personUid: personText(person), index: at }, range)
       chunk.push({ name: "person", data: job.data, opts: { ...jobOptions, jobId: job.id } })
       if (chunk.length >= chunkSize) await flush()
     }
@@ -585,11 +567,7 @@ const startWorker = async (
   const meta = await readMeta(settings)
   const refused = refusal(settings, meta, nameOf(operation))
   if (refused !== undefined) throw refused
-  const range: PersonData.GetOptions = {
-    ...(meta.startDate ? { startDate: meta.startDate } : {}),
-    ...(meta.endDate ? { endDate: meta.endDate } : {}),
-    ...(options.redactEchoedSecrets === true ? { redactEchoedSecrets: true } : {})
-  }
+  const echoes: PersonData.GetOptions = options.redactEchoedSecrets === true ? { redactEchoedSecrets: true } : {}
   const report = (error: unknown) => options.onError?.(queueError("work")(error))
   const queue = bullQueue(settings, report)
   // The queue keeps no completed job (removeOnComplete): this count, added up now and then rather
@@ -607,7 +585,7 @@ const startWorker = async (
         settings,
         queue,
         sink: options.sink,
-        call: (personUid) => get(operation, personUid, range),
+        call: (personUid, range) => get(operation, personUid, { ...range, ...echoes }),
         completed: () => done++,
         onForeignError: (what, error, personUid) =>
           report(

@@ -16,7 +16,7 @@ import type { ClinicalError } from "../../ClinicalError.js"
 import type * as PersonData from "../../PersonData.js"
 import { redactor } from "../redaction/redaction.js"
 import { decide, kindOf } from "./jobDecision.js"
-import { type JobData, jobId, openJob } from "./jobSeal.js"
+import { type JobData, jobId, type JobRange, openJob } from "./jobSeal.js"
 import type { Settings } from "./queueSettings.js"
 
 /** What a worker hands its sink for one person: the result, or the failure that is final. */
@@ -46,7 +46,8 @@ export type Sink = (record: JobRecord) => Promise<void> | void
 
 /** The call of a person: its result or its typed failure, never a throw. */
 export type Call = (
-  personUid: string
+  personUid: string,
+  range: JobRange
 ) => Promise<Either.Either<PersonData.Result<PersonData.Item>, ClinicalError>>
 
 const jobs = Metric.counter("clinical_queue_jobs_total", {
@@ -114,7 +115,7 @@ export const processJob = (processor: Processor) => async (job: Job<JobData>): P
   }
   const { index, personUid } = opened.right
   // A seal copied from another job (by whoever can write Redis) would read that job's person twice.
-  if (jobId(settings.keys, opened.right) !== job.id) {
+  if (jobId(settings.keys, opened.right, opened.right.range) !== job.id) {
     count("failed", "Unsealable")
     throw thrown(new UnrecoverableError("Unsealable: the job's sealed person is another job's"))
   }
@@ -125,7 +126,7 @@ export const processJob = (processor: Processor) => async (job: Job<JobData>): P
     processor.onForeignError(what, error, personUid)
     throw thrown(new Error(`${what}: the ${what === "SinkFailed" ? "sink" : "call"} threw (its error went to onError)`))
   }
-  const outcome = await call(personUid).catch(foreign("CallFailed"))
+  const outcome = await call(personUid, opened.right.range).catch(foreign("CallFailed"))
   const deliver = (record: JobRecord) => Promise.resolve().then(() => sink(record)).catch(foreign("SinkFailed"))
   if (Either.isRight(outcome)) {
     await deliver({ outcome: "Success", ...about, result: outcome.right })

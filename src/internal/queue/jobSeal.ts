@@ -43,6 +43,12 @@ export interface JobPerson {
   readonly index: number
 }
 
+/** The date range a job is read with (`YYYY-MM-DD`), each end when given: it travels with the job. */
+export interface JobRange {
+  readonly startDate?: string | undefined
+  readonly endDate?: string | undefined
+}
+
 const IV_BYTES = 12
 const TAG_BYTES = 16
 /** Longest sealed text read: a PersonUid is at most 2,048 characters. */
@@ -55,31 +61,40 @@ const MAX_SEALED_LENGTH = 16 * 1024
 const bounded = (personUid: string): string =>
   personUid.length > MAX_PERSON_UID_LENGTH ? personUid.slice(0, MAX_PERSON_UID_LENGTH + 1) : personUid
 
-/** The job of the person at `index`: its data, and its id. */
-export const sealJob = (keys: JobKeys, person: JobPerson): { readonly id: string; readonly data: JobData } => {
+/** The job of the person at `index`, read with `range`: its data, and its id. */
+export const sealJob = (
+  keys: JobKeys,
+  person: JobPerson,
+  range: JobRange = {}
+): { readonly id: string; readonly data: JobData } => {
   const personUid = bounded(person.personUid)
   const iv = Crypto.randomBytes(IV_BYTES)
   const cipher = Crypto.createCipheriv("aes-256-gcm", Redacted.value(keys.seal), iv)
   cipher.setAAD(Buffer.from(keys.binding, "utf8"))
-  const json = JSON.stringify({ p: personUid, i: person.index })
+  const json = JSON.stringify({ p: personUid, i: person.index, s: range.startDate, e: range.endDate })
   const sealed = Buffer.concat([iv, cipher.update(json, "utf8"), cipher.final(), cipher.getAuthTag()])
-  return { id: jobId(keys, { personUid, index: person.index }), data: { sealed: sealed.toString("base64") } }
+  return { id: jobId(keys, { personUid, index: person.index }, range), data: { sealed: sealed.toString("base64") } }
 }
 
 /**
- * A job's id: 32 hex digits of an HMAC of the person and their position. The same input enqueued
- * again gives the same ids (BullMQ adds no job whose id exists); without the key, an id cannot be
- * traced back to a person, nor a guessed person checked against it.
+ * A job's id: 32 hex digits of an HMAC of the person, their position and the range. The same input
+ * enqueued again gives the same ids (BullMQ adds no job whose id exists); without the key, an id
+ * cannot be traced back to a person, nor a guessed person checked against it.
  */
-export const jobId = (keys: JobKeys, person: JobPerson): string =>
-  Crypto.createHmac("sha256", Redacted.value(keys.name)).update(`${person.index}\n${person.personUid}`).digest("hex")
+export const jobId = (keys: JobKeys, person: JobPerson, range: JobRange = {}): string =>
+  Crypto.createHmac("sha256", Redacted.value(keys.name))
+    .update(`${person.index}\n${person.personUid}\n${range.startDate ?? ""}\n${range.endDate ?? ""}`)
+    .digest("hex")
     .slice(0, 32)
 
 /**
  * The person a job's data holds, or why it holds none (never the data itself): not ours, cut,
  * sealed under another key or for another queue, or tampered with.
  */
-export const openJob = (keys: JobKeys, data: unknown): Either.Either<JobPerson, string> => {
+export const openJob = (
+  keys: JobKeys,
+  data: unknown
+): Either.Either<JobPerson & { readonly range: JobRange }, string> => {
   const sealedText = typeof data === "object" && data !== null ? (data as { sealed?: unknown }).sealed : undefined
   if (typeof sealedText !== "string" || sealedText.length > MAX_SEALED_LENGTH) {
     return Either.left("the job holds no sealed person: it was not added by effect-clinical")
@@ -98,15 +113,23 @@ export const openJob = (keys: JobKeys, data: unknown): Either.Either<JobPerson, 
       "the job's sealed person does not open: another sealing key, another queue, or tampered with"
     )
   }
-  let opened: { readonly p?: unknown; readonly i?: unknown } | null
+  let opened: { readonly p?: unknown; readonly i?: unknown; readonly s?: unknown; readonly e?: unknown } | null
   try {
     opened = JSON.parse(json) as typeof opened
   } catch {
     opened = null
   }
-  const { i, p } = opened ?? {}
-  return typeof p === "string" && Number.isSafeInteger(i) && (i as number) >= 0
-    ? Either.right({ personUid: p, index: i as number })
+  const { e, i, p, s } = opened ?? {}
+  const day = (value: unknown) => value === undefined || typeof value === "string"
+  return typeof p === "string" && Number.isSafeInteger(i) && (i as number) >= 0 && day(s) && day(e)
+    ? Either.right({
+      personUid: p,
+      index: i as number,
+      range: {
+        ...(s === undefined ? {} : { startDate: s as string }),
+        ...(e === undefined ? {} : { endDate: e as string })
+      }
+    })
     : Either.left("the job's sealed person is not one effect-clinical wrote")
 }
 
