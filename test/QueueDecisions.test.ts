@@ -1,0 +1,144 @@
+/**
+ * The queue's pure parts, as tables: what each typed failure means to BullMQ (`jobDecision`), and
+ * what a job's seal holds and refuses (`jobSeal`). Their effects are tested on a real Redis in
+ * Queue.test.ts and QueueFleet.test.ts.
+ */
+import { Either, Redacted } from "effect"
+import { ClinicalError } from "effect-clinical"
+import { describe, expect, it } from "vitest"
+import { decide, kindOf } from "../src/internal/queue/jobDecision.js"
+import { jobId, jobKeys, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
+import { sealingKey } from "../src/internal/token/storedEntry.js"
+
+const at = { operation: "medications", method: "POST", url: "https://h/api/Medications" }
+const token = { operation: "token", method: "POST", url: "https://h/api/Server/Token" }
+
+describe("decide: a failed call in BullMQ's terms", () => {
+  const cases: ReadonlyArray<readonly [string, ClinicalError.ClinicalError, ReturnType<typeof decide>]> = [
+    [
+      "the person unknown (ApiError)",
+      new ClinicalError.ApiError({ ...at, status: 400, errorType: "PersonNotFound", errorMessage: null }),
+      { _tag: "Permanent" }
+    ],
+    ["a 400 from a data host", new ClinicalError.BadRequest({ ...at, status: 400 }), { _tag: "Permanent" }],
+    [
+      "a body that does not read",
+      new ClinicalError.ResponseDecodeError({ ...at, status: 200, reason: "r" }),
+      { _tag: "Permanent" }
+    ],
+    [
+      "a refused PersonUid",
+      new ClinicalError.InvalidRequest({ operation: "medications", field: "personUid", reason: "r" }),
+      { _tag: "Permanent" }
+    ],
+    [
+      "a 429 with Retry-After 2 s",
+      new ClinicalError.RateLimited({ ...at, status: 429, retryAfterMillis: 2_000 }),
+      { _tag: "PauseFleet", millis: 2_000 }
+    ],
+    [
+      "a 429 without Retry-After: a second",
+      new ClinicalError.RateLimited({ ...at, status: 429 }),
+      { _tag: "PauseFleet", millis: 1_000 }
+    ],
+    [
+      "a 503 with Retry-After 5 s",
+      new ClinicalError.ServerError({ ...at, status: 503, retryAfterMillis: 5_000 }),
+      { _tag: "PauseFleet", millis: 5_000 }
+    ],
+    ["a 500", new ClinicalError.ServerError({ ...at, status: 500 }), { _tag: "Retry" }],
+    [
+      "the circuit open, probed in 300 ms: a second at least",
+      new ClinicalError.CircuitOpen({ operation: "medications", retryAfterMillis: 300 }),
+      { _tag: "PauseFleet", millis: 1_000 }
+    ],
+    [
+      "the network",
+      new ClinicalError.TransportError({ ...at, reason: "Network", detail: "d" }),
+      { _tag: "Retry" }
+    ],
+    [
+      "the token endpoint refusing the ApplicationId",
+      new ClinicalError.BadRequest({ ...token, status: 400 }),
+      {
+        _tag: "PauseQueue",
+        reason: "the token endpoint refused the ApplicationId (BadRequest): check CLINICAL_APPLICATION_ID"
+      }
+    ],
+    [
+      "a data host refusing a fresh token",
+      new ClinicalError.Unauthorized({ ...at, status: 401 }),
+      {
+        _tag: "PauseQueue",
+        reason: "the service refused a fresh token (Unauthorized): check the ApplicationId and the service's hosts"
+      }
+    ],
+    [
+      "a refused date range: every person would be refused",
+      new ClinicalError.InvalidRequest({ operation: "medications", field: "startDate", reason: "r" }),
+      { _tag: "PauseQueue", reason: "every person would be refused: InvalidRequest startDate of the request" }
+    ]
+  ]
+  for (const [name, error, decision] of cases) {
+    it(name, () => expect(decide(error)).toEqual(decision))
+  }
+})
+
+describe("kindOf: how failures are grouped, never a value", () => {
+  it("the tag, an ApiError's ErrorType or a TransportError's reason, cut and made safe", () => {
+    expect(kindOf(new ClinicalError.ServerError({ ...at, status: 500 }))).toBe("ServerError")
+    expect(kindOf(new ClinicalError.TransportError({ ...at, reason: "Tls", detail: "d" }))).toBe("TransportError Tls")
+    const hostile = new ClinicalError.ApiError({
+      ...at,
+      status: 400,
+      errorType: `Bad\u001b[2J\nType ${"x".repeat(100)}`,
+      errorMessage: null
+    })
+    expect(kindOf(hostile)).toBe(`ApiError Bad??2J?Type?${"x".repeat(27)}`)
+  })
+})
+
+describe("a job's seal", () => {
+  const key = Either.getOrThrow(sealingKey("q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="))
+  const keys = jobKeys(key, "bull", "q")
+  const person = { personUid: "Zm9vYmFy+M2QxNzQ4/cGVyc29uLTAwMg==", index: 7 }
+
+  it("opens to the person, position and range it sealed; its text and id hold none of them", () => {
+    const job = sealJob(keys, person, { startDate: "2024-01-01" })
+    expect(openJob(keys, job.data)).toEqual(Either.right({ ...person, range: { startDate: "2024-01-01" } }))
+    expect(JSON.stringify(job)).not.toContain(person.personUid)
+    expect(job.id).toMatch(/^[0-9a-f]{32}$/)
+    expect(job.id).toBe(jobId(keys, person, { startDate: "2024-01-01" }))
+    expect(job.id).not.toBe(jobId(keys, person))
+    // A fresh IV each time: the same person seals differently, under the same id.
+    expect(sealJob(keys, person).data.sealed).not.toBe(sealJob(keys, person).data.sealed)
+  })
+
+  it("does not open under another key, for another queue or prefix, or tampered with", () => {
+    const job = sealJob(keys, person)
+    const other = Either.getOrThrow(sealingKey("Zx8c7v6b5n4m3a2s1d0fGhJkLqWeRtYuIoPaSdFgHjK="))
+    expect(Either.isLeft(openJob(jobKeys(other, "bull", "q"), job.data))).toBe(true)
+    expect(Either.isLeft(openJob(jobKeys(key, "bull", "q2"), job.data))).toBe(true)
+    expect(Either.isLeft(openJob(jobKeys(key, "other", "q"), job.data))).toBe(true)
+    const bytes = Buffer.from(job.data.sealed, "base64")
+    bytes[20] = bytes[20]! ^ 1
+    expect(openJob(keys, { sealed: bytes.toString("base64") })).toEqual(
+      Either.left("the job's sealed person does not open: another sealing key, another queue, or tampered with")
+    )
+  })
+
+  it("anything else in a job's data is refused with a reason, never a throw", () => {
+    for (const data of [null, 42, "x", {}, { sealed: 1 }, { sealed: "" }, { sealed: "A".repeat(20_000) }]) {
+      expect(Either.isLeft(openJob(keys, data))).toBe(true)
+    }
+  })
+
+  it("a PersonUid longer than any is cut just past the longest, to be refused by the worker as too long", () => {
+    const opened = openJob(keys, sealJob(keys, { personUid: "a".repeat(100_000), index: 0 }).data)
+    expect(Either.map(opened, (job) => job.personUid.length)).toEqual(Either.right(2049))
+  })
+
+  it("the keys differ by purpose: the seal's is not the ids'", () => {
+    expect(Buffer.from(Redacted.value(keys.seal)).equals(Buffer.from(Redacted.value(keys.name)))).toBe(false)
+  })
+})
