@@ -306,26 +306,23 @@ describe("queue: four worker processes", { timeout: 180_000 }, () => {
     const withPassword = { CLINICAL_REDIS_URL: `redis://:${password}@127.0.0.1:${redis.port}` }
     const exit = await worker(Path.join(dir, "shards-password"), [], withPassword).exited
     expect(exit.stderr).toContain("redis://:***@127.0.0.1")
-    const status = await run(["queue", "status", "--sample", "0"], { env: { ...env(), ...withPassword } })
-    const wrongPort = await run(["queue", "status", "--sample", "0"], {
-      env: { ...env(), CLINICAL_REDIS_URL: `redis://:${password}@127.0.0.1:1` },
-      timeoutMillis: 60_000
-    })
-    expect(wrongPort).toMatchObject({ code: 1, stderr: expect.stringContaining("cannot reach Redis at redis://:***@") })
     // A Redis that refuses the password: BullMQ's and ioredis's errors repeat the AUTH command's arguments.
     const guarded = await RedisServer.start()
     const admin = new Redis(guarded.port, "127.0.0.1")
     await admin.config("SET", "requirepass", "Right-Pa55word-1")
     admin.disconnect()
-    const wrongPassword = await run(["queue", "status", "--sample", "0"], {
-      env: { ...env(), CLINICAL_REDIS_URL: `redis://:${password}@127.0.0.1:${guarded.port}` },
-      timeoutMillis: 60_000
-    })
+    const statusWith = (url: string) =>
+      run(["queue", "status", "--sample", "0"], { env: { ...env(), CLINICAL_REDIS_URL: url }, timeoutMillis: 60_000 })
+    // Side by side: the refused ones take a few seconds of reconnections each.
+    const [status, wrongPort, wrongPassword, malformed] = await Promise.all([
+      statusWith(withPassword.CLINICAL_REDIS_URL),
+      statusWith(`redis://:${password}@127.0.0.1:1`),
+      statusWith(`redis://:${password}@127.0.0.1:${guarded.port}`),
+      statusWith(`redis://:${password}%zz@127.0.0.1:1`)
+    ])
     await guarded.stop()
+    expect(wrongPort).toMatchObject({ code: 1, stderr: expect.stringContaining("cannot reach Redis at redis://:***@") })
     expect(wrongPassword.code).toBe(1)
-    const malformed = await run(["queue", "status"], {
-      env: { ...env(), CLINICAL_REDIS_URL: `redis://:${password}%zz@127.0.0.1:1` }
-    })
     expect(malformed).toMatchObject({ code: 2, stderr: expect.stringContaining("CLINICAL_REDIS_URL must be") })
     for (
       const text of [
