@@ -1,7 +1,7 @@
 // `npm run mutate`: mutation testing of the decision surface (the pure decisions of the token cache,
 // a call's attempts, retries and batches, the scrubber, the request body, the batch checkpoint; the
 // fleet's token sharing and its Redis store; the person operations, the Promise client, the CLI's
-// batch) against the in-process tests (vitest.mutate.config.ts).
+// batch; the queue's decisions and seal) against the in-process tests (vitest.mutate.config.ts).
 // The report is printed and written to reports/mutation/.
 export default {
   testRunner: "vitest",
@@ -27,7 +27,9 @@ export default {
     "src/PersonData.ts",
     "src/promise.ts",
     "src/internal/callerValues.ts",
-    "src/cli/batchJob.ts"
+    "src/cli/batchJob.ts",
+    "src/internal/queue/jobDecision.ts",
+    "src/internal/queue/jobSeal.ts"
   ],
   coverageAnalysis: "perTest",
   ignoreStatic: true,

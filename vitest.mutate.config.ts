@@ -51,7 +51,8 @@ export default {
       "test/RedisTokenStore.test.ts",
       "test/Promise.test.ts",
       "test/CallerValues.test.ts",
-      "test/BatchJob.test.ts"
+      "test/BatchJob.test.ts",
+      "test/QueueDecisions.test.ts"
     ]
   }
 }

@@ -5,9 +5,10 @@
  */
 import { Either, Redacted } from "effect"
 import { ClinicalError } from "effect-clinical"
+import * as Crypto from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { decide, kindOf } from "../src/internal/queue/jobDecision.js"
-import { jobId, jobKeys, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
+import { jobId, jobKeys, keyCheck, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
 import { sealingKey } from "../src/internal/token/storedEntry.js"
 
 const at = { operation: "medications", method: "POST", url: "https://h/api/Medications" }
@@ -95,15 +96,22 @@ describe("kindOf: how failures are grouped, never a value", () => {
       errorMessage: null
     })
     expect(kindOf(hostile)).toBe(`ApiError Bad??2J?Type?${"x".repeat(27)}`)
+    expect(kindOf(new ClinicalError.ApiError({ ...at, status: 400, errorType: null, errorMessage: null }))).toBe(
+      "ApiError"
+    )
+    const field = new ClinicalError.InvalidRequest({ operation: "m", field: `a\nb${"y".repeat(50)}`, reason: "r" })
+    expect(kindOf(field)).toBe(`InvalidRequest a?b${"y".repeat(37)}`)
   })
 })
 
 describe("a job's seal", () => {
-  const key = Either.getOrThrow(sealingKey("q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="))
-  const keys = jobKeys(key, "bull", "q")
+  // Derived inside each test, not when the file loads: what runs at load is no test's (Stryker).
+  const theKey = () => Either.getOrThrow(sealingKey("q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="))
+  const theKeys = () => jobKeys(theKey(), "bull", "q")
   const person = { personUid: "Zm9vYmFy+M2QxNzQ4/cGVyc29uLTAwMg==", index: 7 }
 
   it("opens to the person, position and range it sealed; its text and id hold none of them", () => {
+    const keys = theKeys()
     const job = sealJob(keys, person, { startDate: "2024-01-01" })
     expect(openJob(keys, job.data)).toEqual(Either.right({ ...person, range: { startDate: "2024-01-01" } }))
     expect(JSON.stringify(job)).not.toContain(person.personUid)
@@ -115,6 +123,8 @@ describe("a job's seal", () => {
   })
 
   it("does not open under another key, for another queue or prefix, or tampered with", () => {
+    const key = theKey()
+    const keys = theKeys()
     const job = sealJob(keys, person)
     const other = Either.getOrThrow(sealingKey("Zx8c7v6b5n4m3a2s1d0fGhJkLqWeRtYuIoPaSdFgHjK="))
     expect(Either.isLeft(openJob(jobKeys(other, "bull", "q"), job.data))).toBe(true)
@@ -128,17 +138,65 @@ describe("a job's seal", () => {
   })
 
   it("anything else in a job's data is refused with a reason, never a throw", () => {
-    for (const data of [null, 42, "x", {}, { sealed: 1 }, { sealed: "" }, { sealed: "A".repeat(20_000) }]) {
-      expect(Either.isLeft(openJob(keys, data))).toBe(true)
+    const keys = theKeys()
+    const none = Either.left("the job holds no sealed person: it was not added by effect-clinical")
+    for (const data of [null, 42, "x", {}, { sealed: 1 }, { sealed: "A".repeat(16 * 1024 + 4) }]) {
+      expect(openJob(keys, data)).toEqual(none)
     }
+    const short = Either.left("the job's sealed person is cut short")
+    expect(openJob(keys, { sealed: "" })).toEqual(short)
+    expect(openJob(keys, { sealed: Buffer.alloc(28).toString("base64") })).toEqual(short)
+    expect(openJob(keys, { sealed: Buffer.alloc(29).toString("base64") })).toEqual(
+      Either.left("the job's sealed person does not open: another sealing key, another queue, or tampered with")
+    )
+    // The longest sealed text read: 16 KiB of base64, a PersonUid of 2,048 characters fitting well within.
+    expect(openJob(keys, { sealed: "A".repeat(16 * 1024) })).not.toEqual(none)
   })
 
   it("a PersonUid longer than any is cut just past the longest, to be refused by the worker as too long", () => {
+    const keys = theKeys()
     const opened = openJob(keys, sealJob(keys, { personUid: "a".repeat(100_000), index: 0 }).data)
     expect(Either.map(opened, (job) => job.personUid.length)).toEqual(Either.right(2049))
   })
 
+  it("the format is fixed: a seal written by this version opens, ids and the key check are as they were", () => {
+    const keys = theKeys()
+    // Jobs outlive a deployment: a worker of the next version must open what this one enqueued.
+    const written =
+      "ijOSlYlLIj7++yC6AZDzMTsD331Zryty0eR9LSmNxfdS3+e5qtbv1nB8OwrUh8guFMY918AEx5Gj3YuFEAivWhhrSBD3fziiehM690oaFReaiFB5EAIKjn3oY14GOLAaN+bcQpywPXX2V2qtaEE="
+    expect(openJob(keys, { sealed: written })).toEqual(
+      Either.right({ ...person, range: { startDate: "2024-01-01", endDate: "2024-12-31" } })
+    )
+    expect(jobId(keys, person)).toBe("e796f9c53fc8cec677734dc1bb1f6916")
+    expect(jobId(keys, person, { startDate: "2024-01-01", endDate: "2024-12-31" })).toBe(
+      "700f8172c79afb04a3f6e078f3c93052"
+    )
+    expect(keyCheck(keys)).toBe("57af4fde411af404")
+  })
+
+  it("a seal that opens but holds no person of ours (written with the key, not by effect-clinical) is refused", () => {
+    const keys = theKeys()
+    const sealed = (json: string) => {
+      const iv = Buffer.alloc(12, 1)
+      const cipher = Crypto.createCipheriv("aes-256-gcm", Redacted.value(keys.seal), iv)
+      cipher.setAAD(Buffer.from(keys.binding, "utf8"))
+      return {
+        sealed: Buffer.concat([iv, cipher.update(json, "utf8"), cipher.final(), cipher.getAuthTag()]).toString("base64")
+      }
+    }
+    const refused = Either.left("the job's sealed person is not one effect-clinical wrote")
+    expect(openJob(keys, sealed("not JSON"))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":1,"i":0}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":-1}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"s":5}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"e":5}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0}`))).toStrictEqual(
+      Either.right({ personUid: "x", index: 0, range: {} })
+    )
+  })
+
   it("the keys differ by purpose: the seal's is not the ids'", () => {
+    const keys = theKeys()
     expect(Buffer.from(Redacted.value(keys.seal)).equals(Buffer.from(Redacted.value(keys.name)))).toBe(false)
   })
 })
