@@ -63,8 +63,18 @@ const queueError = (operation: string) => (error: unknown): QueueError | Invalid
 const attempt = <A>(operation: string, run: () => Promise<A>): Effect.Effect<A, QueueError | InvalidConfig> =>
   Effect.tryPromise({ try: run, catch: queueError(operation) })
 
-const settled = (options: QueueOptions): Effect.Effect<Settings, InvalidConfig> =>
-  Effect.suspend(() => settingsOf(options))
+/**
+ * The queue's settings, then the refusal of the options a form adds (an enqueue's, a worker's):
+ * read in that order, and only once the settings are known to be an object of options.
+ */
+const settled = (
+  options: QueueOptions,
+  refusal: () => InvalidConfig | undefined = () => undefined
+): Effect.Effect<Settings, InvalidConfig> =>
+  Effect.flatMap(Effect.suspend(() => settingsOf(options)), (settings) => {
+    const refused = refusal()
+    return refused === undefined ? Effect.succeed(settings) : Effect.fail(refused)
+  })
 
 /** How long BullMQ keeps the record of a failed job: `queue retry-failed` and `status` read them. */
 const KEEP_FAILED_SECONDS = 7 * 24 * 3600
@@ -197,27 +207,24 @@ const WAITING_CHECK_MILLIS = 1_000
 /** How long the record of an input's enqueue is kept after its last write. */
 const INPUT_RECORD_SECONDS = 30 * 24 * 3600
 
-const positive = (value: unknown, max: number): value is number =>
-  typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= max
-
 const enqueueRefusal = (options: EnqueueOptions): InvalidConfig | undefined => {
   const refuse = (setting: string, reason: string) => new InvalidConfig({ setting, reason })
   if (typeof options.operation?.name !== "string") return refuse("operation", "must be a PersonData operation")
-  if (options.attempts !== undefined && !positive(options.attempts, 100)) {
+  if (options.attempts !== undefined && !validate.positiveInteger(options.attempts, 100)) {
     return refuse("attempts", "must be a whole number from 1 to 100")
   }
   if (options.backoff !== undefined && Either.isLeft(validate.duration(options.backoff))) {
     return refuse("backoff", "must be a duration")
   }
-  if (options.fleetConcurrency !== undefined && !positive(options.fleetConcurrency, 1_000_000)) {
+  if (options.fleetConcurrency !== undefined && !validate.positiveInteger(options.fleetConcurrency, 1_000_000)) {
     return refuse("fleetConcurrency", "must be a whole number, 1 or more")
   }
-  if (options.ratePerSecond !== undefined && !positive(options.ratePerSecond, 1_000_000)) {
+  if (options.ratePerSecond !== undefined && !validate.positiveInteger(options.ratePerSecond, 1_000_000)) {
     return refuse("ratePerSecond", "must be a whole number, 1 or more")
   }
   const range = dateRange({ startDate: options.startDate, endDate: options.endDate })
   if (Either.isLeft(range)) return refuse(range.left[0], range.left[1])
-  if (options.maxWaiting !== undefined && !positive(options.maxWaiting, Number.MAX_SAFE_INTEGER)) {
+  if (options.maxWaiting !== undefined && !validate.positiveInteger(options.maxWaiting, Number.MAX_SAFE_INTEGER)) {
     return refuse("maxWaiting", "must be a whole number, 1 or more")
   }
   if (options.inputId !== undefined && (typeof options.inputId !== "string" || options.inputId.length === 0)) {
@@ -244,17 +251,12 @@ export const enqueue = (
   options: EnqueueOptions,
   persons: Iterable<PersonData.PersonUid> | AsyncIterable<PersonData.PersonUid>
 ): Effect.Effect<Enqueued, InvalidConfig | QueueError> =>
-  Effect.gen(function*() {
-    const settings = yield* settled(options)
-    const refused = enqueueRefusal(options)
-    if (refused !== undefined) return yield* Effect.fail(refused)
-    const operation = nameOf(options.operation)
-    return yield* Effect.acquireUseRelease(
-      Effect.sync(() => bullQueue(settings)),
-      (queue) => attempt("enqueue", () => enqueueInto(queue, settings, options, operation, persons)),
-      (queue) => Effect.promise(() => queue.close().catch(() => undefined))
-    )
-  })
+  withQueue(
+    options,
+    "enqueue",
+    (queue, settings) => enqueueInto(queue, settings, options, nameOf(options.operation), persons),
+    () => enqueueRefusal(options)
+  )
 
 /**
  * `enqueue` under the queue's enqueue lock: two at once would count each other's jobs as their own
@@ -474,9 +476,10 @@ export const resume = (options: QueueOptions): Effect.Effect<void, InvalidConfig
 const withQueue = <A>(
   options: QueueOptions,
   operation: string,
-  run: (queue: Queue, settings: Settings) => Promise<A>
+  run: (queue: Queue, settings: Settings) => Promise<A>,
+  refusal?: () => InvalidConfig | undefined
 ): Effect.Effect<A, InvalidConfig | QueueError> =>
-  Effect.flatMap(settled(options), (settings) =>
+  Effect.flatMap(settled(options, refusal), (settings) =>
     Effect.acquireUseRelease(
       Effect.sync(() => bullQueue(settings)),
       (queue) => attempt(operation, () => run(queue, settings)),
@@ -532,11 +535,12 @@ const workerRefusal = (options: WorkerOptions): InvalidConfig | undefined => {
   if (typeof options.sink !== "function") {
     return new InvalidConfig({ setting: "sink", reason: "must be a function that takes a job's record" })
   }
-  if (options.concurrency !== undefined && !positive(options.concurrency, 10_000)) {
+  if (options.concurrency !== undefined && !validate.positiveInteger(options.concurrency, 10_000)) {
     return new InvalidConfig({ setting: "concurrency", reason: "must be a whole number from 1 to 10000" })
   }
   if (
-    options.maxStalledCount !== undefined && !(positive(options.maxStalledCount, 1000) || options.maxStalledCount === 0)
+    options.maxStalledCount !== undefined &&
+    !(validate.positiveInteger(options.maxStalledCount, 1000) || options.maxStalledCount === 0)
   ) {
     return new InvalidConfig({ setting: "maxStalledCount", reason: "must be a whole number from 0 to 1000" })
   }
@@ -578,23 +582,24 @@ const startWorker = async (
     done = 0
     if (adding > 0) await settings.connection.call("HINCRBY", settings.metaKey, "done", String(adding))
   }
+  // One processor for the worker's life, not one made for every job.
+  const processor = processJob({
+    settings,
+    queue,
+    sink: options.sink,
+    call: (personUid, range) => get(operation, personUid, { ...range, ...echoes }),
+    completed: () => done++,
+    onForeignError: (what, error, personUid) =>
+      report(
+        new QueueError({
+          operation: "work",
+          detail: redactor([personUid])(`${what}: ${String((error as Error)?.message ?? error)}`).slice(0, 500)
+        })
+      )
+  })
   const worker = new Worker<JobData, null>(
     settings.name,
-    (job: Job<JobData>) =>
-      processJob({
-        settings,
-        queue,
-        sink: options.sink,
-        call: (personUid, range) => get(operation, personUid, { ...range, ...echoes }),
-        completed: () => done++,
-        onForeignError: (what, error, personUid) =>
-          report(
-            new QueueError({
-              operation: "work",
-              detail: redactor([personUid])(`${what}: ${String((error as Error)?.message ?? error)}`).slice(0, 500)
-            })
-          )
-      })(job),
+    (job: Job<JobData>) => processor(job),
     {
       connection: settings.connection as unknown as ConnectionOptions,
       prefix: settings.prefix,
@@ -643,10 +648,7 @@ const startWorker = async (
 }
 
 const checkedWorker = (options: WorkerOptions): Effect.Effect<Settings, InvalidConfig> =>
-  Effect.flatMap(settled(options), (settings) => {
-    const refused = workerRefusal(options)
-    return refused === undefined ? Effect.succeed(settings) : Effect.fail(refused)
-  })
+  settled(options, () => workerRefusal(options))
 
 /**
  * A worker over the client in context (`PersonData`), closed with its scope (active jobs finish

@@ -11,14 +11,15 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { Redis } from "ioredis"
-import { hkdfSync } from "node:crypto"
 import { createReadStream } from "node:fs"
 import * as ClinicalQueue from "../bullmq.js"
 import * as ClinicalClient from "../ClinicalClient.js"
+import { derivedKey, sealingKey } from "../internal/token/storedEntry.js"
 import type * as PersonData from "../PersonData.js"
 import * as TokenStore from "../TokenStore.js"
 import { configProvider } from "./environment.js"
@@ -135,11 +136,11 @@ const queueOptions = (common: Common, environment: QueueEnvironment, options: Re
   }))
 
 /** The token store's key: derived from the sealing key, so that the two uses never share bytes. */
-const tokenStoreKey = (key: Redacted.Redacted<string>): Redacted.Redacted<Uint8Array> => {
-  const text = Redacted.value(key).trim()
-  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : Buffer.from(text, "base64")
-  return Redacted.make(new Uint8Array(hkdfSync("sha256", bytes, new Uint8Array(0), "effect-clinical token store", 32)))
-}
+const tokenStoreKey = (key: Redacted.Redacted<string>): Either.Either<Redacted.Redacted<Uint8Array>, CliError> =>
+  Either.mapBoth(sealingKey(key), {
+    onLeft: (reason) => usage(`CLINICAL_SEALING_KEY ${reason}`),
+    onRight: (bytes) => derivedKey(bytes, "effect-clinical token store")
+  })
 
 const withQueue = <A, E>(
   common: Common,
@@ -247,7 +248,7 @@ export const work = (job: Work) =>
     const environment = yield* queueEnvironment(job.settingsFile)
     // BullMQ's commands wait in ioredis's queue while Redis is away, and run when it is back.
     const options = yield* queueOptions(job, environment, {})
-    const before = yield* ClinicalQueue.status(options)
+    const before = yield* ClinicalQueue.status(options, { failuresByKind: false })
     if (before.operation === undefined) {
       return yield* Effect.fail(usage(`queue "${job.queue}" holds no jobs yet: run queue enqueue first`))
     }
@@ -275,7 +276,7 @@ export const work = (job: Work) =>
       workerClient(job.settingsFile).pipe(
         Layer.provide(TokenStore.layerRedis({
           redis: TokenStore.ioredis(store),
-          sealingKey: tokenStoreKey(environment.sealingKey)
+          sealingKey: yield* tokenStoreKey(environment.sealingKey)
         }))
       )
     )

@@ -83,6 +83,10 @@ export const integer = (min: number, max: number) => (value: unknown): Either.Ei
     : Either.left(`must be a whole number from ${min} to ${max}`)
 }
 
+/** Whether `value` is a whole number from 1 to `max`, as a number (an option in code: no text read as one). */
+export const positiveInteger = (value: unknown, max: number): value is number =>
+  typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= max
+
 /** A share above 0 and at most 1, given as a number or as decimal text (`0.5`, `.25`, `1`). */
 export const share = (value: unknown): Either.Either<number, string> => {
   const number = typeof value === "string" && /^\s*(?:\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : value

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { type ClinicalError, InvalidRequest } from "../../ClinicalError.js"
+import * as validate from "../validate.js"
 import * as Tally from "./batchTally.js"
 import { mapUnordered } from "./workers.js"
 
@@ -51,9 +52,6 @@ export const DEFAULT_OUTAGE_PATIENCE: Duration.Duration = Duration.minutes(5)
 /** Persons read from an iterable input at a time. */
 const READ_AHEAD = 64
 
-const positiveInteger = (value: unknown, max: number): value is number =>
-  typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= max
-
 const isStream = <P, E, R>(input: unknown): input is Stream.Stream<P, E, R> =>
   typeof input === "object" && input !== null && Stream.StreamTypeId in input
 
@@ -74,11 +72,11 @@ export const refusedOption = (options: Options | undefined): readonly [string, s
     return ["options", "must be an object such as { concurrency, startDate, endDate }"]
   }
   const concurrency = options?.concurrency ?? undefined
-  if (concurrency !== undefined && !positiveInteger(concurrency, 100_000)) {
+  if (concurrency !== undefined && !validate.positiveInteger(concurrency, 100_000)) {
     return ["concurrency", "must be a whole number from 1 to 100000"]
   }
   const stopAfter = options?.stopAfterTransportFailures ?? undefined
-  if (stopAfter !== undefined && !positiveInteger(stopAfter, Number.MAX_SAFE_INTEGER)) {
+  if (stopAfter !== undefined && !validate.positiveInteger(stopAfter, Number.MAX_SAFE_INTEGER)) {
     return ["stopAfterTransportFailures", "must be a whole number, 1 or more"]
   }
   const onProgress = options?.onProgress

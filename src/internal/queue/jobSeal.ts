@@ -12,7 +12,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
 import * as Json from "../json.js"
-import type { SealingKey } from "../token/storedEntry.js"
+import { derivedKey, type SealingKey } from "../token/storedEntry.js"
 import { MAX_PERSON_UID_LENGTH } from "../validate.js"
 
 /** The keys of one queue: one seals the persons, one names the jobs. */
@@ -23,13 +23,10 @@ export interface JobKeys {
   readonly binding: string
 }
 
-const derive = (key: SealingKey, purpose: string): Redacted.Redacted<Uint8Array> =>
-  Redacted.make(new Uint8Array(Crypto.hkdfSync("sha256", Redacted.value(key), new Uint8Array(0), purpose, 32)))
-
 /** The keys of the queue `name` under `prefix`. */
 export const jobKeys = (key: SealingKey, prefix: string, name: string): JobKeys => ({
-  seal: derive(key, "effect-clinical queue: persons"),
-  name: derive(key, "effect-clinical queue: job ids"),
+  seal: derivedKey(key, "effect-clinical queue: persons"),
+  name: derivedKey(key, "effect-clinical queue: job ids"),
   binding: `effect-clinical queue\n${prefix}\n${name}`
 })
 

@@ -64,6 +64,13 @@ export const sealingKey = (value: unknown): Either.Either<SealingKey, string> =>
   return Either.right(Redacted.make(Uint8Array.from(bytes)))
 }
 
+/**
+ * A key of its own for one purpose, derived from a sealing key (HKDF-SHA256, the purpose as its
+ * info): one key the application holds serves several uses, and the same bytes never serve two.
+ */
+export const derivedKey = (key: SealingKey, purpose: string): SealingKey =>
+  Redacted.make(new Uint8Array(Crypto.hkdfSync("sha256", Redacted.value(key), new Uint8Array(0), purpose, 32)))
+
 /** Fewest different byte values a sealing key's 32 bytes may hold (random keys have 30 or so). */
 export const MIN_DISTINCT_BYTES = 16
 
