@@ -4,7 +4,19 @@
  * test/Fleet.test.ts run it on a real one), here deterministic.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, HashMap, Layer, Logger, Metric, Redacted, TestClock } from "effect"
+import {
+  Deferred,
+  Effect,
+  Either,
+  Fiber,
+  HashMap,
+  Layer,
+  Logger,
+  Metric,
+  Redacted,
+  type Scope,
+  TestClock
+} from "effect"
 import { type ClinicalClient, ClinicalError, MedicationService, TokenService, TokenStore } from "effect-clinical"
 import * as Crypto from "node:crypto"
 import * as Telemetry from "../src/internal/observability/telemetry.js"
@@ -216,9 +228,16 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
       expect((yield* fake.dataRequests).map((request) => request.at)).toEqual([tokenRequests[1]!.at])
     }))
 
-  it.scoped("an instance waiting for the leaseholder learns of its pause and asks nothing: one token request", () =>
+  /**
+   * `a` holds the lease while the token endpoint answers 503 with `Retry-After: 30`, `b` waiting for
+   * it; the clock run `afterSteps` × 100 ms once the answer is out. Both fibers, and the fake.
+   */
+  const waiterDuringThePause = <E>(
+    instances: Effect.Effect<Pick<Effect.Effect.Success<typeof twoInstances>, "a" | "b" | "fake">, E, Scope.Scope>,
+    afterSteps: number
+  ) =>
     Effect.gen(function*() {
-      const { a, b, fake } = yield* twoInstances
+      const { a, b, fake } = yield* instances
       const gate = yield* Deferred.make<void>()
       yield* fake.scriptToken(() => Effect.zipRight(Deferred.await(gate), throttled(503, "30")(undefined as never)))
       const first = yield* Effect.fork(Effect.flip(a(TokenService.get)))
@@ -226,7 +245,13 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
       const second = yield* Effect.fork(Effect.flip(b(TokenService.get)))
       yield* runClock(4, 100) // b polls while a holds the lease
       yield* Deferred.succeed(gate, undefined)
-      yield* runClock(10, 100)
+      yield* runClock(afterSteps, 100)
+      return { first, second, fake }
+    })
+
+  it.scoped("an instance waiting for the leaseholder learns of its pause and asks nothing: one token request", () =>
+    Effect.gen(function*() {
+      const { fake, first, second } = yield* waiterDuringThePause(twoInstances, 10)
       expect(yield* Fiber.join(first)).toMatchObject({ _tag: "ServerError", status: 503, retryAfterMillis: 30_000 })
       const refused = yield* Fiber.join(second)
       expect(refused).toMatchObject({ _tag: "ServerError", operation: "token", status: 503 })
@@ -238,18 +263,13 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
     Effect.gen(function*() {
       const memory = TokenStore.memory()
       // Recording the pause takes a second: the lease must not be given back before it is done.
-      const { a, b, fake } = yield* twoInstancesOver({
-        ...memory,
-        pause: (key, status, ttl) => Effect.zipRight(Effect.sleep(SECOND), memory.pause!(key, status, ttl))
-      })
-      const gate = yield* Deferred.make<void>()
-      yield* fake.scriptToken(() => Effect.zipRight(Deferred.await(gate), throttled(503, "30")(undefined as never)))
-      const first = yield* Effect.fork(Effect.flip(a(TokenService.get)))
-      yield* settle
-      const second = yield* Effect.fork(Effect.flip(b(TokenService.get)))
-      yield* runClock(4, 100) // b polls while a holds the lease
-      yield* Deferred.succeed(gate, undefined)
-      yield* runClock(30, 100)
+      const { fake, first, second } = yield* waiterDuringThePause(
+        twoInstancesOver({
+          ...memory,
+          pause: (key, status, ttl) => Effect.zipRight(Effect.sleep(SECOND), memory.pause!(key, status, ttl))
+        }),
+        30
+      )
       yield* Fiber.join(first)
       expect(yield* Fiber.join(second)).toMatchObject({ _tag: "ServerError", status: 503 })
       expect(yield* fake.tokenRequests).toHaveLength(1)
