@@ -40,7 +40,9 @@ const withServedMock = async <A>(use: (baseUrl: string) => Promise<A>): Promise<
 
 describe("examples", () => {
   it("every example is run by this suite", () => {
-    const suite = Fs.readFileSync(import.meta.filename, "utf8")
+    // The queue's workers need a Redis: docs/distributed.md's test runs them.
+    const suite = Fs.readFileSync(import.meta.filename, "utf8") +
+      Fs.readFileSync("test/docs/Distributed.test.ts", "utf8")
     const examples = Fs.readdirSync("examples").filter((name) => name.endsWith(".ts"))
     expect(examples.length).toBeGreaterThan(5)
     for (const example of examples) expect(suite, `${example} is never run`).toContain(`"examples/${example}"`)

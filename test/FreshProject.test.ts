@@ -130,11 +130,14 @@ export const count = async (): Promise<number> => {
 const QUEUE_PROGRAM = `
 import { Effect, Redacted } from "effect"
 import { PersonData } from "effect-clinical"
-import * as ClinicalQueue from "effect-clinical/bullmq"
+import { ClinicalQueue } from "effect-clinical/bullmq"
+import * as Queue from "effect-clinical/bullmq"
 import { createClinicalClient } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 
+// Both forms read the same module: the namespace, and its names.
+if (Queue.enqueue !== ClinicalQueue.enqueue) throw new Error("two forms of effect-clinical/bullmq")
 const mock = await MockClinicalServer.start()
 const connection = new Redis(process.env.CLINICAL_REDIS_URL, { maxRetriesPerRequest: null })
 const sealingKey = Redacted.make(process.env.CLINICAL_SEALING_KEY)
@@ -178,9 +181,10 @@ describe("a fresh project that installs the packed library with the README's ins
   let tarball = ""
   // The tarball's directory and the project (its node_modules some 100 MB): removed after the file.
   const made: Array<string> = []
+  // Removing some 100 MB of files takes more than vitest's 10 s on a busy machine.
   afterAll(() => {
     for (const directory of made) Fs.rmSync(directory, { recursive: true, force: true })
-  })
+  }, 120_000)
 
   // The install is a test of its own: a broken install line is a failure, not a skipped suite.
   it("installs with exactly the README's line", async () => {
@@ -422,7 +426,12 @@ process.exitCode = outcomes.join() === "ServerError,Unauthorized" ? 0 : 1
           env,
           timeout: 60_000
         })
-        expect(JSON.parse(status.stdout)).toMatchObject({ operation: "medications", done: 3, waiting: 0, failed: 0 })
+        expect(JSON.parse(status.stdout)).toMatchObject({
+          operation: "medications",
+          run: { run: 1, persons: 3, done: 3, failed: 0 },
+          waiting: 0,
+          failed: 0
+        })
       } finally {
         await redis.stop()
       }

@@ -4,13 +4,15 @@
  * workers send and hand their sink, and how each kind of failure maps onto BullMQ. The fleet of
  * processes (the CLI's `queue work`) is test/QueueFleet.test.ts.
  */
-import { Effect, Either, Layer, Metric, Redacted } from "effect"
-import { ClinicalClient, type ClinicalConfig, PersonData, TokenStore } from "effect-clinical"
+import { Effect, Either, Fiber, Layer, Metric, Redacted } from "effect"
+import { ClinicalClient, type ClinicalConfig, ClinicalError, PersonData, TokenStore } from "effect-clinical"
 import * as ClinicalQueue from "effect-clinical/bullmq"
 import { createClinicalClient } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { settingsOf } from "../src/internal/queue/queueSettings.js"
+import { recordOutcome } from "../src/internal/queue/runStore.js"
 import { expectNone } from "./support/Leaks.js"
 import * as RedisServer from "./support/RedisServer.js"
 
@@ -80,16 +82,23 @@ const clientLayer = (settings?: Partial<ClinicalConfig.Options>) =>
     Layer.provide(TokenStore.layerRedis({ redis: TokenStore.ioredis(connect()), sealingKey: KEY }))
   )
 
-/** Runs `workers` Effect workers until `done` says so, each with its own client; the sink's records. */
+/**
+ * Runs `workers` Effect workers until `done` says so (or `stop` settles), each with its own client;
+ * the sink's records. Every worker is closed before it returns.
+ */
 const work = async (
   workers: number,
   done: (records: ReadonlyArray<ClinicalQueue.JobRecord>) => boolean,
   settings?: Partial<ClinicalConfig.Options>,
-  options?: Partial<ClinicalQueue.WorkerOptions>
+  options?: Partial<ClinicalQueue.WorkerOptions> & {
+    readonly operation?: PersonData.Operation | ReadonlyArray<PersonData.Operation>
+  },
+  stop?: Promise<unknown>
 ): Promise<Array<ClinicalQueue.JobRecord>> => {
   const records: Array<ClinicalQueue.JobRecord> = []
   let finish: () => void
   const finished = new Promise<void>((resolve) => (finish = resolve))
+  void stop?.then(() => finish())
   const sink = (record: ClinicalQueue.JobRecord) => {
     records.push(record)
     if (done(records)) finish()
@@ -104,13 +113,18 @@ const work = async (
   return records
 }
 
+/** Waits until `check` holds, looking every 20 ms (the test's own timeout bounds the wait). */
+const eventually = async (check: () => Promise<boolean> | boolean): Promise<void> => {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 20))
+}
+
 const status = () => Effect.runPromise(ClinicalQueue.status(queueOptions()))
 
 describe("enqueue", () => {
   it("seals every person: Redis holds their count, never a PersonUid, in any form; ids say nothing", async () => {
     const uids = persons.map((person) => person.personUid)
     const enqueued = await enqueue(uids)
-    expect(enqueued).toEqual({ persons: 60, added: 60, present: 0 })
+    expect(enqueued).toEqual({ run: 1, persons: 60, added: 60, present: 0 })
     expect((await status()).waiting).toBe(60)
     const held = await everything()
     expectNone("Redis", held, uids)
@@ -120,8 +134,14 @@ describe("enqueue", () => {
   it("the same input again adds nothing (stable ids); with an inputId, a finished enqueue is not read again", async () => {
     const uids = persons.map((person) => person.personUid)
     expect(await enqueue(uids)).toMatchObject({ added: 60 })
-    expect(await enqueue(uids)).toEqual({ persons: 60, added: 0, present: 60 })
-    expect(await enqueue(uids.slice(0, 10), { inputId: "file-a" })).toEqual({ persons: 10, added: 0, present: 10 })
+    expect(await enqueue(uids)).toEqual({ run: 1, persons: 60, added: 0, present: 60 })
+    // A named input is a run of its own: its jobs are its own (ids differ by run).
+    expect(await enqueue(uids.slice(0, 10), { inputId: "file-a" })).toEqual({
+      run: 2,
+      persons: 10,
+      added: 10,
+      present: 0
+    })
     let read = 0
     const counted = function*() {
       for (const uid of uids.slice(0, 10)) {
@@ -130,6 +150,7 @@ describe("enqueue", () => {
       }
     }
     expect(await enqueue([...counted()].slice(0, 0), { inputId: "file-a" })).toEqual({
+      run: 2,
       persons: 10,
       added: 0,
       present: 10
@@ -137,7 +158,7 @@ describe("enqueue", () => {
     read = 0
     expect(await enqueue(counted(), { inputId: "file-a" })).toMatchObject({ added: 0 })
     expect(read).toBe(0)
-    expect((await status()).waiting).toBe(60)
+    expect((await status()).waiting).toBe(70)
   })
 
   it("maxWaiting: enqueueing waits while that many jobs wait, and goes on as the workers take them", async () => {
@@ -151,7 +172,7 @@ describe("enqueue", () => {
     expect(finished).toBe(false)
     expect((await status()).waiting).toBe(10)
     const records = await work(1, (done) => done.length >= 30)
-    expect(await enqueuing).toEqual({ persons: 30, added: 30, present: 0 })
+    expect(await enqueuing).toEqual({ run: 1, persons: 30, added: 30, present: 0 })
     expect(new Set(records.map((record) => record.index)).size).toBe(30)
   })
 
@@ -309,22 +330,25 @@ describe("work", () => {
 
   it("a refused ApplicationId pauses the queue with the reason; resume lets it go on", async () => {
     await enqueue(persons.slice(0, 5).map((person) => person.personUid))
-    const refused = work(1, (done) => done.length >= 5, { applicationId: "00000000-0000-0000-0000-000000000001" })
-    let after = await status()
-    for (let i = 0; i < 100 && !after.isPaused; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20))
-      after = await status()
-    }
-    expect(after.isPaused).toBe(true)
+    let stopRefused: () => void
+    const refusedStopped = new Promise<void>((resolve) => (stopRefused = resolve))
+    const refused = work(
+      1,
+      (done) => done.length >= 5,
+      { applicationId: "00000000-0000-0000-0000-000000000001" },
+      undefined,
+      refusedStopped
+    )
+    await eventually(async () => (await status()).isPaused)
+    const after = await status()
     expect(after.pausedBecause).toMatch(/token endpoint refused the ApplicationId/)
     expect((await mock.counters()).medicationRequests).toBe(0)
+    // The worker with the refused id would pause it again at once: it is closed first.
+    stopRefused!()
+    expect(await refused).toEqual([])
     await Effect.runPromise(ClinicalQueue.resume(queueOptions()))
     expect((await status()).pausedBecause).toBeUndefined()
-    // The worker with the refused id pauses it again at once: finish with a good one.
-    const good = work(1, (done) => done.length >= 5)
-    await Effect.runPromise(ClinicalQueue.resume(queueOptions()))
-    expect(await good).toHaveLength(5)
-    void refused
+    expect(await work(1, (done) => done.length >= 5)).toHaveLength(5)
   })
 
   it("a sink that throws (its error naming the person): BullMQ keeps a fixed text, onError gets it scrubbed", async () => {
@@ -361,7 +385,7 @@ describe("work", () => {
   it("a seal copied from another job (someone wrote Redis) is refused: no person read twice", async () => {
     await enqueue([persons[0]!.personUid, persons[1]!.personUid])
     const admin = connect()
-    const ids = (await admin.keys("bull:test:*")).filter((key) => /:[0-9a-f]{32}$/.test(key))
+    const ids = (await admin.keys("bull:test:*")).filter((key) => /^bull:test:[0-9a-f]{32}$/.test(key))
     const first = await admin.hget(ids[0]!, "data")
     await admin.hset(ids[1]!, "data", first!)
     const records = await work(1, (done) => done.length >= 1)
@@ -430,8 +454,10 @@ describe("work", () => {
 
   it("close() waits for the jobs in hand up to closeTimeout, then leaves them (a hung call holds no shutdown)", async () => {
     await enqueue([persons[0]!.personUid])
-    await mock.injectFaults("medications", [MockClinicalServer.Fault.delay("3 seconds")])
-    const client = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+    // A mock of its own: its answer, still delayed when the test ends, is never logged in another test's.
+    const slow = await MockClinicalServer.start({ persons })
+    await slow.injectFaults("medications", [MockClinicalServer.Fault.delay("3 seconds")])
+    const client = createClinicalClient({ baseUrl: slow.url, applicationId: slow.applicationId })
     const records: Array<ClinicalQueue.JobRecord> = []
     const running = await ClinicalQueue.createWorker(client, {
       ...queueOptions(),
@@ -441,11 +467,15 @@ describe("work", () => {
         records.push(record)
       }
     })
-    while ((await mock.counters()).medicationRequests === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+    await eventually(async () => (await slow.counters()).medicationRequests > 0)
+    const closing = Date.now()
     await running.close()
-    // Closed before the service answered: the job was left, not finished.
+    // It waited for the job in hand, its bound long...
+    expect(Date.now() - closing).toBeGreaterThanOrEqual(250)
+    // ...and returned before the service answered: the job was left, not finished.
     expect(records).toEqual([])
     await client.close()
+    await slow.close()
   })
 
   it("redactEchoedSecrets: a PersonUid the service echoes in an item reaches the sink as <redacted>", async () => {
@@ -479,5 +509,416 @@ describe("work", () => {
     await running.close()
     await client.close()
     expect(records.map((record) => record.index).sort()).toEqual([0, 1, 2, 3, 4, 5])
+  })
+})
+
+describe("a sink or a call that misbehaves", () => {
+  /** A Promise worker over the mock whose sink is `sink`; what onError was told. */
+  const promiseWorker = async (sink: ClinicalQueue.Sink, options?: Partial<ClinicalQueue.WorkerOptions>) => {
+    const told: Array<string> = []
+    const client = createClinicalClient({ baseUrl: mock.url, applicationId: mock.applicationId })
+    const running = await ClinicalQueue.createWorker(client, {
+      ...queueOptions(),
+      operation: PersonData.medications,
+      onError: (error) => told.push(error.message),
+      sink,
+      ...options
+    })
+    return {
+      told,
+      close: async () => {
+        await running.close()
+        await client.close()
+      }
+    }
+  }
+
+  it("throws an object whose message getter throws, or one without a prototype: BullMQ keeps a fixed text, onError hears", async () => {
+    const uid = persons[0]!.personUid
+    await enqueue([uid, persons[1]!.personUid], { attempts: 1 })
+    let n = 0
+    const { close, told } = await promiseWorker(() => {
+      if (n++ === 0) {
+        throw Object.defineProperty({}, "message", {
+          get: () => {
+            throw new Error(`cannot read the row of ${uid}`)
+          }
+        })
+      }
+      throw Object.assign(Object.create(null), { detail: `duplicate ${uid}` })
+    })
+    await eventually(async () => (await status()).failed === 2)
+    await close()
+    expect((await status()).failedByKind).toEqual([["SinkFailed", 2]])
+    expect(told).toHaveLength(2)
+    expect(told.join("\n")).toContain("SinkFailed")
+    expectNone("Redis", await everything(), [uid])
+    expectNone("onError", told.join("\n"), [uid])
+  })
+
+  it("a sink that does not return within sinkTimeout fails that attempt; BullMQ's next one delivers", async () => {
+    await enqueue([persons[0]!.personUid])
+    const delivered: Array<number> = []
+    let calls = 0
+    const { close, told } = await promiseWorker(async (record) => {
+      // The first call hangs for good (a database that stopped answering).
+      if (calls++ === 0) return new Promise<void>(() => {})
+      delivered.push(record.index)
+    }, { sinkTimeout: "200 millis" })
+    await eventually(() => delivered.length === 1)
+    await close()
+    expect(delivered).toEqual([0])
+    expect(told.join("\n")).toContain("the sink did not finish within 200 ms")
+  })
+
+  it("a worker closed while its sink hangs renews nothing: another worker takes the person at once", async () => {
+    await enqueue([persons[0]!.personUid])
+    let hung = false
+    const first = await promiseWorker(() => {
+      hung = true
+      return new Promise<void>(() => {})
+    }, { closeTimeout: "200 millis", sinkTimeout: "1 hour", lockDuration: "2 seconds", stalledInterval: "1 second" })
+    await eventually(() => hung)
+    await first.close()
+    const taken: Array<number> = []
+    const second = await promiseWorker((record) => {
+      taken.push(record.index)
+    }, { lockDuration: "2 seconds", stalledInterval: "1 second" })
+    // Within the test's timeout: the closed worker would otherwise hold the lock for as long as it lives.
+    await eventually(() => taken.length === 1)
+    await second.close()
+    expect(taken).toEqual([0])
+  })
+
+  it("a failure's text that names the person (a PersonData layer of the application's own) is scrubbed before BullMQ keeps it", async () => {
+    const uid = persons[0]!.personUid
+    await enqueue([uid], { attempts: 1 })
+    const echoing = Layer.succeed(PersonData.PersonData, {
+      get: (operation: PersonData.Operation) =>
+        Effect.fail(
+          new ClinicalError.ApiError({
+            operation: operation.name,
+            status: 200,
+            errorType: "NotFound",
+            errorMessage: `no person ${uid}`
+          })
+        )
+    } as unknown as PersonData.Service)
+    const records: Array<ClinicalQueue.JobRecord> = []
+    let finish: () => void
+    const finished = new Promise<void>((resolve) => (finish = resolve))
+    await Effect.runPromise(
+      Effect.scoped(Effect.zipRight(
+        ClinicalQueue.worker({
+          ...queueOptions(),
+          operation: PersonData.medications,
+          sink: (record) => {
+            records.push(record)
+            finish()
+          }
+        }),
+        Effect.promise(() => finished)
+      )).pipe(Effect.provide(echoing))
+    )
+    await eventually(async () => (await status()).failed === 1)
+    expect(records).toMatchObject([{ outcome: "Failure", error: { _tag: "ApiError" } }])
+    const held = await everything()
+    expect(held).toContain("no person <redacted>")
+    expectNone("Redis", held, [uid])
+  })
+})
+
+describe("what a job reads is sealed in it", () => {
+  it("a forged record of the queue's operation changes nothing: each job reads its own operation, and its record says which", async () => {
+    await enqueue(persons.slice(0, 3).map((person) => person.personUid))
+    // Whoever can write Redis, without the key: the queue's record now says ethnicities.
+    await connect().hset("bull:test:effect-clinical", "operation", "ethnicities")
+    const records = await work(1, (done) => done.length >= 3, undefined, {
+      operation: [PersonData.medications, PersonData.ethnicities]
+    })
+    expect(records.map((record) => record.operation)).toEqual(["medications", "medications", "medications"])
+    const operations = (await mock.requestLog()).map((entry) => entry.operation).filter((op) => op !== "token")
+    expect(operations).toEqual(["medications", "medications", "medications"])
+  })
+
+  it("a job of another operation than the worker reads is failed for good (OperationRefused), never read", async () => {
+    await enqueue([persons[0]!.personUid])
+    // A queue with no record of its own (removed): nothing refuses the worker at start.
+    await connect().del("bull:test:effect-clinical")
+    const refused = work(
+      1,
+      () => false,
+      undefined,
+      { operation: PersonData.ethnicities },
+      (async () => {
+        await eventually(async () => (await status()).failed === 1)
+      })()
+    )
+    expect(await refused).toEqual([])
+    expect((await status()).failedByKind).toEqual([["OperationRefused", 1]])
+    expect((await mock.counters()).dataRequests).toBe(0)
+  })
+})
+
+describe("runs: nothing read twice, counts exact", () => {
+  it("enqueue without an inputId: persons already done are not added again", async () => {
+    const uids = persons.slice(0, 10).map((person) => person.personUid)
+    await enqueue(uids)
+    await work(1, (done) => done.length >= 10)
+    await eventually(async () => (await status()).run?.done === 10)
+    expect(await enqueue(uids)).toEqual({ run: 1, persons: 10, added: 0, present: 10 })
+    expect((await status()).waiting).toBe(0)
+    // A longer list of the same run: only the new persons are added.
+    const more = persons.slice(0, 12).map((person) => person.personUid)
+    expect(await enqueue(more)).toEqual({ run: 1, persons: 12, added: 2, present: 10 })
+    // Another person at a position done before is another job.
+    const changed = [persons[20]!.personUid, ...uids.slice(1)]
+    expect(await enqueue(changed)).toMatchObject({ added: 1 })
+  })
+
+  it("again starts a new run: everyone is read again, and its counts are its own", async () => {
+    const uids = persons.slice(0, 6).map((person) => person.personUid)
+    expect(await enqueue(uids, { inputId: "nightly" })).toMatchObject({ run: 1, added: 6 })
+    await work(1, (done) => done.length >= 6)
+    await eventually(async () => (await status()).run?.done === 6)
+    expect(await enqueue(uids, { inputId: "nightly" })).toMatchObject({ run: 1, added: 0 })
+    expect(await enqueue(uids, { inputId: "nightly", again: true })).toMatchObject({ run: 2, added: 6 })
+    expect((await status()).run).toEqual({
+      run: 2,
+      operation: "medications",
+      persons: 6,
+      enqueued: true,
+      done: 0,
+      failed: 0
+    })
+    await work(1, (done) => done.length >= 6)
+    await eventually(async () => (await status()).run?.done === 6)
+    expect((await status()).run).toMatchObject({ run: 2, done: 6, failed: 0 })
+    expect((await Effect.runPromise(ClinicalQueue.status(queueOptions(), { run: 1 }))).run).toMatchObject({
+      run: 1,
+      done: 6
+    })
+  })
+
+  it("an outcome recorded twice (a person delivered again) counts once; a success is never undone", async () => {
+    await enqueue([persons[0]!.personUid, persons[1]!.personUid])
+    const settings = Either.getOrThrow(settingsOf(queueOptions()))
+    const ids = (await connect().keys("bull:test:*")).map((key) => key.split(":")[2]!).filter((id) =>
+      /^[0-9a-f]{32}$/.test(id)
+    )
+    const [first, second] = ids
+    await recordOutcome(settings, 1, 0, first!, "D")
+    await recordOutcome(settings, 1, 0, first!, "D")
+    await recordOutcome(settings, 1, 0, first!, "F")
+    await recordOutcome(settings, 1, 1, second!, "F")
+    await recordOutcome(settings, 1, 1, second!, "F")
+    expect((await status()).run).toMatchObject({ persons: 2, done: 1, failed: 1 })
+    await recordOutcome(settings, 1, 1, second!, "D")
+    expect((await status()).run).toMatchObject({ done: 2, failed: 0 })
+    // Another person at a position (an unnamed run's second list) replaces the first's count.
+    await recordOutcome(settings, 1, 1, "f".repeat(32), "F")
+    expect((await status()).run).toMatchObject({ done: 1, failed: 1 })
+    // A run the queue no longer records is left alone.
+    await recordOutcome(settings, 9, 0, first!, "D")
+    expect(await connect().exists("bull:test:effect-clinical:run:9:slots")).toBe(0)
+  })
+
+  it("a failure retried into a success moves from one count to the other", async () => {
+    const unknown = "UnKnownPersonUid0000000000000000000=="
+    await enqueue([persons[0]!.personUid, unknown], { attempts: 1 })
+    const records = await work(1, (done) => done.length >= 2)
+    expect(records).toHaveLength(2)
+    await eventually(async () => (await status()).failed === 1)
+    expect((await status()).run).toMatchObject({ persons: 2, done: 1, failed: 1 })
+    // The unknown person becomes known (another service), and is retried.
+    const knowing = await MockClinicalServer.start({
+      persons: [...persons, { ...MockClinicalServer.fixturePersons[0]!, personUid: unknown }]
+    })
+    try {
+      expect(await Effect.runPromise(ClinicalQueue.retryFailed(queueOptions()))).toBe(1)
+      await work(1, (done) => done.length >= 1, { baseUrl: knowing.url, applicationId: knowing.applicationId })
+      await eventually(async () => (await status()).run?.done === 2)
+      expect((await status()).run).toMatchObject({ persons: 2, done: 2, failed: 0 })
+    } finally {
+      await knowing.close()
+    }
+  })
+
+  it("retryFailed while workers fail the jobs again: each failed job is put back once", async () => {
+    const unknown = Array.from(
+      { length: 40 },
+      (_, i) => `UnKnownPersonUid${String(i).padStart(4, "0")}000000000000000==`
+    )
+    await enqueue(unknown, { attempts: 1 })
+    await work(1, (done) => done.length >= 40)
+    await eventually(async () => (await status()).failed === 40)
+    await mock.resetCounters()
+    // A worker fails each person again as soon as it is put back, while retryFailed runs.
+    let again = 0
+    const failing = work(1, () => ++again >= 40, undefined, { concurrency: 16 })
+    expect(await Effect.runPromise(ClinicalQueue.retryFailed(queueOptions()))).toBe(40)
+    await failing
+    await eventually(async () => (await status()).failed === 40)
+    expect((await mock.counters()).medicationRequests).toBe(40)
+  })
+})
+
+describe("the enqueue", () => {
+  /** An input that yields `first` persons, then waits until `release` is called, then the rest. */
+  const stalled = (uids: ReadonlyArray<string>, first: number) => {
+    let release: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let taken = 0
+    const input = (async function*() {
+      for (const [i, uid] of uids.entries()) {
+        if (i === first) await released
+        taken++
+        yield uid
+      }
+    })()
+    return { input, release: () => release(), taken: () => taken }
+  }
+
+  it("persons taken from a slow input reach Redis within about a second, not when a chunk fills", async () => {
+    const uids = persons.slice(0, 5).map((person) => person.personUid)
+    const slow = stalled(uids, 3)
+    const enqueuing = Effect.runPromise(
+      ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications }, slow.input)
+    )
+    await eventually(async () => (await status()).waiting === 3)
+    expect((await status()).run).toMatchObject({ persons: 3, enqueued: false })
+    slow.release()
+    expect(await enqueuing).toMatchObject({ persons: 5, added: 5 })
+  })
+
+  it("its lock is renewed while the input is slow; a second enqueue stays refused", async () => {
+    const slow = stalled(persons.slice(0, 4).map((person) => person.personUid), 2)
+    const enqueuing = Effect.runPromise(
+      ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications }, slow.input)
+    )
+    const admin = connect()
+    await eventually(async () => (await admin.exists("bull:test:effect-clinical:enqueuing")) === 1)
+    // As if most of its minute had passed: 2.5 s left. A live enqueue renews it within that.
+    await admin.pexpire("bull:test:effect-clinical:enqueuing", 2_500)
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(await admin.pttl("bull:test:effect-clinical:enqueuing")).toBeGreaterThan(30_000)
+    const second = await Effect.runPromise(
+      Effect.either(ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications }, ["x"]))
+    )
+    expect(Either.getLeft(second).pipe((e) => e._tag === "Some" && e.value)).toMatchObject({
+      _tag: "QueueError",
+      message: expect.stringContaining("another enqueue into this queue is running")
+    })
+    slow.release()
+    expect(await enqueuing).toMatchObject({ added: 4 })
+    expect(await admin.exists("bull:test:effect-clinical:enqueuing")).toBe(0)
+  })
+
+  it("a lock lost to another enqueue stops this one, which leaves the other's lock alone", async () => {
+    const slow = stalled(persons.slice(0, 4).map((person) => person.personUid), 2)
+    const enqueuing = Effect.runPromise(
+      Effect.either(ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications }, slow.input))
+    )
+    const admin = connect()
+    await eventually(async () => (await admin.exists("bull:test:effect-clinical:enqueuing")) === 1)
+    // It lapsed, and another enqueue took it.
+    await admin.set("bull:test:effect-clinical:enqueuing", "another-owner", "PX", 60_000)
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    slow.release()
+    const outcome = await enqueuing
+    expect(Either.getLeft(outcome).pipe((e) => e._tag === "Some" && e.value)).toMatchObject({
+      _tag: "QueueError",
+      message: expect.stringContaining("the enqueue lock was lost")
+    })
+    expect(await admin.get("bull:test:effect-clinical:enqueuing")).toBe("another-owner")
+  })
+
+  it("interrupted, it stops and gives its lock back at once", async () => {
+    const slow = stalled(persons.slice(0, 4).map((person) => person.personUid), 2)
+    const fiber = Effect.runFork(
+      ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications }, slow.input)
+    )
+    const admin = connect()
+    await eventually(async () => (await status()).waiting === 2)
+    await Effect.runPromise(Fiber.interrupt(fiber))
+    expect(await admin.exists("bull:test:effect-clinical:enqueuing")).toBe(0)
+    expect(slow.taken()).toBe(2)
+  })
+
+  it("a resumed named enqueue goes on from the last person recorded: none skipped, none read twice", async () => {
+    const uids = persons.slice(0, 8).map((person) => person.personUid)
+    // The first enqueue dies once 5 persons are in Redis (its input fails).
+    let fail: () => void
+    const failing = new Promise<void>((resolve) => (fail = resolve))
+    const dying = (async function*() {
+      for (const uid of uids.slice(0, 5)) yield uid
+      await failing
+      throw new Error("the disk went away")
+    })()
+    const died = Effect.runPromise(Effect.either(
+      ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications, inputId: "file" }, dying)
+    ))
+    await eventually(async () => (await status()).waiting === 5)
+    fail!()
+    expect(Either.isLeft(await died)).toBe(true)
+    expect((await status()).run).toMatchObject({ persons: 5, enqueued: false })
+    expect(await enqueue(uids, { inputId: "file" })).toEqual({ run: 1, persons: 8, added: 3, present: 5 })
+    const records = await work(1, (done) => done.length >= 8)
+    expect(records.map((record) => record.index).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
+    expect((await mock.counters()).medicationRequests).toBe(8)
+  })
+
+  it("forged records (no key) are not trusted: an enqueue reads its input again and adds nothing twice", async () => {
+    const uids = persons.slice(0, 6).map((person) => person.personUid)
+    expect(await enqueue(uids, { inputId: "file" })).toMatchObject({ run: 1, added: 6 })
+    const admin = connect()
+    for (const key of await admin.keys("bull:test:effect-clinical:*")) {
+      if (/:(input:[0-9a-f]+|run:\d+)$/.test(key)) {
+        await admin.set(key, JSON.stringify({ persons: 1e18, done: true, finished: true, run: 1, named: true }))
+      }
+    }
+    await admin.hset("bull:test:effect-clinical", "run", JSON.stringify(1))
+    const again = await enqueue(uids, { inputId: "file" })
+    expect(again.persons).toBe(6)
+    expect(again.present + again.added).toBe(6)
+    expect(typeof again.run).toBe("number")
+    // A forged count reads as a count, or as none: never as text.
+    await admin.hset(`bull:test:effect-clinical:run:${again.run}:count`, "done", "x", "failed", "1e400")
+    expect((await status()).run).toMatchObject({ done: 0, failed: 0 })
+  })
+
+  it("maxWaiting into a paused queue stops, saying why; while it waits for room, onWaiting is told", async () => {
+    const uids = persons.slice(0, 8).map((person) => person.personUid)
+    await enqueue(uids.slice(0, 4))
+    const queue = connect()
+    await queue.hset("bull:test:effect-clinical", "pausedBecause", "the token endpoint refused the ApplicationId")
+    const bull = new (await import("bullmq")).Queue("test", { connection: queue })
+    await bull.pause()
+    const told: Array<number> = []
+    const refused = await Effect.runPromise(Effect.either(ClinicalQueue.enqueue({
+      ...queueOptions(),
+      operation: PersonData.medications,
+      maxWaiting: 4,
+      onWaiting: (waiting) => told.push(waiting)
+    }, uids)))
+    expect(Either.getLeft(refused).pipe((e) => e._tag === "Some" && e.value)).toMatchObject({
+      _tag: "QueueError",
+      message: expect.stringMatching(
+        /the queue is paused \(the token endpoint refused the ApplicationId\).*maxWaiting is 4/
+      )
+    })
+    expect(await queue.exists("bull:test:effect-clinical:enqueuing")).toBe(0)
+    await bull.resume()
+    const waiting = Effect.runPromise(ClinicalQueue.enqueue({
+      ...queueOptions(),
+      operation: PersonData.medications,
+      maxWaiting: 4,
+      onWaiting: (count) => told.push(count)
+    }, uids))
+    await eventually(() => told.length > 0)
+    expect(told[0]).toBe(4)
+    await work(1, (done) => done.length >= 8)
+    expect(await waiting).toMatchObject({ persons: 8, added: 4 })
+    await bull.close()
   })
 })

@@ -9,6 +9,16 @@ import * as Crypto from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { decide, kindOf } from "../src/internal/queue/jobDecision.js"
 import { jobId, jobKeys, keyCheck, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
+import {
+  countOf,
+  fingerprint,
+  MAX_RUN_PERSONS,
+  runNumberOf,
+  runRecordOf,
+  signed,
+  SLOT_BYTES,
+  verified
+} from "../src/internal/queue/runRecord.js"
 import { sealingKey } from "../src/internal/token/storedEntry.js"
 
 const at = { operation: "medications", method: "POST", url: "https://h/api/Medications" }
@@ -109,23 +119,37 @@ describe("a job's seal", () => {
   const theKey = () => Either.getOrThrow(sealingKey("q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="))
   const theKeys = () => jobKeys(theKey(), "bull", "q")
   const person = { personUid: "Zm9vYmFy+M2QxNzQ4/cGVyc29uLTAwMg==", index: 7 }
+  const terms = { operation: "medications", run: 3, range: {} }
+  const ranged = { ...terms, range: { startDate: "2024-01-01" } }
 
-  it("opens to the person, position and range it sealed; its text and id hold none of them", () => {
+  it("opens to the person, position, operation, run and range it sealed; its text and id hold none of them", () => {
     const keys = theKeys()
-    const job = sealJob(keys, person, { startDate: "2024-01-01" })
-    expect(openJob(keys, job.data)).toEqual(Either.right({ ...person, range: { startDate: "2024-01-01" } }))
+    const job = sealJob(keys, person, ranged)
+    expect(openJob(keys, job.data)).toEqual(Either.right({ ...person, ...ranged }))
     expect(JSON.stringify(job)).not.toContain(person.personUid)
+    expect(JSON.stringify(job)).not.toContain("medications")
     expect(job.id).toMatch(/^[0-9a-f]{32}$/)
-    expect(job.id).toBe(jobId(keys, person, { startDate: "2024-01-01" }))
-    expect(job.id).not.toBe(jobId(keys, person))
+    expect(job.id).toBe(jobId(keys, person, ranged))
+    // Each term is the id's: another range, operation, run or position is another job.
+    expect(
+      new Set([
+        job.id,
+        jobId(keys, person, terms),
+        jobId(keys, person, { ...ranged, operation: "ethnicities" }),
+        jobId(keys, person, { ...ranged, run: 4 }),
+        jobId(keys, { ...person, index: 8 }, ranged),
+        jobId(keys, { ...person, personUid: "other" }, ranged),
+        jobId(keys, person, { ...ranged, range: { startDate: "2024-01-01", endDate: "2024-12-31" } })
+      ]).size
+    ).toBe(7)
     // A fresh IV each time: the same person seals differently, under the same id.
-    expect(sealJob(keys, person).data.sealed).not.toBe(sealJob(keys, person).data.sealed)
+    expect(sealJob(keys, person, terms).data.sealed).not.toBe(sealJob(keys, person, terms).data.sealed)
   })
 
   it("does not open under another key, for another queue or prefix, or tampered with", () => {
     const key = theKey()
     const keys = theKeys()
-    const job = sealJob(keys, person)
+    const job = sealJob(keys, person, terms)
     const other = Either.getOrThrow(sealingKey("Zx8c7v6b5n4m3a2s1d0fGhJkLqWeRtYuIoPaSdFgHjK="))
     expect(Either.isLeft(openJob(jobKeys(other, "bull", "q"), job.data))).toBe(true)
     expect(Either.isLeft(openJob(jobKeys(key, "bull", "q2"), job.data))).toBe(true)
@@ -155,7 +179,7 @@ describe("a job's seal", () => {
 
   it("a PersonUid longer than any is cut just past the longest, to be refused by the worker as too long", () => {
     const keys = theKeys()
-    const opened = openJob(keys, sealJob(keys, { personUid: "a".repeat(100_000), index: 0 }).data)
+    const opened = openJob(keys, sealJob(keys, { personUid: "a".repeat(100_000), index: 0 }, terms).data)
     expect(Either.map(opened, (job) => job.personUid.length)).toEqual(Either.right(2049))
   })
 
@@ -163,14 +187,11 @@ describe("a job's seal", () => {
     const keys = theKeys()
     // Jobs outlive a deployment: a worker of the next version must open what this one enqueued.
     const written =
-      "ijOSlYlLIj7++yC6AZDzMTsD331Zryty0eR9LSmNxfdS3+e5qtbv1nB8OwrUh8guFMY918AEx5Gj3YuFEAivWhhrSBD3fziiehM690oaFReaiFB5EAIKjn3oY14GOLAaN+bcQpywPXX2V2qtaEE="
-    expect(openJob(keys, { sealed: written })).toEqual(
-      Either.right({ ...person, range: { startDate: "2024-01-01", endDate: "2024-12-31" } })
-    )
-    expect(jobId(keys, person)).toBe("e796f9c53fc8cec677734dc1bb1f6916")
-    expect(jobId(keys, person, { startDate: "2024-01-01", endDate: "2024-12-31" })).toBe(
-      "700f8172c79afb04a3f6e078f3c93052"
-    )
+      "Shq8AXVYOpAW1mPpxQB62uxHzeV4OGRubG5oXKeKPN9D88zPXh6UpaZVgB29GP47zi3X9DTr3pz1gFg6Lb5gh2vyyd6d74sqhKbHHPEyp1RBoKy05UhJs42zdwwNtn14tDnyUoW54TS8gTFDDSZYnci78VymgBj7WufsKJNx1tB+VD6Yyrw="
+    const full = { ...terms, range: { startDate: "2024-01-01", endDate: "2024-12-31" } }
+    expect(openJob(keys, { sealed: written })).toEqual(Either.right({ ...person, ...full }))
+    expect(jobId(keys, person, terms)).toBe("d605cf4714e8ffa6e32c0d624fb31f1d")
+    expect(jobId(keys, person, full)).toBe("786b7818414983997c75e5ec7b998494")
     expect(keyCheck(keys)).toBe("57af4fde411af404")
   })
 
@@ -185,18 +206,101 @@ describe("a job's seal", () => {
       }
     }
     const refused = Either.left("the job's sealed person is not one effect-clinical wrote")
+    const ours = `"o":"medications","r":1`
     expect(openJob(keys, sealed("not JSON"))).toEqual(refused)
-    expect(openJob(keys, sealed(`{"p":1,"i":0}`))).toEqual(refused)
-    expect(openJob(keys, sealed(`{"p":"x","i":-1}`))).toEqual(refused)
-    expect(openJob(keys, sealed(`{"p":"x","i":0,"s":5}`))).toEqual(refused)
-    expect(openJob(keys, sealed(`{"p":"x","i":0,"e":5}`))).toEqual(refused)
-    expect(openJob(keys, sealed(`{"p":"x","i":0}`))).toStrictEqual(
-      Either.right({ personUid: "x", index: 0, range: {} })
+    expect(openJob(keys, sealed(`{"p":1,"i":0,${ours}}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":-1,${ours}}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0.5,${ours}}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,${ours},"s":5}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,${ours},"e":5}`))).toEqual(refused)
+    // The operation and the run are the job's: a seal without them (or of another shape) is not ours.
+    expect(openJob(keys, sealed(`{"p":"x","i":0}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":5,"r":1}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":0}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":1.5}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,${ours}}`))).toStrictEqual(
+      Either.right({ personUid: "x", index: 0, operation: "medications", run: 1, range: {} })
     )
   })
 
   it("the keys differ by purpose: the seal's is not the ids'", () => {
     const keys = theKeys()
     expect(Buffer.from(Redacted.value(keys.seal)).equals(Buffer.from(Redacted.value(keys.name)))).toBe(false)
+  })
+})
+
+describe("a run's records", () => {
+  const theKeys = () =>
+    jobKeys(Either.getOrThrow(sealingKey("q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4=")), "bull", "q")
+  const record = { operation: "medications", persons: 12, finished: true, named: true }
+
+  it("a signed record reads back where it was written, under its key, and nowhere else", () => {
+    const keys = theKeys()
+    const text = signed(keys, ":run:3", record)
+    expect(runRecordOf(verified(keys, ":run:3", text))).toEqual(record)
+    // Moved to another key, another queue's, or under another sealing key: not read.
+    expect(verified(keys, ":run:4", text)).toBeUndefined()
+    expect(
+      verified(
+        jobKeys(Either.getOrThrow(sealingKey("q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4=")), "bull", "r"),
+        ":run:3",
+        text
+      )
+    )
+      .toBeUndefined()
+    expect(
+      verified(
+        jobKeys(Either.getOrThrow(sealingKey("Zx8c7v6b5n4m3a2s1d0fGhJkLqWeRtYuIoPaSdFgHjK=")), "bull", "q"),
+        ":run:3",
+        text
+      )
+    ).toBeUndefined()
+    // Its text changed by one character, its tag kept: not read.
+    expect(verified(keys, ":run:3", text.replace("\"persons\":12", "\"persons\":1e18"))).toBeUndefined()
+    expect(verified(keys, ":run:3", text.replace("\"persons\":12", "\"persons\":13"))).toBeUndefined()
+  })
+
+  it("anything else where a record is kept reads as none, never a throw", () => {
+    const keys = theKeys()
+    for (const text of [null, undefined, 42, "", ".", "x".repeat(32) + ".{}", JSON.stringify(record), {}]) {
+      expect(verified(keys, ":run:1", text)).toBeUndefined()
+    }
+    // Signed, but not JSON a record holds.
+    const tagged = signed(keys, ":run:1", record)
+    expect(verified(keys, ":run:1", tagged.slice(0, 33) + "{")).toBeUndefined()
+  })
+
+  it("a record of the wrong shape, or with a count beyond a run's, is none", () => {
+    expect(runRecordOf(record)).toEqual(record)
+    for (
+      const bad of [
+        null,
+        [],
+        { ...record, persons: -1 },
+        { ...record, persons: 1.5 },
+        { ...record, persons: MAX_RUN_PERSONS + 1 },
+        { ...record, persons: "12" },
+        { ...record, operation: 5 },
+        { ...record, finished: "true" },
+        { ...record, named: 1 }
+      ]
+    ) {
+      expect(runRecordOf(bad)).toBeUndefined()
+    }
+    expect(runRecordOf({ ...record, persons: MAX_RUN_PERSONS })).toEqual({ ...record, persons: MAX_RUN_PERSONS })
+    expect(runNumberOf(1)).toBe(1)
+    for (const bad of [0, -1, 1.5, "1", null, Number.MAX_SAFE_INTEGER + 2]) expect(runNumberOf(bad)).toBeUndefined()
+  })
+
+  it("a count Redis holds reads as a count, or 0", () => {
+    expect(countOf("42")).toBe(42)
+    expect(countOf(null)).toBe(0)
+    expect(countOf(undefined)).toBe(0)
+    for (const bad of ["x", "-3", "1.5", "1e400", "9007199254740993"]) expect(countOf(bad)).toBe(0)
+  })
+
+  it("a slot's fingerprint is the job id's first 8 bytes", () => {
+    expect(fingerprint("0123456789abcdef" + "f".repeat(16))).toEqual(Buffer.from("0123456789abcdef", "hex"))
+    expect(fingerprint("0123456789abcdef" + "f".repeat(16))).toHaveLength(SLOT_BYTES - 1)
   })
 })

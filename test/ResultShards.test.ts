@@ -1,15 +1,16 @@
 /**
  * The command line's queue results: the shards the workers append to, and `collect`'s merge, on
- * real files. What users rely on: each position once, in input order, a success over a failure,
- * nothing but whole lines, and no hostile shard (a huge position, a huge line, a link, a FIFO)
- * costing unbounded memory or being followed.
+ * real files. What users rely on: each position of the run once, in input order, a success over a
+ * failure, nothing but whole lines, who is missing (the last position too), and no hostile shard (a
+ * huge position, a huge line, a link, a FIFO, glued lines) costing unbounded memory or being
+ * followed or passed off as a result.
  */
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { afterEach, beforeEach, describe, expect, it } from "vitest"
-import { appender, collect, openShard, shardLine } from "../src/cli/resultShards.js"
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
+import { collect, openShard, shardLine } from "../src/cli/resultShards.js"
 
 let dir: string
 beforeEach(() => {
@@ -20,23 +21,25 @@ afterEach(() => {
 })
 
 const shards = () => Path.join(dir, "shards")
+/** A shard of run 1 (`name.run-1.ndjson`), or of the run its name says. */
 const write = (name: string, text: string) => {
   Fs.mkdirSync(shards(), { recursive: true })
-  Fs.writeFileSync(Path.join(shards(), name), text)
+  Fs.writeFileSync(Path.join(shards(), name.includes(".run-") ? name : `${name}.run-1.ndjson`), text)
 }
-const success = (index: number, name = "A") => shardLine(index, { items: [{ Name: name }] })
-const failure = (index: number, tag = "ServerError") => shardLine(index, { error: { _tag: tag } })
-const merged = async () => {
+const success = (index: number, name = "A", operation = "medications") =>
+  shardLine(index, operation, { items: [{ Name: name }] })
+const failure = (index: number, tag = "ServerError") => shardLine(index, "medications", { error: { _tag: tag } })
+const merged = async (persons: number, options: { readonly run?: number; readonly operation?: string } = {}) => {
   const out = Path.join(dir, "out.ndjson")
-  const collected = await collect(shards(), out)
+  const collected = await collect(shards(), out, { run: options.run ?? 1, persons, operation: options.operation })
   return { collected, lines: Fs.readFileSync(out, "utf8").split("\n").slice(0, -1), mode: Fs.statSync(out).mode }
 }
 
 describe("collect", () => {
   it("each position once, in input order: the first success, else the last failure; an owner-only file", async () => {
-    write("a.ndjson", success(2, "first") + failure(0, "First") + success(3))
-    write("b.ndjson", failure(0, "Last") + success(2, "second") + failure(1) + success(1))
-    const { collected, lines, mode } = await merged()
+    write("a", success(2, "first") + failure(0, "First") + success(3))
+    write("b", failure(0, "Last") + success(2, "second") + failure(1) + success(1))
+    const { collected, lines, mode } = await merged(4)
     expect(lines).toEqual([
       failure(0, "Last").trimEnd(),
       success(1).trimEnd(),
@@ -50,71 +53,120 @@ describe("collect", () => {
       failed: 1,
       duplicates: 3,
       missing: 0,
-      unreadable: 0
+      unreadable: 0,
+      operation: "medications"
     })
     expect(mode & 0o777).toBe(0o600)
   })
 
-  it("a line cut by a crash (no newline at the end of a shard) is left out; a stranger's line is counted", async () => {
-    write("a.ndjson", success(0) + "not ours\n" + success(1).trimEnd())
-    const { collected, lines } = await merged()
+  it("knows the run's size: positions no shard holds are missing, the last ones too", async () => {
+    write("a", success(0) + success(2))
+    const { collected, lines } = await merged(5)
+    expect(lines).toEqual([success(0).trimEnd(), success(2).trimEnd()])
+    expect(collected).toMatchObject({ persons: 5, succeeded: 2, missing: 3 })
+  })
+
+  it("a line cut by a full disk with the next glued onto it: unreadable, whatever its start says, and both persons missing", async () => {
+    write("a", success(0) + success(1).slice(0, 40) + success(2) + success(3))
+    const { collected, lines } = await merged(4)
+    expect(lines).toEqual([success(0).trimEnd(), success(3).trimEnd()])
+    expect(collected).toMatchObject({ unreadable: 1, missing: 2, succeeded: 2 })
+    // Cut inside its items, past what its start says.
+    Fs.rmSync(Path.join(dir, "out.ndjson"))
+    write("b", success(4, "x".repeat(100)).slice(0, 90) + success(5))
+    expect((await merged(6)).collected).toMatchObject({ unreadable: 2, missing: 4 })
+  })
+
+  it("a cut last line, a stranger's line, another operation's: counted unreadable, never copied", async () => {
+    write("a", success(0) + "not ours\n" + success(1, "A", "ethnicities") + success(2).trimEnd())
+    const { collected, lines } = await merged(3, { operation: "medications" })
     expect(lines).toEqual([success(0).trimEnd()])
-    expect(collected).toMatchObject({ persons: 1, unreadable: 1, missing: 0 })
+    expect(collected).toMatchObject({ unreadable: 3, missing: 2, operation: "medications" })
   })
 
-  it("a hostile position of 10^15 costs what any line does; a position past a safe integer is not read", async () => {
+  it("positions beyond the run's (a hostile 10^15, 16 digits, 20 digits) are unreadable and cost nothing", async () => {
     write(
-      "a.ndjson",
-      success(0) + `{"index":999999999999999,"outcome":"Success","items":[]}\n` +
-        `{"index":99999999999999999999,"outcome":"Success","items":[]}\n`
+      "a",
+      success(0) + success(999999999999999) + success(1234567890123456) +
+        `{"index":99999999999999999999,"outcome":"Success","operation":"medications","items":[]}\n`
     )
-    const { collected, lines } = await merged()
-    expect(lines).toHaveLength(2)
-    expect(collected).toMatchObject({ persons: 2, unreadable: 1, missing: 999999999999998 })
+    const { collected, lines } = await merged(2)
+    expect(lines).toEqual([success(0).trimEnd()])
+    expect(collected).toMatchObject({ persons: 2, unreadable: 3, missing: 1 })
   })
 
-  it("a line of 24 MiB is copied whole, a MiB at a time", async () => {
-    const big = shardLine(0, { items: [{ Name: "x".repeat(24 * 1024 * 1024) }] })
-    write("a.ndjson", big + success(1))
-    const { lines } = await merged()
+  it("reads only the run's shards", async () => {
+    write("a", success(0, "one"))
+    write("a.run-2.ndjson", success(0, "two") + success(1, "two"))
+    write("old.ndjson", success(1, "old"))
+    const { collected, lines } = await merged(2, { run: 2 })
+    expect(lines).toEqual([success(0, "two").trimEnd(), success(1, "two").trimEnd()])
+    expect(collected).toMatchObject({ shards: 1, missing: 0 })
+  })
+
+  it("a line of 24 MiB is copied whole, through a window of a fraction of it", async () => {
+    const big = shardLine(0, "medications", { items: [{ Name: "x".repeat(24 * 1024 * 1024) }] })
+    write("a", big + success(1))
+    const { lines } = await merged(2)
     expect(lines[0]).toBe(big.trimEnd())
     expect(lines[1]).toBe(success(1).trimEnd())
   })
 
-  it("a shard that is a link, or a FIFO, is refused by name, never followed or waited on", async () => {
-    write("a.ndjson", success(0))
-    Fs.writeFileSync(Path.join(dir, "elsewhere"), success(5))
-    Fs.symlinkSync(Path.join(dir, "elsewhere"), Path.join(shards(), "b.ndjson"))
-    await expect(merged()).rejects.toMatchObject({ code: "a symbolic link", shard: "b.ndjson" })
-    Fs.unlinkSync(Path.join(shards(), "b.ndjson"))
-    execFileSync("mkfifo", [Path.join(shards(), "c.ndjson")])
-    await expect(merged()).rejects.toMatchObject({ code: "not a regular file", shard: "c.ndjson" })
+  it("many shards whose lines interleave: each line copied from its own shard", async () => {
+    // 300 shards (more than are kept open at once), each holding every 300th position.
+    for (let shard = 0; shard < 300; shard++) {
+      let text = ""
+      for (let index = shard; index < 3_000; index += 300) text += success(index, `s${shard}`)
+      write(`w${String(shard).padStart(3, "0")}`, text)
+    }
+    const { collected, lines } = await merged(3_000)
+    expect(collected).toMatchObject({ shards: 300, succeeded: 3_000, missing: 0 })
+    expect(lines).toEqual(Array.from({ length: 3_000 }, (_, i) => success(i, `s${i % 300}`).trimEnd()))
   })
 
-  it("an existing output (a file or a link) is never written through", async () => {
-    write("a.ndjson", success(0))
+  it("a shard that is a link, or a FIFO, is refused by name, never followed or waited on", async () => {
+    write("a", success(0))
+    Fs.writeFileSync(Path.join(dir, "elsewhere"), success(5))
+    Fs.symlinkSync(Path.join(dir, "elsewhere"), Path.join(shards(), "b.run-1.ndjson"))
+    await expect(merged(1)).rejects.toMatchObject({ code: "a symbolic link", shard: "b.run-1.ndjson" })
+    Fs.unlinkSync(Path.join(shards(), "b.run-1.ndjson"))
+    execFileSync("mkfifo", [Path.join(shards(), "c.run-1.ndjson")])
+    await expect(merged(1)).rejects.toMatchObject({ code: "not a regular file", shard: "c.run-1.ndjson" })
+  })
+
+  it("an existing output (a file or a link) is never written through; one in a missing directory is named as the output", async () => {
+    write("a", success(0))
     Fs.writeFileSync(Path.join(dir, "target"), "keep")
     Fs.symlinkSync(Path.join(dir, "target"), Path.join(dir, "out.ndjson"))
-    await expect(merged()).rejects.toMatchObject({ code: "EEXIST" })
+    await expect(merged(1)).rejects.toMatchObject({ code: "EEXIST", out: true })
     expect(Fs.readFileSync(Path.join(dir, "target"), "utf8")).toBe("keep")
+    await expect(collect(shards(), Path.join(dir, "nowhere", "out.ndjson"), { run: 1, persons: 1 })).rejects
+      .toMatchObject({ code: "ENOENT", out: true })
   })
 })
 
 describe("a worker's shard", () => {
-  it("is a new owner-only file in an owner-only directory; lines appended at once land whole", async () => {
-    const { handle, path } = await openShard(shards())
-    const append = appender(handle)
-    await Promise.all(Array.from({ length: 200 }, (_, i) => append(success(i, "y".repeat(5000)))))
+  it("is a new owner-only file of its run in an owner-only directory; lines appended at once land whole", async () => {
+    const { handle, lines, path } = await openShard(shards(), 7)
+    expect(Path.basename(path)).toMatch(/\.run-7\.ndjson$/)
+    // Durable: each line is on disk (fdatasync) before its append resolves, the waiting ones sharing a sync.
+    const datasync = vi.spyOn(handle, "datasync")
+    await Promise.all(Array.from({ length: 200 }, (_, i) => lines.append(success(i, "y".repeat(5000)))))
+    expect(datasync.mock.calls.length).toBeGreaterThan(0)
+    expect(datasync.mock.calls.length).toBeLessThan(200)
     await handle.close()
     expect(Fs.statSync(path).mode & 0o777).toBe(0o600)
     expect(Fs.statSync(shards()).mode & 0o777).toBe(0o700)
-    const { collected } = await merged()
+    const { collected } = await merged(200, { run: 7 })
     expect(collected).toMatchObject({ persons: 200, unreadable: 0, missing: 0 })
   })
 
-  it("a shards directory that is a link is refused", async () => {
+  it("a shards directory that is a link is refused, named with a trailing slash too", async () => {
     Fs.mkdirSync(Path.join(dir, "real"))
     Fs.symlinkSync(Path.join(dir, "real"), shards())
-    await expect(openShard(shards())).rejects.toMatchObject({ code: "ENOTDIR" })
+    await expect(openShard(shards(), 1)).rejects.toMatchObject({ code: "ENOTDIR" })
+    await expect(openShard(`${shards()}/`, 1)).rejects.toMatchObject({ code: "ENOTDIR" })
+    await expect(openShard(`${shards()}//`, 1)).rejects.toMatchObject({ code: "ENOTDIR" })
+    expect(Fs.readdirSync(Path.join(dir, "real"))).toEqual([])
   })
 })

@@ -457,7 +457,12 @@ const root = Command.make("effect-clinical").pipe(
     authenticate,
     ...OPERATIONS.map(([name, operation]) => dataCommand(name, operation)),
     batch,
-    queueCommand({ operationNamed, dates: checkedArguments, dateOptions: { startDate, endDate } }),
+    queueCommand({
+      operations: OPERATIONS.map(([, operation]) => operation),
+      operationNamed,
+      dates: checkedArguments,
+      dateOptions: { startDate, endDate }
+    }),
     probe,
     mockServer
   ])

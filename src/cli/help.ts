@@ -68,12 +68,35 @@ const wrap = (words: ReadonlyArray<string>, indent: string, next: string, width:
 }
 
 /** A command of the list: `  - <usage>   <description>`, the two apart by a run of spaces. */
+/** The words of `path` before the command a usage line starts with: `queue` of `queue work`. */
+const parentsOf = (path: ReadonlyArray<string>, usage: string): ReadonlyArray<string> => {
+  const command = usage.split(" ", 1)[0]
+  const at = path.lastIndexOf(command ?? "")
+  return at > 0 ? path.slice(0, at) : []
+}
+
+/** The command words of `args`: those before the first option. */
+export const commandPath = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const words: Array<string> = []
+  for (const arg of args) {
+    if (arg.startsWith("-")) break
+    words.push(arg)
+  }
+  return words
+}
+
 const COMMAND_ENTRY = /^(\s*)- (.*?\S)\s{2,}(\S.*)$/
 
 /** The help, fit: colour removed unless `colour`, every line within `width`, usage lines prefixed with `name`. */
 export const fitHelp = (
   text: string,
-  options: { readonly colour: boolean; readonly name: string; readonly width?: number }
+  options: {
+    readonly colour: boolean
+    readonly name: string
+    /** The command words typed (`queue work`): @effect/cli's usage line names the last one alone. */
+    readonly path?: ReadonlyArray<string>
+    readonly width?: number
+  }
 ): string => {
   const width = options.width ?? HELP_WIDTH
   const plain = options.colour ? text : withoutColour(text)
@@ -88,7 +111,9 @@ export const fitHelp = (
       continue
     }
     if (content.startsWith("$ ")) {
-      const usage = content.startsWith(`$ ${options.name}`) ? content.slice(2) : `${options.name} ${content.slice(2)}`
+      const usage = content.startsWith(`$ ${options.name}`)
+        ? content.slice(2)
+        : `${[options.name, ...parentsOf(options.path ?? [], content.slice(2))].join(" ")} ${content.slice(2)}`
       out.push(...wrap(usageWords(usage), "$ ", "    ", width))
       continue
     }

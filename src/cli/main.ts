@@ -12,7 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import { cli } from "./app.js"
-import { asksForHelp, colourWanted, fitHelp, withoutColour } from "./help.js"
+import { asksForHelp, colourWanted, commandPath, fitHelp, withoutColour } from "./help.js"
 import { describeCause, exitCodeOfCause, hideTypedValues, isTypedFailure, usage } from "./outcome.js"
 import { printable, printableLines } from "./render.js"
 
@@ -34,7 +34,7 @@ const showsHelp = asksForHelp(args)
 /** What @effect/cli prints: help fit for the terminal (or pipe), no colour where none is wanted. */
 const forStdout = (text: string): string =>
   showsHelp
-    ? fitHelp(text, { colour: colour.stdout, name: "effect-clinical" })
+    ? fitHelp(text, { colour: colour.stdout, name: "effect-clinical", path: commandPath(args) })
     : colour.stdout
     ? text
     : withoutColour(text)

@@ -67,6 +67,8 @@ const seconds = (name: string, value: Option.Option<number>, min: number, max: n
 
 /** What the queue commands take from app.ts: operations by name, and the date options with their check. */
 export interface Shared {
+  /** Every operation the command line knows: a worker reads the one each job names. */
+  readonly operations: ReadonlyArray<PersonData.Operation>
   readonly operationNamed: (name: string) => Effect.Effect<PersonData.Operation, CliError>
   readonly dates: (options: {
     readonly startDate: Option.Option<string>
@@ -115,7 +117,7 @@ const enqueueCommand = ({ dateOptions, dates, operationNamed }: Shared) =>
         "Example: effect-clinical queue enqueue medications --persons-file persons.txt"
     ))
 
-const workCommand = ({ operationNamed }: Shared) =>
+const workCommand = ({ operations }: Shared) =>
   Command.make("work", {
     settingsFile,
     queue,
@@ -125,7 +127,8 @@ const workCommand = ({ operationNamed }: Shared) =>
       1
     ),
     concurrency: withDefault(Options.integer("concurrency"), "jobs each worker runs at once (default 16)", 16),
-    shards: Options.directory("shards", { exists: "either" }).pipe(
+    // Text, checked by the command itself: a path that cannot be a directory is a usage error, named.
+    shards: Options.text("shards").pipe(
       Options.withDescription("directory this process appends its results shard to (default queue-results)"),
       Options.withDefault("queue-results")
     ),
@@ -151,7 +154,7 @@ const workCommand = ({ operationNamed }: Shared) =>
       yield* (yield* QueueJob).work({
         settingsFile: options.settingsFile,
         queue: yield* checkedQueue(options.queue),
-        operationNamed,
+        operations,
         workers: (yield* wholeNumber("workers", Option.some(options.workers), 64))!,
         concurrency: (yield* wholeNumber("concurrency", Option.some(options.concurrency), 10_000))!,
         shards: options.shards,
@@ -184,14 +187,32 @@ const statusCommand = Command.make("status", {
   ))
 
 const collectCommand = Command.make("collect", {
+  settingsFile,
+  queue,
   shards: Options.directory("shards", { exists: "yes" }).pipe(
     Options.withDescription("the directory the workers wrote their shards to (default queue-results)"),
     Options.withDefault("queue-results")
   ),
-  out: Options.file("out").pipe(Options.withDescription("the merged results, one line per person in input order"))
-}, (options) => Effect.flatMap(QueueJob, (job) => job.collect(options))).pipe(Command.withDescription(
-  "Merge the workers' shards into one results file: each person once (a success over a failure), in input order."
-))
+  out: Options.file("out").pipe(Options.withDescription("the merged results, one line per person in input order")),
+  run: optional(Options.integer("run"), "the run to collect (default: the queue's latest)"),
+  persons: optional(
+    Options.integer("persons"),
+    "persons the run enqueued (default: the queue's record; with --run, no Redis is needed)"
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    yield* (yield* QueueJob).collect({
+      settingsFile: options.settingsFile,
+      queue: yield* checkedQueue(options.queue),
+      shards: options.shards,
+      out: options.out,
+      run: yield* wholeNumber("run", options.run, Number.MAX_SAFE_INTEGER),
+      persons: yield* wholeNumber("persons", options.persons, 50_000_000)
+    })
+  })).pipe(Command.withDescription(
+    "Merge a run's shards into one results file: each person once (a success over a failure), in input order; " +
+      "exit 3 when anyone is missing or failed."
+  ))
 
 const plainCommand = (name: string, description: string, run: "retryFailed" | "resume") =>
   Command.make(name, { settingsFile, queue }, (options) =>

@@ -3,8 +3,9 @@
  * worker. Loaded when a queue command runs, with BullMQ and ioredis (optional peers the
  * application installs: queue.ts names them when they are absent).
  *
- * Settings: the client's `CLINICAL_*`, `CLINICAL_REDIS_URL` (printed without its password, ever)
- * and `CLINICAL_SEALING_KEY` (seals the PersonUids in the jobs, and the token the workers share).
+ * Settings: the client's `CLINICAL_*`, `CLINICAL_REDIS_URL` (shown as scheme, host, port and db,
+ * never a password) and `CLINICAL_SEALING_KEY` (seals the PersonUids in the jobs, and the token the
+ * workers share).
  */
 import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
@@ -17,8 +18,9 @@ import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { Redis } from "ioredis"
 import { createReadStream } from "node:fs"
-import * as ClinicalQueue from "../bullmq.js"
+import { ClinicalQueue } from "../bullmq.js"
 import * as ClinicalClient from "../ClinicalClient.js"
+import { redactor } from "../internal/redaction/redaction.js"
 import { derivedKey, sealingKey } from "../internal/token/storedEntry.js"
 import type * as PersonData from "../PersonData.js"
 import * as TokenStore from "../TokenStore.js"
@@ -26,7 +28,7 @@ import { configProvider } from "./environment.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { boundedLines, MAX_LINE_BYTES, personOfLine, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
-import { appender, collect as collectShards, openShard, shardLine } from "./resultShards.js"
+import { collect as collectShards, openShard, shardDirectory, shardLine } from "./resultShards.js"
 
 /** What every queue command is given. */
 export interface Common {
@@ -34,16 +36,34 @@ export interface Common {
   readonly queue: string
 }
 
-/** `redis://user:***@host:port/db`: a Redis URL as it may be shown. */
+/** A Redis URL as it may be shown: its scheme, host, port and database, nothing else (no user, no password, no query). */
 export const shownUrl = (url: string): string => {
   try {
     const parsed = new URL(url)
-    if (parsed.password !== "") parsed.password = "***"
-    return Render.printable(parsed.href)
+    const db = /^\/\d{1,5}$/.test(parsed.pathname) ? parsed.pathname : ""
+    return Render.printable(`${parsed.protocol}//${parsed.host}${db}`)
   } catch {
     return "(a URL that does not parse)"
   }
 }
+
+/** Query options of a Redis URL that hold a secret (ioredis reads any option there: `?password=`). */
+const SECRET_OPTION = /pass|secret|token|key/i
+
+/** What a Redis URL holds that is secret: its password, and the values of secret query options. */
+const secretsOf = (url: string): Array<string> => {
+  try {
+    const parsed = new URL(url)
+    const query = [...parsed.searchParams].filter(([name]) => SECRET_OPTION.test(name)).map(([, value]) => value)
+    return [parsed.password, decodeURIComponent(parsed.password), ...query].filter((secret) => secret.length > 0)
+  } catch {
+    return []
+  }
+}
+
+/** `text` (a Redis or BullMQ error) without the URL's secrets, in any form they may be echoed. */
+const hideSecrets = (text: string, url: Redacted.Redacted<string>): string =>
+  redactor(secretsOf(Redacted.value(url)))(text)
 
 interface QueueEnvironment {
   readonly redisUrl: Redacted.Redacted<string>
@@ -99,33 +119,40 @@ const warner = (about: string) => {
   }
 }
 
-/** An ioredis connection for BullMQ, closed with the scope; its errors told on stderr. */
+/**
+ * An ioredis connection for BullMQ, closed with the scope (a Redis that does not answer its QUIT
+ * is left after a second); its errors told on stderr without the URL's secrets.
+ */
 const connection = (url: Redacted.Redacted<string>, options: Record<string, unknown> = {}) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const client = new Redis(Redacted.value(url), { maxRetriesPerRequest: null, ...options })
       const warn = warner("Redis")
-      client.on("error", (error: Error) => warn(hidePassword(error.message, url)))
+      client.on("error", (error: Error) => warn(hideSecrets(error.message, url)))
       return client
     }),
-    (client) => Effect.promise(() => client.quit().catch(() => client.disconnect()))
+    (client) =>
+      Effect.promise(() =>
+        Promise.race([client.quit().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000))])
+          .then(() => client.disconnect())
+      )
   )
 
-const hidePassword = (text: string, url: Redacted.Redacted<string>): string => {
-  try {
-    const password = new URL(Redacted.value(url)).password
-    return password === "" ? text : text.split(password).join("***").split(decodeURIComponent(password)).join("***")
-  } catch {
-    return text
-  }
-}
+/** Longest a one-off command waits for any one answer of Redis. */
+const ONE_OFF_ANSWER_MILLIS = 10_000
 
 /**
  * What a one-off command (enqueue, status, ...) gives Redis: a few reconnections over about 3 s,
- * then its commands fail (`Connection is closed`) and the command says Redis cannot be reached,
- * rather than waiting for good. A worker waits out an outage instead (see `work`).
+ * then its commands fail (`Connection is closed`), and no command waits more than 10 s for its
+ * answer (a Redis that takes the connection and never answers, or one stopped with SIGSTOP): the
+ * command says Redis cannot be reached rather than waiting for good. A worker waits out an outage
+ * instead (see `work`).
  */
-const ONE_OFF = { retryStrategy: (times: number) => (times > 5 ? null : Math.min(times * 200, 1_000)) }
+const ONE_OFF = {
+  retryStrategy: (times: number) => (times > 5 ? null : Math.min(times * 200, 1_000)),
+  connectTimeout: ONE_OFF_ANSWER_MILLIS,
+  commandTimeout: ONE_OFF_ANSWER_MILLIS
+}
 
 /** The queue's options over a new connection. */
 const queueOptions = (common: Common, environment: QueueEnvironment, options: Record<string, unknown> = ONE_OFF) =>
@@ -136,32 +163,57 @@ const queueOptions = (common: Common, environment: QueueEnvironment, options: Re
   }))
 
 /** The token store's key: derived from the sealing key, so that the two uses never share bytes. */
-const tokenStoreKey = (key: Redacted.Redacted<string>): Either.Either<Redacted.Redacted<Uint8Array>, CliError> =>
+export const tokenStoreKey = (
+  key: Redacted.Redacted<string>
+): Either.Either<Redacted.Redacted<Uint8Array>, CliError> =>
   Either.mapBoth(sealingKey(key), {
     onLeft: (reason) => usage(`CLINICAL_SEALING_KEY ${reason}`),
     onRight: (bytes) => derivedKey(bytes, "effect-clinical token store")
   })
 
+/** Why a queue command failed, when its connection gave up (Redis unreachable, or silent). */
+const unreachable = (error: unknown): string | undefined => {
+  if (!(error instanceof ClinicalQueue.QueueError)) return undefined
+  if (/Command timed out|did not answer within/.test(error.detail)) {
+    return `it did not answer within ${ONE_OFF_ANSWER_MILLIS / 1000} s`
+  }
+  if (
+    /Connection is closed|Command aborted|ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH/.test(error.detail)
+  ) {
+    return "the connection failed"
+  }
+  return undefined
+}
+
+/**
+ * `run` over the queue's options (a one-off connection), its failures told without a secret: a
+ * Redis that cannot be reached said so, naming it as it may be shown.
+ */
 const withQueue = <A, E>(
   common: Common,
-  run: (options: ClinicalQueue.QueueOptions) => Effect.Effect<A, E>
+  run: (options: ClinicalQueue.QueueOptions, environment: QueueEnvironment) => Effect.Effect<A, E>
 ): Effect.Effect<A, E | CliError> =>
   Effect.scoped(
     Effect.flatMap(queueEnvironment(common.settingsFile), (environment) =>
       Effect.flatMap(queueOptions(common, environment), (options) =>
-        Effect.catchIf(run(options), unreachable, () =>
-          Effect.fail(
-            new CliError({
-              message: `cannot reach Redis at ${shownUrl(Redacted.value(environment.redisUrl))}`,
-              code: ExitCode.Failure
-            })
-          ))))
+        run(options, environment).pipe(
+          Effect.mapError((error) => {
+            const why = unreachable(error)
+            if (why !== undefined) {
+              return new CliError({
+                message: `cannot reach Redis at ${shownUrl(Redacted.value(environment.redisUrl))}: ${why}`,
+                code: ExitCode.Failure
+              })
+            }
+            return error instanceof ClinicalQueue.QueueError
+              ? new ClinicalQueue.QueueError({
+                operation: error.operation,
+                detail: hideSecrets(error.detail, environment.redisUrl)
+              }) as E
+              : error
+          })
+        )))
   )
-
-/** Whether a queue command failed because its connection gave up (Redis unreachable). */
-const unreachable = (error: unknown): boolean =>
-  error instanceof ClinicalQueue.QueueError &&
-  /Connection is closed|ECONNREFUSED|ENOTFOUND|ETIMEDOUT/.test(error.detail)
 
 // ---------------------------------------------------------------------------------------------
 
@@ -185,9 +237,14 @@ export interface Enqueue extends Common {
   readonly maxWaiting: number | undefined
 }
 
+/** What names a file's enqueue: its content, the operation and the date range (another range is another run). */
+export const inputIdOf = (sha256: string, job: Pick<Enqueue, "operation" | "startDate" | "endDate">): string =>
+  [sha256, job.operation.name, job.startDate ?? "", job.endDate ?? ""].join("\n")
+
 export const enqueue = (job: Enqueue) =>
   Effect.gen(function*() {
     const sha256 = yield* sha256OfFile(job.personsFile)
+    const waiting = warner("queue enqueue")
     const enqueued = yield* withQueue(job, (options) =>
       ClinicalQueue.enqueue({
         ...options,
@@ -199,10 +256,12 @@ export const enqueue = (job: Enqueue) =>
         fleetConcurrency: job.fleetConcurrency,
         ratePerSecond: job.rate,
         maxWaiting: job.maxWaiting,
-        inputId: [sha256, job.operation.name, job.startDate ?? "", job.endDate ?? ""].join("\n")
+        onWaiting: (count) =>
+          waiting(`${count} jobs waiting, --max-waiting ${job.maxWaiting}: waiting for the workers to take some`),
+        inputId: inputIdOf(sha256, job)
       }, personsOf(job.personsFile)))
     yield* Console.log(
-      `enqueued ${enqueued.persons} persons into queue "${job.queue}" for ${job.operation.name}: ` +
+      `enqueued ${enqueued.persons} persons into queue "${job.queue}" for ${job.operation.name} (run ${enqueued.run}): ` +
         `${enqueued.added} added, ${enqueued.present} already there`
     )
   })
@@ -210,7 +269,8 @@ export const enqueue = (job: Enqueue) =>
 // ---------------------------------------------------------------------------------------------
 
 export interface Work extends Common {
-  readonly operationNamed: (name: string) => Effect.Effect<PersonData.Operation, CliError>
+  /** The operations a worker reads: each job names its own. */
+  readonly operations: ReadonlyArray<PersonData.Operation>
   readonly workers: number
   readonly concurrency: number
   readonly shards: string
@@ -233,15 +293,53 @@ const workerClient = (file: Option.Option<string>) =>
       ))
   )
 
-const openShardFile = (directory: string) =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: () => openShard(directory),
-      catch: (error) =>
-        usage(`cannot write a shard in ${Render.typed(directory)}: ${(error as NodeJS.ErrnoException).code ?? "error"}`)
-    }),
-    ({ handle }) => Effect.promise(() => handle.close())
-  )
+/**
+ * The command line's sink: each record a line in this process's shard of its run (opened when the
+ * run's first record comes), whole on disk before the job is marked done; the counts of what
+ * landed.
+ */
+const shardSink = (directory: string) => {
+  const shards = new Map<number, ReturnType<typeof openShard>>()
+  const counts = { done: 0, failed: 0 }
+  const sink: ClinicalQueue.Sink = async (record) => {
+    let shard = shards.get(record.run)
+    if (shard === undefined) {
+      shard = openShard(directory, record.run)
+      shards.set(record.run, shard)
+      // A shard that could not be opened is tried again with the next record.
+      shard.catch(() => shards.delete(record.run))
+    }
+    const { lines } = await shard
+    await lines.append(
+      record.outcome === "Success"
+        ? shardLine(record.index, record.operation, { items: record.result.items })
+        : shardLine(record.index, record.operation, { error: Render.errorJson(record.error) })
+    )
+    // Counted once written: a line the disk refused is no person done.
+    if (record.outcome === "Success") counts.done++
+    else counts.failed++
+  }
+  const close = () =>
+    Effect.promise(() =>
+      Promise.all([...shards.values()].map((shard) => shard.then(({ handle }) => handle.close(), () => undefined)))
+    )
+  return { sink, counts, close }
+}
+
+/** One progress line of `queue work`: this process's counts, the run's, and the queue's. */
+const progressLine = (counts: { readonly done: number; readonly failed: number }, now: ClinicalQueue.Status) => {
+  const run = now.run === undefined
+    ? ""
+    : `; run ${now.run.run}: ${now.run.done} done, ${now.run.failed} failed of ${now.run.persons}` +
+      (now.run.enqueued ? "" : " enqueued so far")
+  return `queue work: ${counts.done} done, ${counts.failed} failed here${run}; queue: ` +
+    `${now.waiting + now.prioritized} waiting, ${now.active} active, ${now.delayed} delayed, ${now.failed} failed` +
+    (now.isPaused ? `; paused: ${Render.printable(now.pausedBecause ?? "by an operator")}` : "")
+}
+
+/** Whether `--until-empty` is done: nothing waiting, active or retrying, and no enqueue still adding. */
+export const isDrained = (now: ClinicalQueue.Status): boolean =>
+  now.waiting + now.prioritized + now.active + now.delayed === 0 && !now.enqueuing
 
 export const work = (job: Work) =>
   Effect.scoped(Effect.gen(function*() {
@@ -249,23 +347,21 @@ export const work = (job: Work) =>
     // BullMQ's commands wait in ioredis's queue while Redis is away, and run when it is back.
     const options = yield* queueOptions(job, environment, {})
     const before = yield* ClinicalQueue.status(options, { failuresByKind: false })
-    if (before.operation === undefined) {
+    // Each job names its operation (sealed): the queue's records only say whether there is any.
+    const operation = before.run?.operation ?? before.operation
+    if (operation === undefined && before.waiting + before.prioritized + before.delayed + before.failed === 0) {
       return yield* Effect.fail(usage(`queue "${job.queue}" holds no jobs yet: run queue enqueue first`))
     }
-    const operation = yield* job.operationNamed(before.operation)
-    const { handle } = yield* openShardFile(job.shards)
-    const append = appender(handle)
-    let done = 0
-    let failed = 0
-    const sink: ClinicalQueue.Sink = (record) => {
-      if (record.outcome === "Success") done++
-      else failed++
-      return append(
-        record.outcome === "Success"
-          ? shardLine(record.index, { items: record.result.items })
-          : shardLine(record.index, { error: Render.errorJson(record.error) })
-      )
-    }
+    // Checked now, not at the first result: a directory that cannot be written is a usage error.
+    yield* Effect.tryPromise({
+      try: () => shardDirectory(job.shards),
+      catch: (error) =>
+        usage(
+          `cannot write a shard in ${Render.typed(job.shards)}: ${(error as NodeJS.ErrnoException).code ?? "error"}`
+        )
+    })
+    const shards = shardSink(job.shards)
+    yield* Effect.addFinalizer(shards.close)
     const store = yield* connection(environment.redisUrl, {
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
@@ -286,12 +382,12 @@ export const work = (job: Work) =>
       () =>
         ClinicalQueue.worker({
           ...options,
-          operation,
-          sink,
+          operation: job.operations,
+          sink: shards.sink,
           // The shards are files we write: a PersonUid the service echoes in an item is not kept.
           redactEchoedSecrets: true,
           // A shard that cannot be written (a full disk), or BullMQ's own trouble: scrubbed of the person.
-          onError: (error) => warnWork(hidePassword(error.message, environment.redisUrl)),
+          onError: (error) => warnWork(hideSecrets(error.message, environment.redisUrl)),
           concurrency: job.concurrency,
           lockDuration: job.lockDuration,
           stalledInterval: job.stalledInterval
@@ -299,16 +395,9 @@ export const work = (job: Work) =>
       { discard: true }
     ).pipe(Effect.provide(client))
     yield* Console.error(
-      `queue work: ${job.workers} worker(s) × ${job.concurrency} on queue "${job.queue}" (${operation.name}), ` +
+      `queue work: ${job.workers} worker(s) × ${job.concurrency} on queue "${job.queue}" (${operation ?? "jobs"}), ` +
         `Redis ${shownUrl(Redacted.value(environment.redisUrl))}`
     )
-    const progress = (queue: ClinicalQueue.Status, last: boolean) =>
-      Console.error(
-        `queue work: ${done} done, ${failed} failed here; queue: ${queue.waiting + queue.prioritized} waiting, ` +
-          `${queue.active} active, ${queue.delayed} delayed, ${queue.failed} failed` +
-          (queue.isPaused ? `; paused: ${Render.printable(queue.pausedBecause ?? "by an operator")}` : "") +
-          (last ? `; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB` : "")
-      )
     // Checked every second (with --until-empty) or at each progress line; a line every progressEvery.
     const every = job.untilEmpty ? Duration.min(job.progressEvery, Duration.seconds(1)) : job.progressEvery
     let toldAt = Date.now()
@@ -317,7 +406,7 @@ export const work = (job: Work) =>
       const now = yield* ClinicalQueue.status(options, { failuresByKind: false })
       if (Date.now() - toldAt >= Duration.toMillis(job.progressEvery) || !job.untilEmpty) {
         toldAt = Date.now()
-        yield* progress(now, false)
+        yield* Console.error(progressLine(shards.counts, now))
       }
       if (!job.untilEmpty) continue
       if (now.isPaused && now.pausedBecause !== undefined) {
@@ -328,8 +417,10 @@ export const work = (job: Work) =>
           })
         )
       }
-      if (now.waiting + now.prioritized + now.active + now.delayed === 0) {
-        yield* progress(now, true)
+      if (isDrained(now)) {
+        yield* Console.error(
+          `${progressLine(shards.counts, now)}; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`
+        )
         return
       }
     }
@@ -351,14 +442,18 @@ export const status = (job: StatusJob) =>
         Effect.sleep(job.sample),
         ClinicalQueue.status(options)
       )
-      const rate = millis === 0 ? undefined : ((second.done - first.done) * 1000) / millis
+      const finished = (status: ClinicalQueue.Status) => (status.run?.done ?? 0) + (status.run?.failed ?? 0)
+      const sameRun = first.run?.run === second.run?.run
+      const rate = millis === 0 || !sameRun ? undefined : ((finished(second) - finished(first)) * 1000) / millis
       const left = second.waiting + second.prioritized + second.active + second.delayed
       const etaMillis = rate === undefined || rate <= 0 ? undefined : (left / rate) * 1000
+      // Failure kinds are read from Redis: whoever can write it can write anything there.
+      const failedByKind = second.failedByKind.map(([kind, count]) => [Render.printable(kind), count] as const)
       const report = {
         queue: job.queue,
         operation: second.operation ?? null,
-        persons: second.persons,
-        done: second.done,
+        run: second.run ?? null,
+        enqueuing: second.enqueuing,
         waiting: second.waiting + second.prioritized,
         active: second.active,
         delayed: second.delayed,
@@ -368,17 +463,24 @@ export const status = (job: StatusJob) =>
         rateLimitedForMillis: second.rateLimitedForMillis,
         personsPerSecond: rate ?? null,
         etaSeconds: etaMillis === undefined ? null : Math.round(etaMillis / 1000),
-        failedByKind: Object.fromEntries(second.failedByKind)
+        failedByKind: Object.fromEntries(failedByKind)
       }
       if (job.json) return yield* Console.log(Render.json(report, 2))
+      const run = second.run
       yield* Console.log(Render.fields([
         ["queue", `${job.queue} (${report.operation ?? "empty"})`],
-        ["persons", `${report.done} done of ${report.persons} enqueued`],
+        [
+          "run",
+          run === undefined
+            ? "none"
+            : `${run.run}: ${run.done} done, ${run.failed} failed of ${run.persons} enqueued` +
+              (run.enqueued ? "" : second.enqueuing ? " (still enqueuing)" : " (its enqueue stopped: enqueue again)")
+        ],
         ["waiting", String(report.waiting)],
         ["active", String(report.active)],
         ["delayed", `${report.delayed} (retrying after a failure)`],
         ["failed", String(report.failed)],
-        ...second.failedByKind.map(([kind, count]) => [`  ${kind}`, String(count)] as const),
+        ...failedByKind.map(([kind, count]) => [`  ${kind}`, String(count)] as const),
         ["paused", report.paused ? `yes: ${report.pausedBecause ?? "by an operator"}` : "no"],
         ...(report.rateLimitedForMillis > 0
           ? [["rate limited", `${Render.duration(report.rateLimitedForMillis)} more`] as const]
@@ -402,29 +504,79 @@ export const resume = (common: Common) =>
     (options) => Effect.zipRight(ClinicalQueue.resume(options), Console.log(`queue "${common.queue}" resumed`))
   )
 
-export interface Collect {
+// ---------------------------------------------------------------------------------------------
+
+export interface Collect extends Common {
   readonly shards: string
   readonly out: string
+  readonly run: number | undefined
+  readonly persons: number | undefined
+}
+
+/** The run `collect` merges, and its size: as given, else from the queue's record in Redis. */
+const runToCollect = (job: Collect) =>
+  job.run !== undefined && job.persons !== undefined
+    ? Effect.succeed({ run: job.run, persons: job.persons, operation: undefined, enqueued: true })
+    : withQueue(job, (options) =>
+      Effect.flatMap(ClinicalQueue.status(options, { failuresByKind: false, run: job.run }), (status) =>
+        status.run === undefined
+          ? Effect.fail(usage(
+            job.run === undefined
+              ? `queue "${job.queue}" records no run: give --run and --persons`
+              : `queue "${job.queue}" no longer records run ${job.run}: give --persons too`
+          ))
+          : Effect.succeed({
+            run: status.run.run,
+            persons: job.persons ?? status.run.persons,
+            operation: status.run.operation,
+            enqueued: status.run.enqueued
+          })))
+
+const collectFailure = (job: Collect) => (error: unknown): CliError => {
+  const { code = "error", out, shard } = error as NodeJS.ErrnoException & {
+    readonly shard?: string
+    readonly out?: boolean
+  }
+  if (code === "EEXIST") return usage(`${Render.typed(job.out)} exists: collect writes a new file`)
+  return new CliError({
+    message: out === true
+      ? `cannot write ${Render.typed(job.out)}: ${code}`
+      : shard === undefined
+      ? `cannot collect ${Render.typed(job.shards)}: ${code}`
+      : `cannot collect ${Render.typed(job.shards)}: the shard ${Render.typed(shard)} is ${code}`,
+    code: out === true && code === "ENOENT" ? ExitCode.Usage : ExitCode.Failure
+  })
 }
 
 export const collect = (job: Collect) =>
-  Effect.tryPromise({
-    try: () => collectShards(job.shards, job.out),
-    catch: (error) => {
-      const { code = "error", shard } = error as NodeJS.ErrnoException & { readonly shard?: string }
-      return code === "EEXIST"
-        ? usage(`${Render.typed(job.out)} exists: collect writes a new file`)
-        : new CliError({
-          message: shard === undefined
-            ? `cannot collect ${Render.typed(job.shards)}: ${code}`
-            : `cannot collect ${Render.typed(job.shards)}: the shard ${Render.typed(shard)} is ${code}`,
-          code: ExitCode.Failure
-        })
+  Effect.gen(function*() {
+    const target = yield* runToCollect(job)
+    if (!target.enqueued) {
+      yield* Console.error(
+        `warning: run ${target.run}'s enqueue has not finished: ${target.persons} persons enqueued so far`
+      )
     }
-  }).pipe(Effect.flatMap((collected) =>
-    Console.log(
-      `collected ${collected.persons} persons (${collected.succeeded} succeeded, ${collected.failed} failed) ` +
-        `from ${collected.shards} shard(s) into ${Render.typed(job.out)}; ${collected.duplicates} repeated line(s) ` +
-        `dropped, ${collected.missing} position(s) missing, ${collected.unreadable} unreadable line(s)`
+    const collected = yield* Effect.tryPromise({
+      try: () => collectShards(job.shards, job.out, target),
+      catch: collectFailure(job)
+    })
+    yield* Console.log(
+      `collected ${collected.succeeded + collected.failed} of ${collected.persons} persons of run ${target.run}` +
+        `${collected.operation === undefined ? "" : ` (${collected.operation})`} ` +
+        `(${collected.succeeded} succeeded, ${collected.failed} failed) from ${collected.shards} shard(s) into ` +
+        `${Render.typed(job.out)}; ${collected.missing} missing, ${collected.duplicates} repeated line(s) dropped, ` +
+        `${collected.unreadable} unreadable line(s)`
     )
-  ))
+    if (collected.missing > 0 || collected.failed > 0) {
+      return yield* Effect.fail(
+        new CliError({
+          message: collected.missing > 0
+            ? `${collected.missing} of ${collected.persons} persons are missing: run queue work until the queue is ` +
+              `empty (queue status), and copy every worker's shards into ${Render.typed(job.shards)}`
+            : `${Render.count(collected.failed, "person")} failed: queue retry-failed puts them back, or see ` +
+              `their errors in the file`,
+          code: ExitCode.BatchIncomplete
+        })
+      )
+    }
+  })

@@ -1,160 +1,184 @@
 /**
  * The command line's sink for queue workers, and its merge. Each worker process appends one
- * results line per person (the `batch` command's line: the input position, the outcome, the items
- * or the error; never the PersonUid) to a shard of its own in a shared directory; `collect` merges
- * the shards into one file, each person once, in input order.
+ * results line per person (the `batch` command's line, with the operation read: the input
+ * position, the outcome, the items or the error; never the PersonUid) to a shard of its own for
+ * each run, in a shared directory; `collect` merges a run's shards into one file, each person once,
+ * in input order, and says who is missing.
  *
- * Delivery is at least once (a worker killed between writing a line and marking its job done
- * leaves the job to another), and a person whose job failed can be retried later: for each
- * position, `collect` keeps the first success, else the last failure. A line cut by a crash (no
- * newline at the end of a shard) is skipped.
+ * A line is done only once it is whole on disk (`wholeLines`, durable): the job is marked done in
+ * Redis after that. Delivery is at least once (a worker killed between writing a line and marking
+ * its job done leaves the job to another), and a person whose job failed can be retried later: for
+ * each position, `collect` keeps the first success, else the last failure. Every line is checked
+ * whole (`JsonSyntax`): one cut short, two glued together, a stranger's, are counted unreadable.
  */
 import { randomBytes } from "node:crypto"
-import { type FileHandle, lstat, mkdir, readdir } from "node:fs/promises"
+import { readSync, writeSync } from "node:fs"
+import { type FileHandle, lstat, mkdir, readdir, unlink } from "node:fs/promises"
 import { hostname } from "node:os"
 import * as Path from "node:path"
+import { JsonSyntax } from "../internal/jsonSyntax.js"
 import { resultLine } from "./checkpoint.js"
 import { createNew, openToRead, OWNER_ONLY } from "./files.js"
+import { wholeLines } from "./wholeLines.js"
 
-/** The directory of the shards: made owner-only when missing; refused when it is a link or not a directory. */
-export const shardDirectory = async (directory: string): Promise<void> => {
-  await mkdir(directory, { recursive: true, mode: 0o700 })
-  const found = await lstat(directory)
+/**
+ * The directory of the shards, as an absolute path without a trailing slash (with one, `lstat`
+ * would follow a link): made owner-only when missing; refused when it is a link or not a directory.
+ */
+export const shardDirectory = async (directory: string): Promise<string> => {
+  const path = Path.resolve(directory)
+  await mkdir(path, { recursive: true, mode: 0o700 })
+  const found = await lstat(path)
   if (found.isSymbolicLink() || !found.isDirectory()) {
-    throw Object.assign(new Error(`${directory} is not a directory`), { code: "ENOTDIR" })
+    throw Object.assign(new Error(`${path} is not a directory`), { code: "ENOTDIR" })
   }
+  return path
 }
 
-/** A shard of this process: a new file (never one that exists, a link included), owner-only. */
-export const openShard = async (directory: string): Promise<{ readonly path: string; readonly handle: FileHandle }> => {
-  await shardDirectory(directory)
-  const name = `${hostname().replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 40)}-${process.pid}-${
-    randomBytes(4).toString("hex")
-  }.ndjson`
-  const path = Path.join(directory, name)
-  return { path, handle: await createNew(path) }
+/** The end of a shard's name: which run its lines belong to. */
+const runSuffix = (run: number): string => `.run-${run}.ndjson`
+
+/** A shard of this process for `run`: a new file (never one that exists, a link included), owner-only. */
+export const openShard = async (directory: string, run: number) => {
+  const path = Path.join(
+    await shardDirectory(directory),
+    `${hostname().replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 40)}-${process.pid}-${randomBytes(4).toString("hex")}${
+      runSuffix(run)
+    }`
+  )
+  const handle = await createNew(path)
+  // Durable: a line reported written is on disk, since its job then leaves Redis.
+  return { path, handle, lines: wholeLines(handle, { durable: true }) }
 }
 
 /** A worker's result as the shard's line. */
 export const shardLine = (
   index: number,
+  operation: string,
   outcome: { readonly items: ReadonlyArray<unknown> } | { readonly error: Record<string, unknown> }
 ): string =>
   "items" in outcome
-    ? resultLine(index, { outcome: "Success", items: outcome.items })
-    : resultLine(index, { outcome: "Failure", error: outcome.error })
+    ? resultLine(index, { outcome: "Success", operation, items: outcome.items })
+    : resultLine(index, { outcome: "Failure", operation, error: outcome.error })
 
 /** What `collect` did. */
 export interface Collected {
+  /** Shards of the run read. */
   readonly shards: number
+  /** Persons the run enqueued: the positions expected. */
   readonly persons: number
   readonly succeeded: number
   readonly failed: number
+  /** Positions no readable line holds. */
+  readonly missing: number
   /** Lines of a position already kept (at-least-once delivery, or a retried failure). */
   readonly duplicates: number
-  /** Positions below the highest one that no shard holds. */
-  readonly missing: number
-  /** Lines that are not results (a cut last line, a stranger's). */
+  /**
+   * Lines that are not whole results of this run: cut short, two glued into one, a stranger's, a
+   * position beyond the run's, another operation's.
+   */
   readonly unreadable: number
+  /** The operation the lines read. */
+  readonly operation: string | undefined
 }
 
-/** What starts a results line: its position (15 digits at most: a safe integer) and its outcome. */
-const LINE = /^\{"index":(\d{1,15}),"outcome":"(Success|Failure)"/
+/** What starts a results line: its position, outcome and operation. */
+const LINE = /^\{"index":(\d+),"outcome":"(Success|Failure)","operation":"([A-Za-z0-9_.-]{1,64})"/
 
 /** Bytes of a line's start kept to read it: {@link LINE} fits in them. */
-const HEAD_BYTES = 64
+const HEAD_BYTES = 128
 
-/**
- * Every results line read, where it is and what it says, in growable typed arrays: 29 bytes a
- * line, and 4 more to sort them, whatever the line holds and whatever position it claims (a hostile shard's index of
- * 10^15 costs what any other line does).
- */
-class Lines {
-  count = 0
-  index = new Float64Array(1024)
-  offset = new Float64Array(1024)
-  length = new Float64Array(1024)
-  shard = new Uint32Array(1024)
-  /** 1: a failure; 2: a success. */
-  kind = new Uint8Array(1024)
+/** Bytes read from a shard at a time. */
+const READ_BYTES = 1 << 20
 
-  add(index: number, kind: 1 | 2, shard: number, offset: number, length: number): void {
-    if (this.count === this.kind.length) {
-      const size = this.count * 2
-      const grown = <T extends Float64Array | Uint32Array | Uint8Array>(old: T, next: T): T => {
-        next.set(old as never)
-        return next
-      }
-      this.index = grown(this.index, new Float64Array(size))
-      this.offset = grown(this.offset, new Float64Array(size))
-      this.length = grown(this.length, new Float64Array(size))
-      this.shard = grown(this.shard, new Uint32Array(size))
-      this.kind = grown(this.kind, new Uint8Array(size))
-    }
-    const at = this.count++
-    this.index[at] = index
-    this.kind[at] = kind
-    this.shard[at] = shard
-    this.offset[at] = offset
-    this.length[at] = length
+/** The line kept for each position, in typed arrays (17 bytes a person), and the counts as lines come. */
+class Kept {
+  readonly kind: Uint8Array
+  readonly shard: Uint32Array
+  readonly offset: Float64Array
+  readonly length: Float64Array
+  duplicates = 0
+  unreadable = 0
+  operation: string | undefined
+
+  constructor(readonly persons: number, operation: string | undefined) {
+    this.operation = operation
+    /** 0: none yet; 1: a failure; 2: a success. */
+    this.kind = new Uint8Array(persons)
+    this.shard = new Uint32Array(persons)
+    this.offset = new Float64Array(persons)
+    this.length = new Float64Array(persons)
   }
 
-  /**
-   * The lines in the order they are kept: by position; for each, the first success (in the order
-   * read), else the last failure. The first line of each position is the one kept.
-   */
-  order(): Uint32Array {
-    const order = new Uint32Array(this.count)
-    for (let i = 0; i < this.count; i++) order[i] = i
-    return order.sort((a, b) =>
-      this.index[a]! - this.index[b]! || this.kind[b]! - this.kind[a]! || (this.kind[a] === 2 ? a - b : b - a)
-    )
+  /** A whole line read (its head, where it is): the first success of a position is kept, else the last failure. */
+  line(head: string, shard: number, offset: number, length: number): void {
+    const match = LINE.exec(head)
+    const index = match === null ? -1 : Number(match[1])
+    if (match === null || index >= this.persons || (this.operation ??= match[3]) !== match[3]) {
+      this.unreadable++
+      return
+    }
+    const kind = match[2] === "Success" ? 2 : 1
+    const before = this.kind[index]!
+    if (before !== 0) this.duplicates++
+    if (before === 2) return
+    this.kind[index] = kind
+    this.shard[index] = shard
+    this.offset[index] = offset
+    this.length[index] = length
   }
 }
 
 /**
- * A shard's whole lines: for each, its start (the first {@link HEAD_BYTES} bytes, as latin1), its
- * offset and its length. Read in chunks: no line is held whole, however long. A last line without
- * its newline (cut by a crash) is not given.
+ * Reads every line of the shard open at `fd`: each whole and well-formed one to `kept`, with its
+ * head; the others (and a last line without its newline, cut by a crash) counted unreadable. No
+ * line is held whole, however long.
  */
-async function* linesOf(handle: FileHandle): AsyncGenerator<readonly [string, number, number]> {
-  let head: Array<Buffer> = []
+const readShard = (fd: number, shard: number, kept: Kept, buffer: Buffer): void => {
+  const head = Buffer.alloc(HEAD_BYTES)
   let headBytes = 0
+  let syntax = new JsonSyntax()
+  let whole = true
   let start = 0
   let position = 0
-  for await (const chunk of handle.createReadStream({ autoClose: false }) as AsyncIterable<Buffer>) {
+  for (
+    let read = readSync(fd, buffer, 0, buffer.length, 0);
+    read > 0;
+    read = readSync(fd, buffer, 0, buffer.length, position)
+  ) {
     let from = 0
-    while (from < chunk.length) {
-      const newline = chunk.indexOf(0x0a, from)
-      const end = newline === -1 ? chunk.length : newline
+    while (from < read) {
+      const newline = buffer.indexOf(0x0a, from)
+      const end = newline === -1 || newline >= read ? read : newline
       if (headBytes < HEAD_BYTES) {
-        const kept = chunk.subarray(from, Math.min(end, from + HEAD_BYTES - headBytes))
-        head.push(kept)
-        headBytes += kept.length
+        headBytes += buffer.copy(head, headBytes, from, Math.min(end, from + HEAD_BYTES - headBytes))
       }
-      if (newline === -1) break
-      yield [Buffer.concat(head).toString("latin1"), start, position + newline - start]
-      head = []
+      whole = whole && syntax.feed(buffer, from, end)
+      if (end === read) break
+      const length = position + end - start
+      if (whole && syntax.end()) kept.line(head.toString("latin1", 0, headBytes), shard, start, length)
+      else kept.unreadable++
       headBytes = 0
-      from = newline + 1
+      syntax = new JsonSyntax()
+      whole = true
+      from = end + 1
       start = position + from
     }
-    position += chunk.length
+    position += read
   }
+  if (position > start) kept.unreadable++
 }
 
 /** Most shards kept open at once while the merged file is written (the rest reopened as needed). */
 const OPEN_SHARDS = 128
+/** Bytes of each open shard read ahead: its lines come mostly in order. */
+const WINDOW_BYTES = 256 * 1024
+/** Bytes of the merged file gathered before a write. */
+const OUT_BYTES = 1 << 20
 
-/** Copies `length` bytes at `offset` of `from` to `to`, a MiB at a time. */
-const copyRange = async (from: FileHandle, offset: number, length: number, to: FileHandle): Promise<void> => {
-  const buffer = Buffer.alloc(Math.min(length, 1 << 20))
-  for (let done = 0; done < length;) {
-    const { bytesRead } = await from.read(buffer, 0, Math.min(buffer.length, length - done), offset + done)
-    if (bytesRead === 0) throw Object.assign(new Error("a shard was cut while it was read"), { code: "ESHARD" })
-    await to.write(buffer.subarray(0, bytesRead))
-    done += bytesRead
-  }
+/** Writes all of `bytes` to `fd` (a write may land short). */
+const writeAll = (fd: number, bytes: Uint8Array): void => {
+  for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done)
 }
 
 /** Opens a shard to read, its name in the error when it cannot be (a link, a FIFO, gone). */
@@ -166,78 +190,119 @@ const openShardToRead = (path: string): Promise<FileHandle> =>
     })
   })
 
-/** Merges every `*.ndjson` shard of `directory` into `out` (created new, owner-only), in input order. */
-export const collect = async (directory: string, out: string): Promise<Collected> => {
-  const names = (await readdir(directory)).filter((name) => name.endsWith(".ndjson")).sort()
+/** The shards' lines copied into `fd` in the order of positions, read through a window per shard. */
+const writeMerged = async (paths: ReadonlyArray<string>, kept: Kept, fd: number): Promise<void> => {
+  const windows = new Map<number, { handle: FileHandle; buffer: Buffer; start: number; end: number }>()
+  const out = Buffer.alloc(OUT_BYTES)
+  let used = 0
+  const put = (bytes: Uint8Array) => {
+    if (used + bytes.length > out.length) {
+      writeAll(fd, out.subarray(0, used))
+      used = 0
+    }
+    if (bytes.length > out.length) writeAll(fd, bytes)
+    else {
+      out.set(bytes, used)
+      used += bytes.length
+    }
+  }
+  const windowOf = async (shard: number) => {
+    let window = windows.get(shard)
+    if (window === undefined) {
+      let buffer: Buffer | undefined
+      if (windows.size >= OPEN_SHARDS) {
+        const [oldest, evicted] = windows.entries().next().value!
+        windows.delete(oldest)
+        await evicted.handle.close()
+        buffer = evicted.buffer
+      }
+      const handle = await openShardToRead(paths[shard]!)
+      window = { handle, buffer: buffer ?? Buffer.allocUnsafe(WINDOW_BYTES), start: 0, end: 0 }
+      windows.set(shard, window)
+    }
+    return window
+  }
+  try {
+    for (let index = 0; index < kept.persons; index++) {
+      if (kept.kind[index] === 0) continue
+      const window = await windowOf(kept.shard[index]!)
+      const offset = kept.offset[index]!
+      const end = offset + kept.length[index]!
+      for (let at = offset; at < end;) {
+        if (at < window.start || at >= window.end) {
+          const read = readSync(window.handle.fd, window.buffer, 0, window.buffer.length, at)
+          if (read === 0) throw Object.assign(new Error("a shard was cut while it was read"), { code: "ESHARD" })
+          window.start = at
+          window.end = at + read
+        }
+        const to = Math.min(end, window.end)
+        put(window.buffer.subarray(at - window.start, to - window.start))
+        at = to
+      }
+      put(NEWLINE)
+    }
+    writeAll(fd, out.subarray(0, used))
+  } finally {
+    for (const { handle } of windows.values()) await handle.close()
+  }
+}
+
+const NEWLINE = Buffer.from("\n")
+
+/**
+ * Merges the shards of `run` in `directory` into `out` (created new, owner-only): each of the run's
+ * `persons` positions once, in input order; the counts say who is missing and what was unreadable.
+ * Failures name where: `out: true` on those of the merged file.
+ */
+export const collect = async (
+  directory: string,
+  out: string,
+  { operation, persons, run }: {
+    readonly run: number
+    readonly persons: number
+    /** The run's operation, when known: lines of another are unreadable (else the first line's is taken). */
+    readonly operation?: string | undefined
+  }
+): Promise<Collected> => {
+  const names = (await readdir(directory)).filter((name) => name.endsWith(runSuffix(run))).sort()
   const paths = names.map((name) => Path.join(directory, name))
-  const lines = new Lines()
-  let unreadable = 0
+  const kept = new Kept(persons, operation)
+  const buffer = Buffer.alloc(READ_BYTES)
   for (const [shard, path] of paths.entries()) {
     const handle = await openShardToRead(path)
     try {
-      for await (const [head, offset, length] of linesOf(handle)) {
-        const match = LINE.exec(head)
-        if (match === null) unreadable++
-        else lines.add(Number(match[1]), match[2] === "Success" ? 2 : 1, shard, offset, length)
-      }
+      readShard(handle.fd, shard, kept, buffer)
     } finally {
       await handle.close()
     }
   }
-  const order = lines.order()
-  const open = new Map<number, FileHandle>()
-  const shardAt = async (shard: number): Promise<FileHandle> => {
-    const found = open.get(shard)
-    if (found !== undefined) return found
-    if (open.size >= OPEN_SHARDS) {
-      const [oldest, handle] = open.entries().next().value!
-      open.delete(oldest)
-      await handle.close()
-    }
-    const handle = await openShardToRead(paths[shard]!)
-    open.set(shard, handle)
-    return handle
+  const output = await createNew(out).catch((error: NodeJS.ErrnoException) => {
+    throw Object.assign(error, { out: true })
+  })
+  try {
+    await writeMerged(paths, kept, output.fd)
+    await output.chmod(OWNER_ONLY)
+  } catch (error) {
+    // A merged file cut short (a full disk) is no file at all.
+    await output.close()
+    await unlink(out).catch(() => undefined)
+    throw Object.assign(error as object, { out: true })
   }
-  const output = await createNew(out)
+  await output.close()
   let succeeded = 0
   let failed = 0
-  let duplicates = 0
-  let highest = -1
-  try {
-    for (const line of order) {
-      const index = lines.index[line]!
-      if (index === highest) {
-        duplicates++
-        continue
-      }
-      highest = index
-      if (lines.kind[line] === 2) succeeded++
-      else failed++
-      await copyRange(await shardAt(lines.shard[line]!), lines.offset[line]!, lines.length[line]!, output)
-      await output.write("\n")
-    }
-    await output.chmod(OWNER_ONLY)
-  } finally {
-    await output.close()
-    for (const handle of open.values()) await handle.close()
+  for (const kind of kept.kind) {
+    if (kind === 2) succeeded++
+    else if (kind === 1) failed++
   }
-  const persons = succeeded + failed
   return {
     shards: names.length,
     persons,
     succeeded,
     failed,
-    duplicates,
-    missing: highest + 1 - persons,
-    unreadable
-  }
-}
-/** Opens a shard for appending lines, one write at a time so that each line lands whole. */
-export const appender = (handle: FileHandle) => {
-  let last: Promise<unknown> = Promise.resolve()
-  return (line: string): Promise<void> => {
-    const next = last.then(() => handle.write(line))
-    last = next.catch(() => undefined)
-    return next.then(() => undefined)
+    missing: persons - succeeded - failed,
+    duplicates: kept.duplicates,
+    unreadable: kept.unreadable,
+    operation: kept.operation
   }
 }

@@ -1,14 +1,15 @@
 /**
  * docs/distributed.md, run: its command-line session against a real redis-server and the mock on
- * loopback (the built executable, BullMQ and ioredis as installed), and each region below, copied
- * into the page (npm run docs:snippets): the Effect and Promise wiring of a worker.
+ * loopback (the built executable, BullMQ and ioredis as installed), and the two worker programs the
+ * page shows whole, imports included (examples/queue-worker.ts and queue-worker-promise.ts, copied
+ * into the page by npm run docs:snippets), each run as a user runs it.
  */
-import { Effect, Layer, Redacted } from "effect"
-import { ClinicalClient, PersonData, TokenStore } from "effect-clinical"
-import * as ClinicalQueue from "effect-clinical/bullmq"
-import { createClinicalClient } from "effect-clinical/promise"
+import { Effect, Redacted } from "effect"
+import { PersonData } from "effect-clinical"
+import { ClinicalQueue } from "effect-clinical/bullmq"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
+import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -64,76 +65,64 @@ describe("docs/distributed.md", () => {
     )
   }, 120_000)
 
-  it("an Effect worker", async () => {
-    const redisUrl = server.url
-    const options = { baseUrl: mock.url, applicationId: mock.applicationId }
-    const saved: Array<number> = []
-    const save = async (index: number, items: ReadonlyArray<unknown>) => {
-      saved.push(index)
-      expect(items.length).toBeGreaterThan(0)
-    }
-    await enqueueAll()
-    // #region effect
-    // BullMQ's connection: commands wait out a Redis restart rather than fail.
-    const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
-    // The token store's: it fails fast, and the client goes on alone meanwhile (docs/scaling.md).
-    const store = new Redis(redisUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false })
-    const client = ClinicalClient.layerUndici({ ...options, retryRateLimited: false }).pipe(
-      Layer.provide(TokenStore.layerRedis({ redis: TokenStore.ioredis(store), sealingKey }))
-    )
-    const worker = ClinicalQueue.layerWorker({
-      connection,
-      sealingKey,
-      operation: PersonData.medications,
-      concurrency: 16,
-      // Your database: called once per person done, at least once (de-duplicate by index or jobId).
-      sink: (record) => record.outcome === "Success" ? save(record.index, record.result.items) : undefined
-    }).pipe(Layer.provide(client))
-    // #endregion
-    await Effect.runPromise(
-      Effect.scoped(Effect.zipRight(
-        Layer.launch(worker).pipe(Effect.fork),
-        Effect.promise(async () => {
-          while (saved.length < 3) await new Promise((resolve) => setTimeout(resolve, 20))
-        })
-      ))
-    )
-    expect(saved.sort()).toEqual([0, 1, 2])
-    connection.disconnect()
-    store.disconnect()
-  })
-
-  it("a Promise worker, closed on SIGTERM", async () => {
-    const redisUrl = server.url
-    const options = { baseUrl: mock.url, applicationId: mock.applicationId }
-    const saved: Array<number> = []
-    const save = async (index: number) => {
-      saved.push(index)
-    }
-    await enqueueAll()
-    // #region promise
-    const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
-    const clinical = createClinicalClient({ ...options, retryRateLimited: false })
-    const worker = await ClinicalQueue.createWorker(clinical, {
-      connection,
-      sealingKey,
-      operation: PersonData.medications,
-      sink: async (record) => {
-        if (record.outcome === "Success") await save(record.index)
-      }
+  /**
+   * Runs a worker example as a user would (tsx, the settings as variables) until it saved the
+   * mock's three persons, then sends it SIGTERM; its exit and output.
+   */
+  const runWorker = (example: string) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn("node_modules/.bin/tsx", [example], {
+        env: {
+          PATH: process.env.PATH ?? "",
+          CLINICAL_BASE_URL: mock.url,
+          CLINICAL_APPLICATION_ID: mock.applicationId,
+          CLINICAL_REDIS_URL: server.url,
+          CLINICAL_SEALING_KEY: Redacted.value(sealingKey)
+        }
+      })
+      const output = { stdout: "", stderr: "" }
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL")
+        reject(new Error(`${example} saved no three persons:\n${output.stdout}\n${output.stderr}`))
+      }, 90_000)
+      child.stdout.on("data", (chunk: Buffer) => {
+        output.stdout += chunk.toString("utf8")
+        if ((output.stdout.match(/^saved #/gm) ?? []).length === 3) child.kill("SIGTERM")
+      })
+      child.stderr.on("data", (chunk: Buffer) => (output.stderr += chunk.toString("utf8")))
+      child.on("close", (code) => {
+        clearTimeout(timer)
+        resolve({ code, ...output })
+      })
     })
-    // On SIGTERM: finish the jobs in hand, take no more, then leave.
-    const stop = async () => {
-      await worker.close()
-      await clinical.close()
-      await connection.quit()
-    }
-    process.once("SIGTERM", stop)
-    // #endregion
-    while (saved.length < 3) await new Promise((resolve) => setTimeout(resolve, 20))
-    expect(saved.sort()).toEqual([0, 1, 2])
-    process.removeListener("SIGTERM", stop)
-    await stop()
-    expect(worker.worker.isRunning()).toBe(false)
-  })
+
+  it(
+    "the Effect worker (examples/queue-worker.ts), as pasted: each person saved, then stopped by SIGTERM",
+    async () => {
+      await enqueueAll()
+      const ran = await runWorker("examples/queue-worker.ts")
+      expect(ran.stdout.trimEnd().split("\n").sort()).toEqual(
+        mock.persons.map((person, i) => `saved #${i}: ${person.medications.length} item(s)`)
+      )
+      expect(ran.stderr).toBe("")
+      // SIGTERM interrupts the layer: the jobs in hand finished and the connections closed, then a clean exit.
+      expect(ran.code).toBe(0)
+    },
+    120_000
+  )
+
+  it(
+    "the Promise worker (examples/queue-worker-promise.ts), as pasted: each person saved, then closed on SIGTERM",
+    async () => {
+      await enqueueAll()
+      const ran = await runWorker("examples/queue-worker-promise.ts")
+      expect(ran.stdout.trimEnd().split("\n").sort()).toEqual(
+        mock.persons.map((person, i) => `saved #${i}: ${person.medications.length} item(s)`)
+      )
+      expect(ran.stderr).toBe("")
+      // Everything closed: nothing keeps the process alive.
+      expect(ran.code).toBe(0)
+    },
+    120_000
+  )
 })

@@ -18,23 +18,24 @@ import { redactor } from "../redaction/redaction.js"
 import { decide, kindOf } from "./jobDecision.js"
 import { type JobData, jobId, type JobRange, openJob } from "./jobSeal.js"
 import type { Settings } from "./queueSettings.js"
+import { recordOutcome } from "./runStore.js"
+
+/** Who a job's record is about, and what was read. */
+interface About {
+  /** The person's position in the run's input, from 0. */
+  readonly index: number
+  readonly jobId: string
+  readonly personUid: Redacted.Redacted<string>
+  /** The operation read (sealed in the job). */
+  readonly operation: string
+  /** The run the job belongs to. */
+  readonly run: number
+}
 
 /** What a worker hands its sink for one person: the result, or the failure that is final. */
 export type JobRecord =
-  | {
-    readonly outcome: "Success"
-    readonly index: number
-    readonly jobId: string
-    readonly personUid: Redacted.Redacted<string>
-    readonly result: PersonData.Result<PersonData.Item>
-  }
-  | {
-    readonly outcome: "Failure"
-    readonly index: number
-    readonly jobId: string
-    readonly personUid: Redacted.Redacted<string>
-    readonly error: ClinicalError
-  }
+  | About & { readonly outcome: "Success"; readonly result: PersonData.Result<PersonData.Item> }
+  | About & { readonly outcome: "Failure"; readonly error: ClinicalError }
 
 /**
  * Where results go. Called once per person that is done (a success, or a failure that is final:
@@ -46,6 +47,7 @@ export type Sink = (record: JobRecord) => Promise<void> | void
 
 /** The call of a person: its result or its typed failure, never a throw. */
 export type Call = (
+  operation: PersonData.Operation,
   personUid: string,
   range: JobRange
 ) => Promise<Either.Either<PersonData.Result<PersonData.Item>, ClinicalError>>
@@ -88,11 +90,16 @@ export interface Processor {
   readonly settings: Settings
   /** A queue on the worker's connection: pauses and rate limits go through it. */
   readonly queue: Queue
+  /** The operation a job names, when this worker reads it. */
+  readonly operationOf: (name: string) => PersonData.Operation | undefined
   readonly call: Call
   readonly sink: Sink
-  /** Told of each person done: the worker adds them up to the queue's count now and then. */
-  readonly completed: () => void
-  /** Told of what the sink or the call threw (the person's PersonUid given, to scrub it out). */
+  /** Longest the sink may take with one record; past it the attempt fails, and BullMQ retries. */
+  readonly sinkMillis: number
+  /**
+   * Told of what the sink or the call threw (the person's PersonUid given, to scrub it out).
+   * Whatever it throws is ignored.
+   */
   readonly onForeignError: (what: string, error: unknown, personUid: string) => void
 }
 
@@ -105,32 +112,79 @@ const pauseFleet = async (queue: Queue, millis: number): Promise<void> => {
   if (left < millis) await queue.rateLimit(millis)
 }
 
-/** BullMQ's processor for `processor`'s queue. */
-export const processJob = (processor: Processor) => async (job: Job<JobData>): Promise<null> => {
+/** An attempt given up: the worker was closed while it ran, or its sink took too long. */
+const ABANDONED = "Abandoned: the worker closed before the job finished (another attempt takes it)"
+
+/**
+ * `work` to its end, unless `signal` (BullMQ's, aborted when the worker is closed past its
+ * `closeTimeout`) comes first: the attempt is then failed at once, and BullMQ stops renewing its
+ * lock, so that another worker takes the person.
+ */
+const unlessAbandoned = <A>(work: Promise<A>, signal: AbortSignal | undefined): Promise<A> => {
+  if (signal === undefined) return work
+  if (signal.aborted) return Promise.reject(thrown(new Error(ABANDONED)))
+  return new Promise<A>((resolve, reject) => {
+    const abandon = () => reject(thrown(new Error(ABANDONED)))
+    signal.addEventListener("abort", abandon, { once: true })
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", abandon))
+  })
+}
+
+/** `promise`, or a failure once `millis` passed (the promise's later failure is ignored). */
+const within = <A>(promise: Promise<A>, millis: number, late: () => Error): Promise<A> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(late()), millis)))
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** BullMQ's processor for `processor`'s queue (it takes BullMQ's abort signal: see {@link unlessAbandoned}). */
+export const processJob = (processor: Processor) => (job: Job<JobData>, signal?: AbortSignal): Promise<null> =>
+  unlessAbandoned(attemptJob(processor, job), signal)
+
+const attemptJob = async (processor: Processor, job: Job<JobData>): Promise<null> => {
   const { call, queue, settings, sink } = processor
   const opened = openJob(settings.keys, job.data)
   if (Either.isLeft(opened)) {
     count("failed", "Unsealable")
     throw thrown(new UnrecoverableError(`Unsealable: ${opened.left}`))
   }
-  const { index, personUid } = opened.right
+  const { index, operation: operationName, personUid, range, run } = opened.right
   // A seal copied from another job (by whoever can write Redis) would read that job's person twice.
-  if (jobId(settings.keys, opened.right, opened.right.range) !== job.id) {
+  if (jobId(settings.keys, opened.right, opened.right) !== job.id) {
     count("failed", "Unsealable")
     throw thrown(new UnrecoverableError("Unsealable: the job's sealed person is another job's"))
   }
-  const about = { index, jobId: String(job.id), personUid: Redacted.make(personUid) }
+  const operation = processor.operationOf(operationName)
+  if (operation === undefined) {
+    count("failed", "OperationRefused")
+    throw thrown(new UnrecoverableError("OperationRefused: the job reads another operation than this worker"))
+  }
+  const id = String(job.id)
+  const about = { index, jobId: id, personUid: Redacted.make(personUid), operation: operationName, run }
   // What the application's code throws (its sink, a layer of its own) may name the person: BullMQ
   // keeps a fixed text instead, and the error itself goes to the worker's `onError`.
-  const foreign = (what: string) => (error: unknown): never => {
-    processor.onForeignError(what, error, personUid)
+  const foreign = (what: "SinkFailed" | "CallFailed") => (error: unknown): never => {
+    try {
+      processor.onForeignError(what, error, personUid)
+    } catch {
+      // Nothing of it may reach BullMQ.
+    }
     throw thrown(new Error(`${what}: the ${what === "SinkFailed" ? "sink" : "call"} threw (its error went to onError)`))
   }
-  const outcome = await call(personUid, opened.right.range).catch(foreign("CallFailed"))
-  const deliver = (record: JobRecord) => Promise.resolve().then(() => sink(record)).catch(foreign("SinkFailed"))
+  const outcome = await call(operation, personUid, range).catch(foreign("CallFailed"))
+  /** The record to the sink within its time, then its outcome to the run's counts. */
+  const deliver = async (record: JobRecord) => {
+    await within(
+      Promise.resolve().then(() => sink(record)),
+      processor.sinkMillis,
+      () => new Error(`the sink did not finish within ${processor.sinkMillis} ms`)
+    ).catch(foreign("SinkFailed"))
+    await recordOutcome(settings, run, index, id, record.outcome === "Success" ? "D" : "F")
+  }
   if (Either.isRight(outcome)) {
     await deliver({ outcome: "Success", ...about, result: outcome.right })
-    processor.completed()
     count("completed")
     return null
   }

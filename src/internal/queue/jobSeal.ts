@@ -48,6 +48,18 @@ export interface JobRange {
   readonly endDate?: string | undefined
 }
 
+/**
+ * What a job is read with, sealed with its person: whoever can write Redis cannot turn a
+ * medications job into an ethnicities read, nor move it to another run.
+ */
+export interface JobTerms {
+  /** The operation's name. */
+  readonly operation: string
+  /** The run it belongs to (see `runRecord`). */
+  readonly run: number
+  readonly range: JobRange
+}
+
 const IV_BYTES = 12
 const TAG_BYTES = 16
 /** Longest sealed text read: a PersonUid is at most 2,048 characters. */
@@ -59,42 +71,47 @@ const MAX_SEALED_LENGTH = 16 * 1024
  */
 const bounded = (personUid: string): string => personUid.slice(0, MAX_PERSON_UID_LENGTH + 1)
 
-/** The job of the person at `index`, read with `range`: its data, and its id. */
+/** The job of the person at `index`, read on `terms`: its data, and its id. */
 export const sealJob = (
   keys: JobKeys,
   person: JobPerson,
-  range: JobRange = {}
+  terms: JobTerms
 ): { readonly id: string; readonly data: JobData } => {
   const personUid = bounded(person.personUid)
   const iv = Crypto.randomBytes(IV_BYTES)
   const cipher = Crypto.createCipheriv("aes-256-gcm", Redacted.value(keys.seal), iv)
   // Stryker disable next-line StringLiteral: equivalent, Node reads an empty encoding as UTF-8
   cipher.setAAD(Buffer.from(keys.binding, "utf8"))
-  const json = JSON.stringify({ p: personUid, i: person.index, s: range.startDate, e: range.endDate })
+  const { range: { endDate: e, startDate: s }, operation: o, run: r } = terms
+  const json = JSON.stringify({ p: personUid, i: person.index, o, r, s, e })
   // Stryker disable next-line StringLiteral: equivalent, Node reads an empty encoding as UTF-8
   const sealed = Buffer.concat([iv, cipher.update(json, "utf8"), cipher.final(), cipher.getAuthTag()])
-  return { id: jobId(keys, { personUid, index: person.index }, range), data: { sealed: sealed.toString("base64") } }
+  return { id: jobId(keys, { personUid, index: person.index }, terms), data: { sealed: sealed.toString("base64") } }
 }
 
 /**
- * A job's id: 32 hex digits of an HMAC of the person, their position and the range. The same input
- * enqueued again gives the same ids (BullMQ adds no job whose id exists); without the key, an id
- * cannot be traced back to a person, nor a guessed person checked against it.
+ * A job's id: 32 hex digits of an HMAC of the person, their position and the terms. The same input
+ * enqueued again in a run gives the same ids (BullMQ adds no job whose id exists); without the
+ * key, an id cannot be traced back to a person, nor a guessed person checked against it.
  */
-export const jobId = (keys: JobKeys, person: JobPerson, range: JobRange = {}): string =>
+export const jobId = (keys: JobKeys, person: JobPerson, terms: JobTerms): string =>
   Crypto.createHmac("sha256", Redacted.value(keys.name))
-    .update(`${person.index}\n${person.personUid}\n${range.startDate ?? ""}\n${range.endDate ?? ""}`)
+    .update(JSON.stringify([
+      terms.run,
+      terms.operation,
+      person.index,
+      person.personUid,
+      terms.range.startDate ?? "",
+      terms.range.endDate ?? ""
+    ]))
     .digest("hex")
     .slice(0, 32)
 
 /**
- * The person a job's data holds, or why it holds none (never the data itself): not ours, cut,
- * sealed under another key or for another queue, or tampered with.
+ * The person a job's data holds, and its terms, or why it holds none (never the data itself): not
+ * ours, cut, sealed under another key or for another queue, or tampered with.
  */
-export const openJob = (
-  keys: JobKeys,
-  data: unknown
-): Either.Either<JobPerson & { readonly range: JobRange }, string> => {
+export const openJob = (keys: JobKeys, data: unknown): Either.Either<JobPerson & JobTerms, string> => {
   const sealedText = Json.isRecord(data) ? data.sealed : undefined
   if (typeof sealedText !== "string" || sealedText.length > MAX_SEALED_LENGTH) {
     return Either.left("the job holds no sealed person: it was not added by effect-clinical")
@@ -115,17 +132,15 @@ export const openJob = (
     )
   }
   const opened = Option.getOrUndefined(Json.parse(json))
-  const { e, i, p, s } = (Json.isRecord(opened) ? opened : {}) as {
-    readonly p?: unknown
-    readonly i?: unknown
-    readonly s?: unknown
-    readonly e?: unknown
-  }
+  const { e, i, o, p, r, s } = (Json.isRecord(opened) ? opened : {}) as Record<string, unknown>
   const day = (value: unknown) => value === undefined || typeof value === "string"
-  return typeof p === "string" && Number.isSafeInteger(i) && (i as number) >= 0 && day(s) && day(e)
+  return typeof p === "string" && Number.isSafeInteger(i) && (i as number) >= 0 && typeof o === "string" &&
+      Number.isSafeInteger(r) && (r as number) >= 1 && day(s) && day(e)
     ? Either.right({
       personUid: p,
       index: i as number,
+      operation: o,
+      run: r as number,
       range: {
         ...(s === undefined ? {} : { startDate: s as string }),
         ...(e === undefined ? {} : { endDate: e as string })

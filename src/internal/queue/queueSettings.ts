@@ -10,7 +10,7 @@ import { type JobKeys, jobKeys } from "./jobSeal.js"
 
 /** What effect-clinical uses of an ioredis client (BullMQ's own connection type). */
 export interface IoredisClient {
-  readonly call: (command: string, ...args: Array<string>) => Promise<unknown>
+  readonly call: (command: string, ...args: Array<string | Buffer>) => Promise<unknown>
   readonly on: (event: string, listener: (...args: Array<any>) => void) => unknown
 }
 
@@ -37,10 +37,18 @@ export interface Settings {
   readonly prefix: string
   readonly keys: JobKeys
   readonly connection: IoredisClient
-  /** Hash of what the queue is for: operation, date range, key check, why it was paused. */
+  /** Hash of what the queue is for: its operation, key check, latest run, why it was paused. */
   readonly metaKey: string
-  /** The record of an input's enqueue, by the input's id. */
-  readonly inputKey: (inputId: string) => string
+  /** Held by the enqueue under way: one at a time. */
+  readonly lockKey: string
+  /** The run an input belongs to, by the hash of the input's id. */
+  readonly inputKey: (inputHash: string) => string
+  /** A run's record (see `runRecord`). */
+  readonly runKey: (run: number) => string
+  /** A run's counts (done, failed), kept by the workers. */
+  readonly countKey: (run: number) => string
+  /** A run's slots, one per position. */
+  readonly slotsKey: (run: number) => string
 }
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/
@@ -80,6 +88,10 @@ export const settingsOf = (options: QueueOptions): Either.Either<Settings, Inval
       keys: jobKeys(key, prefix, name),
       connection,
       metaKey,
-      inputKey: (inputId) => `${metaKey}:input:${inputId}`
+      lockKey: `${metaKey}:enqueuing`,
+      inputKey: (inputHash) => `${metaKey}:input:${inputHash}`,
+      runKey: (run) => `${metaKey}:run:${run}`,
+      countKey: (run) => `${metaKey}:run:${run}:count`,
+      slotsKey: (run) => `${metaKey}:run:${run}:slots`
     }
   })

@@ -1,0 +1,109 @@
+/**
+ * `queue collect`'s speed (docs/benchmarks.md, "The queue"): microseconds per line to merge a run's
+ * shards into one file, this version beside a baseline (collect as it was at another commit, read
+ * with `git show` into a file of its own beside the current one), in rounds that alternate which
+ * runs first. The shards are what four workers write: positions interleaved across shards and
+ * shuffled within each (16 jobs at once), a medications line of about 300 bytes, 1% delivered twice.
+ *
+ *   npm run bench:collect -- [--lines 100000] [--shards 4] [--rounds 3] [--baseline 15c45cc]
+ */
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { collect } from "../src/cli/resultShards.js"
+import { median, option, rotated } from "./bench/args.js"
+
+const LINES = Number(option("--lines", "100000"))
+const SHARDS = Number(option("--shards", "4"))
+const ROUNDS = Number(option("--rounds", "3"))
+const BASELINE = option("--baseline", "15c45cc")
+
+const root = Path.resolve(import.meta.dirname, "..")
+const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "bench-collect-"))
+const shards = Path.join(dir, "shards")
+Fs.mkdirSync(shards)
+
+/** A medications line as a worker writes it. */
+const line = (index: number) =>
+  JSON.stringify({
+    index,
+    outcome: "Success",
+    operation: "medications",
+    items: [
+      {
+        Name: "Lisinopril",
+        Strength: "10 mg",
+        Instructions: "Take one tablet by mouth once daily",
+        StartDate: "2021-03-14"
+      },
+      {
+        Name: "Metformin",
+        Strength: "500 mg",
+        Instructions: "Take one tablet twice daily with meals",
+        StartDate: "2019-07-02"
+      }
+    ]
+  }) + "\n"
+
+// Deterministic shuffles: the same shards every run.
+let seed = 7
+const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648)
+for (let shard = 0; shard < SHARDS; shard++) {
+  const positions: Array<number> = []
+  for (let index = shard; index < LINES; index += SHARDS) positions.push(index)
+  // Within each 16 jobs, any order (a worker's concurrency); 1% written twice (delivered again).
+  for (let i = 0; i < positions.length; i += 16) {
+    const window = positions.slice(i, i + 16).sort(() => random() - 0.5)
+    positions.splice(i, window.length, ...window)
+  }
+  const text = positions.map((index) => line(index) + (random() < 0.01 ? line(index) : "")).join("")
+  Fs.writeFileSync(Path.join(shards, `worker${shard}.run-1.ndjson`), text)
+}
+const bytes = Fs.readdirSync(shards).reduce((sum, name) => sum + Fs.statSync(Path.join(shards, name)).size, 0)
+
+// The baseline's module, beside ours so that its own imports resolve (*.tmp.ts is not committed).
+const baselineFile = Path.join(root, "src/cli/resultShards.baseline.tmp.ts")
+Fs.writeFileSync(baselineFile, execFileSync("git", ["show", `${BASELINE}:src/cli/resultShards.ts`], { cwd: root }))
+const baseline = await import(baselineFile) as {
+  readonly collect: (directory: string, out: string) => Promise<{ readonly persons: number }>
+}
+
+interface Contender {
+  readonly name: string
+  readonly run: (out: string) => Promise<number>
+}
+const contenders: ReadonlyArray<Contender> = [
+  { name: `baseline ${BASELINE}`, run: async (out) => (await baseline.collect(shards, out)).persons },
+  {
+    name: "this version",
+    run: async (out) => {
+      const collected = await collect(shards, out, { run: 1, persons: LINES })
+      return collected.succeeded
+    }
+  }
+]
+
+const micros = new Map<string, Array<number>>(contenders.map((contender) => [contender.name, []]))
+let outs = 0
+for (let round = 0; round < ROUNDS; round++) {
+  for (const contender of rotated(contenders, round)) {
+    const out = Path.join(dir, `out-${outs++}.ndjson`)
+    const started = process.hrtime.bigint()
+    const persons = await contender.run(out)
+    const elapsed = Number(process.hrtime.bigint() - started) / 1000
+    if (persons !== LINES) throw new Error(`${contender.name} collected ${persons} of ${LINES}`)
+    Fs.rmSync(out)
+    micros.get(contender.name)!.push(elapsed / LINES)
+    console.log(`round ${round + 1}: ${contender.name.padEnd(20)} ${(elapsed / LINES).toFixed(2)} µs per line`)
+  }
+}
+Fs.rmSync(baselineFile)
+Fs.rmSync(dir, { recursive: true, force: true })
+
+const [before, after] = contenders.map((contender) => median(micros.get(contender.name)!))
+console.log(
+  `\ncollect: ${LINES.toLocaleString("en")} lines in ${SHARDS} shards (${(bytes / 2 ** 20).toFixed(1)} MiB), ` +
+    `${ROUNDS} rounds, medians: baseline ${before!.toFixed(2)} µs per line, this version ${after!.toFixed(2)} µs ` +
+    `per line: ${(before! / after!).toFixed(1)}x faster`
+)
