@@ -13,6 +13,7 @@ import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import * as Cli from "./support/Cli.js"
 import { expectNone, FORMS } from "./support/Leaks.js"
+import * as Tmpfs from "./support/Tmpfs.js"
 
 const [ELEANOR, MARCUS, PRIYA] = MockClinicalServer.fixturePersons
 const APP = MockClinicalServer.demoApplicationId
@@ -172,6 +173,35 @@ describe("batch never writes through a link someone planted", { timeout: 60_000 
 /** Anything a terminal acts on rather than shows; line breaks apart (checked by counting lines). */
 const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\p{Cf}\u2028\u2029]/u
 const ESCAPES = "\u001b]0;owned\u0007\u001b[2J\u009b31m\u202e\u00ad\u{e0041}"
+
+describe("a full disk under the batch's results", { timeout: 120_000 }, () => {
+  it("the batch stops saying so, its file holds whole lines only, and --resume finishes once space returns", async () => {
+    const disk = Tmpfs.mount(256)
+    try {
+      const persons = Path.join(dir, "thirty.txt")
+      Fs.writeFileSync(persons, Array.from({ length: 10 }, () => PERSONS).join(""))
+      const out = Path.join(disk.path, "results.ndjson")
+      // Two pages left: the checkpoint's, and one for the results (about five of their thirty lines).
+      disk.fill(8192)
+      const args = ["batch", "medications", "--persons-file", persons, "--out", out, "--concurrency", "1"]
+      const full = await Cli.run(args, { env: envOf(mock.url) })
+      expect(full.code).not.toBe(0)
+      expect(full.stderr).toContain("ENOSPC")
+      const kept = Fs.readFileSync(out, "utf8")
+      expect(kept.length).toBeGreaterThan(0)
+      expect(kept.endsWith("\n")).toBe(true)
+      for (const line of kept.trimEnd().split("\n")) expect(() => JSON.parse(line)).not.toThrow()
+      disk.free()
+      const resumed = await Cli.run([...args, "--resume"], { env: envOf(mock.url) })
+      expect(resumed.code, resumed.stderr).toBe(0)
+      const lines = Fs.readFileSync(out, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line))
+      expect(lines.map((line) => line.index).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i))
+      expect(lines.every((line) => line.outcome === "Success")).toBe(true)
+    } finally {
+      disk.unmount()
+    }
+  })
+})
 
 describe("a server's text never drives the terminal or adds lines", { timeout: 60_000 }, () => {
   const hostileItem = {

@@ -29,6 +29,7 @@ import { createBeside, createNew, kindAt, openToRead, othersMayWriteBeside, repl
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { fromFile, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
+import { wholeLines } from "./wholeLines.js"
 
 /** What a batch is asked to do (its options already checked). */
 export interface Job {
@@ -78,13 +79,14 @@ const lastByte = async (handle: FileHandle): Promise<number | undefined> => {
  * be larger than memory allows as one string), and returns the new file open for the lines to
  * come. A last line without its newline was cut by a crash and is dropped.
  */
-const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle }> =>
+const keepDone = (out: string): Promise<Earlier & Results> =>
   (async () => {
     const reader = await openToRead(out)
-    const { handle: writer, path: kept } = await createBeside(out).catch(async (error: unknown) => {
+    const { handle: writer, path: keptPath } = await createBeside(out).catch(async (error: unknown) => {
       await reader.close()
       throw error
     })
+    const kept = wholeLines(writer)
     const indices = new Set<number>()
     let failed = 0
     try {
@@ -100,7 +102,7 @@ const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle 
         pending += `${line}\n`
         // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent in what is written, the bound is on memory only (1 MiB held at most)
         if (pending.length > 1 << 20) {
-          await writer.write(pending, null, "latin1")
+          await kept.append(pending, "latin1")
           pending = ""
         }
       }
@@ -117,16 +119,16 @@ const keepDone = (out: string): Promise<Earlier & { readonly handle: FileHandle 
       }
       // Stryker disable next-line ConditionalExpression: equivalent, keptLine finds no line in undefined
       if (previous !== undefined && whole) await keep(previous)
-      await writer.write(pending, null, "latin1")
-      await replace(kept, out)
+      await kept.append(pending, "latin1")
+      await replace(keptPath, out)
     } catch (error) {
       await writer.close()
-      await unlink(kept).catch(() => undefined)
+      await unlink(keptPath).catch(() => undefined)
       throw error
     } finally {
       await reader.close()
     }
-    return { indices, failed, handle: writer }
+    return { indices, failed, handle: writer, lines: kept }
   })()
 
 /** A file the batch writes must not be a link (or a FIFO) someone planted: refused before anything is read or written. */
@@ -261,11 +263,20 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     }
   }).pipe(Effect.scoped)
 
+/**
+ * The results file open, and its lines appended whole: a write to a full disk that lands short is
+ * cut back, so that the file only ever holds whole lines (and --resume finds every one it kept).
+ */
+interface Results {
+  readonly handle: FileHandle
+  readonly lines: ReturnType<typeof wholeLines>
+}
+
 /** A batch ready to run: how many persons its input holds, what earlier runs did, the results file open. */
 interface Opened {
   readonly total: number
   readonly earlier: Earlier
-  readonly out: FileHandle
+  readonly out: Results
   /** The results file's path as messages show it: what the user typed may hold a secret's shape. */
   readonly shownOut: string
 }
@@ -312,9 +323,12 @@ const open = (job: Job): Effect.Effect<Opened, CliError, Scope.Scope> =>
     }
     const out = yield* Effect.acquireRelease(
       resumed?.handle === undefined
-        ? io(`cannot create ${shownOut}`, () => createNew(job.out), ExitCode.Usage)
-        : Effect.succeed(resumed.handle),
-      (handle) => Effect.promise(() => handle.close())
+        ? io(`cannot create ${shownOut}`, async () => {
+          const handle = await createNew(job.out)
+          return { handle, lines: wholeLines(handle) }
+        }, ExitCode.Usage)
+        : Effect.succeed({ handle: resumed.handle, lines: resumed.lines }),
+      ({ handle }) => Effect.promise(() => handle.close())
     )
     return { total, earlier: resumed ?? nothingEarlier, out, shownOut }
   })
@@ -411,9 +425,11 @@ const writeResults = (
       return lines.length === 0
         ? Effect.void
         // Whole or not at all: interrupted mid-write, the lines still land, and are counted.
-        : Effect.uninterruptible(Effect.map(io(`cannot write ${shownOut}`, () => out.write(lines.join(""))), () => {
-          tally.written += lines.length
-        }))
+        : Effect.uninterruptible(
+          Effect.map(io(`cannot write ${shownOut}`, () => out.lines.append(lines.join(""))), () => {
+            tally.written += lines.length
+          })
+        )
     }),
     Effect.onInterrupt(() =>
       Console.error(

@@ -42,8 +42,8 @@ export const wholeLines = (
 
   return {
     /** Appends `text` (whole lines, each ending with a newline): resolves once it is whole in the file. */
-    append: (text: string): Promise<void> => {
-      const bytes = Buffer.from(text, "utf8")
+    append: (text: string, encoding: BufferEncoding = "utf8"): Promise<void> => {
+      const bytes = Buffer.from(text, encoding)
       // One write at a time: each starts where the last whole line ended.
       const written = last.then(() => write(bytes))
       last = written.catch(() => undefined)
