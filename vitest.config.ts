@@ -16,6 +16,9 @@ export default defineConfig({
     globalSetup: ["test/support/globalSetup.ts"],
     // Skipped or focused tests must never land unnoticed.
     allowOnly: false,
+    // A random order on every run (the seed is printed; `--sequence.seed=N` repeats one): a test that
+    // passes only after another, or only before, fails some day rather than never.
+    sequence: { shuffle: true },
     // Two test files at a time: most of the suite waits on sockets and child processes.
     maxWorkers: 2,
     minWorkers: 1,

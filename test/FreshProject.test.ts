@@ -10,7 +10,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { promisify } from "node:util"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as RedisServer from "./support/RedisServer.js"
 
 const run = promisify(execFile)
@@ -186,20 +186,36 @@ describe("a fresh project that installs the packed library with the README's ins
     for (const directory of made) Fs.rmSync(directory, { recursive: true, force: true })
   }, 120_000)
 
-  // The install is a test of its own: a broken install line is a failure, not a skipped suite.
-  it("installs with exactly the README's line", async () => {
-    // dist/ was built by test/support/globalSetup.ts.
-    const packed = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-pack-"))
-    made.push(packed)
-    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packed], { cwd: root })
-    tarball = Path.join(packed, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename)
-    const fresh = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-fresh-"))
-    made.push(fresh)
-    Fs.writeFileSync(Path.join(fresh, "package.json"), JSON.stringify({ name: "fresh", private: true, type: "module" }))
-    const [npm, ...args] = readmeInstallLine().split(/\s+/).map((word) => (word === "effect-clinical" ? tarball : word))
-    await run(npm!, args, { cwd: fresh, timeout: 240_000 })
-    project = fresh
+  // Before every test, whatever order they run in (the order is random). The install is a test of
+  // its own too: a broken install line is a failure, not a skipped suite.
+  let installFailed: unknown
+  beforeAll(async () => {
+    try {
+      // dist/ was built by test/support/globalSetup.ts.
+      const packed = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-pack-"))
+      made.push(packed)
+      const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packed], { cwd: root })
+      tarball = Path.join(packed, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename)
+      const fresh = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-fresh-"))
+      made.push(fresh)
+      Fs.writeFileSync(
+        Path.join(fresh, "package.json"),
+        JSON.stringify({ name: "fresh", private: true, type: "module" })
+      )
+      const [npm, ...args] = readmeInstallLine().split(/\s+/).map((
+        word
+      ) => (word === "effect-clinical" ? tarball : word))
+      await run(npm!, args, { cwd: fresh, timeout: 240_000 })
+      project = fresh
+    } catch (error) {
+      installFailed = error
+    }
   }, 300_000)
+
+  it("installs with exactly the README's line", () => {
+    if (installFailed !== undefined) throw installFailed
+    expect(Fs.existsSync(Path.join(project, "node_modules/effect-clinical/package.json"))).toBe(true)
+  })
 
   /** The fresh project, or a failure: a test that cannot set up must fail, never run in the repository. */
   const fresh = (): string => {

@@ -161,7 +161,11 @@ const readPaced = async <A>(
       else {
         const next = Promise.resolve(step)
         if (pending()) due ??= new Promise((resolve) => (timer = setTimeout(() => resolve(IDLE), idleMillis)))
-        else due = undefined
+        else if (due !== undefined) {
+          // The chunk was added meanwhile (it filled): its timer is of no use.
+          clearTimeout(timer)
+          due = undefined
+        }
         result = due === undefined ? await next : await Promise.race([next, due])
         if (result === IDLE) {
           due = undefined
