@@ -10,6 +10,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { ClinicalClient, PersonData, TokenStore } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
+import type { ChildProcess } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -306,19 +307,32 @@ describe("enqueue", { timeout: 300_000 }, () => {
     await admin.quit()
   })
 
-  it("SIGTERM mid-enqueue: it stops at once (exit 130) and gives the enqueue lock back", async () => {
-    const big = Path.join(dir, "big.txt")
-    Fs.writeFileSync(big, Array.from({ length: 60_000 }, (_, i) => `Big${i}PersonUid0000000000==`).join("\n") + "\n")
+  /**
+   * `queue enqueue` of a file of 60,000 persons, with `midway` called once its first jobs are in
+   * Redis (the child and a connection to Redis given); the run, and that connection.
+   */
+  const enqueueInterrupted = async (name: string, midway: (child: ChildProcess, admin: Redis) => unknown) => {
+    const big = Path.join(dir, `${name}.txt`)
+    Fs.writeFileSync(
+      big,
+      Array.from({ length: 60_000 }, (_, i) => `${name}${i}PersonUid0000000000==`).join("\n") + "\n"
+    )
     const admin = new Redis(redis.port, "127.0.0.1")
+    admin.on("error", () => {})
     const ran = await run(["queue", "enqueue", "medications", "--persons-file", big], {
       env: env(),
       timeoutMillis: 120_000,
       started: (child) => {
-        void eventually(async () => Number(await admin.llen("bull:effect-clinical:wait")) > 0).then(() =>
-          child.kill("SIGTERM")
+        void eventually(async () => Number(await admin.llen("bull:effect-clinical:wait").catch(() => 0)) > 0).then(
+          () => midway(child, admin)
         )
       }
     })
+    return { ran, admin, big }
+  }
+
+  it("SIGTERM mid-enqueue: it stops at once (exit 130) and gives the enqueue lock back", async () => {
+    const { admin, big, ran } = await enqueueInterrupted("Big", (child) => child.kill("SIGTERM"))
     expect(ran.code).toBe(130)
     expect(await admin.exists("bull:effect-clinical:effect-clinical:enqueuing")).toBe(0)
     expect(Number(await admin.llen("bull:effect-clinical:wait"))).toBeLessThan(60_000)
@@ -329,20 +343,9 @@ describe("enqueue", { timeout: 300_000 }, () => {
   })
 
   it("Redis gone mid-enqueue: says it cannot reach Redis, not BullMQ's words", async () => {
-    const big = Path.join(dir, "big-gone.txt")
-    Fs.writeFileSync(big, Array.from({ length: 60_000 }, (_, i) => `Gone${i}PersonUid0000000000==`).join("\n") + "\n")
-    const admin = new Redis(redis.port, "127.0.0.1")
-    const ran = await run(["queue", "enqueue", "medications", "--persons-file", big], {
-      env: env(),
-      timeoutMillis: 120_000,
-      started: () => {
-        void eventually(async () => Number(await admin.llen("bull:effect-clinical:wait").catch(() => 0)) > 0).then(
-          () => {
-            admin.disconnect()
-            return redis.kill()
-          }
-        )
-      }
+    const { ran } = await enqueueInterrupted("Gone", (_, admin) => {
+      admin.disconnect()
+      return redis.kill()
     })
     await redis.restart()
     expect(ran).toMatchObject({ code: 1, stderr: expect.stringContaining(`cannot reach Redis at ${redis.url}`) })

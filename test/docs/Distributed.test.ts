@@ -96,33 +96,18 @@ describe("docs/distributed.md", () => {
       })
     })
 
-  it(
-    "the Effect worker (examples/queue-worker.ts), as pasted: each person saved, then stopped by SIGTERM",
-    async () => {
-      await enqueueAll()
-      const ran = await runWorker("examples/queue-worker.ts")
-      expect(ran.stdout.trimEnd().split("\n").sort()).toEqual(
-        mock.persons.map((person, i) => `saved #${i}: ${person.medications.length} item(s)`)
-      )
-      expect(ran.stderr).toBe("")
-      // SIGTERM interrupts the layer: the jobs in hand finished and the connections closed, then a clean exit.
-      expect(ran.code).toBe(0)
-    },
-    120_000
-  )
-
-  it(
-    "the Promise worker (examples/queue-worker-promise.ts), as pasted: each person saved, then closed on SIGTERM",
-    async () => {
-      await enqueueAll()
-      const ran = await runWorker("examples/queue-worker-promise.ts")
-      expect(ran.stdout.trimEnd().split("\n").sort()).toEqual(
-        mock.persons.map((person, i) => `saved #${i}: ${person.medications.length} item(s)`)
-      )
-      expect(ran.stderr).toBe("")
-      // Everything closed: nothing keeps the process alive.
-      expect(ran.code).toBe(0)
-    },
-    120_000
-  )
+  it.each([
+    // SIGTERM interrupts the layer: the jobs in hand finished and the connections closed, then a clean exit.
+    ["the Effect worker", "examples/queue-worker.ts"],
+    // Everything closed by its SIGTERM handler: nothing keeps the process alive.
+    ["the Promise worker", "examples/queue-worker-promise.ts"]
+  ])("%s (%s), as pasted: each person saved, then stopped by SIGTERM", async (_, example) => {
+    await enqueueAll()
+    const ran = await runWorker(example!)
+    expect(ran.stdout.trimEnd().split("\n").sort()).toEqual(
+      mock.persons.map((person, i) => `saved #${i}: ${person.medications.length} item(s)`)
+    )
+    expect(ran.stderr).toBe("")
+    expect(ran.code).toBe(0)
+  }, 120_000)
 })
