@@ -44,7 +44,8 @@ const valueOf = (next: () => number, depth: number): unknown => {
   }
 }
 
-describe("JsonSyntax", () => {
+// Generous: tens of thousands of texts, many times slower under Stryker's instrumentation.
+describe("JsonSyntax", { timeout: 120_000 }, () => {
   it("agrees with JSON.parse on 20,000 texts: whole values, cut, glued, flipped, with odd spacing", () => {
     const next = random(7)
     const noise = Buffer.from(" \t\r\n{}[]:,\"\\-+.eE0123456789tfnrula\u0000\u007f")

@@ -35,7 +35,8 @@ const merged = async (persons: number, options: { readonly run?: number; readonl
   return { collected, lines: Fs.readFileSync(out, "utf8").split("\n").slice(0, -1), mode: Fs.statSync(out).mode }
 }
 
-describe("collect", () => {
+// Generous: the 24 MiB line is checked byte by byte, many times slower under Stryker's instrumentation.
+describe("collect", { timeout: 120_000 }, () => {
   it("each position once, in input order: the first success, else the last failure; an owner-only file", async () => {
     write("a", success(2, "first") + failure(0, "First") + success(3))
     write("b", failure(0, "Last") + success(2, "second") + failure(1) + success(1))
