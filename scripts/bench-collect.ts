@@ -20,6 +20,7 @@ const ROUNDS = Number(option("--rounds", "3"))
 const BASELINE = option("--baseline", "15c45cc")
 
 const root = Path.resolve(import.meta.dirname, "..")
+const RUN_ID = "0123456789abcdef"
 const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "bench-collect-"))
 const shards = Path.join(dir, "shards")
 Fs.mkdirSync(shards)
@@ -58,7 +59,7 @@ for (let shard = 0; shard < SHARDS; shard++) {
     positions.splice(i, window.length, ...window)
   }
   const text = positions.map((index) => line(index) + (random() < 0.01 ? line(index) : "")).join("")
-  Fs.writeFileSync(Path.join(shards, `worker${shard}.run-1.ndjson`), text)
+  Fs.writeFileSync(Path.join(shards, `bench.run-1-${RUN_ID}.worker${String(shard).padStart(4, "0")}.ndjson`), text)
 }
 const bytes = Fs.readdirSync(shards).reduce((sum, name) => sum + Fs.statSync(Path.join(shards, name)).size, 0)
 
@@ -78,7 +79,7 @@ const contenders: ReadonlyArray<Contender> = [
   {
     name: "this version",
     run: async (out) => {
-      const collected = await collect(shards, out, { run: 1, persons: LINES })
+      const collected = await collect(shards, out, { queue: "bench", run: 1, runId: RUN_ID, persons: LINES })
       return collected.succeeded
     }
   }

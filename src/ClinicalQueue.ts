@@ -23,7 +23,7 @@ import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import { createHash } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { type ClinicalError, InvalidConfig, isClinicalError } from "./ClinicalError.js"
 import { dateRange } from "./internal/call/personRequest.js"
 import { nameOf } from "./internal/operationName.js"
@@ -269,13 +269,17 @@ export const enqueue = (
 // ---------------------------------------------------------------------------------------------
 // status, retry-failed, resume
 
-/** A run's counts, exact: each position counted once, by how it ended. */
+/** A run's counts, exact: each position (each person, in the unnamed run) counted once, by how it ended. */
 export interface RunStatus {
   readonly run: number
+  /** The run's own id: its number may come again (a queue whose records were lost), its id never. */
+  readonly id: string
+  /** Whether it is a named input's run (positions, `collect`) or the unnamed run (persons as they come). */
+  readonly named: boolean
   readonly operation: string
   /** Persons enqueued into the run so far. */
   readonly persons: number
-  /** Whether its enqueue read the whole input (a named input's; an unnamed run is never finished). */
+  /** Whether its enqueue read the whole input (a named input's; the unnamed run is never finished). */
   readonly enqueued: boolean
   /** Persons whose result reached a sink. */
   readonly done: number
@@ -316,12 +320,13 @@ const kindOfReason = (reason: string | undefined): string => {
 
 /** The run `run` (the latest when not given), as {@link RunStatus}. */
 const runStatus = async (settings: Settings, run?: number): Promise<RunStatus | undefined> => {
-  const number = run ?? await latestRun(settings)
-  const state = number === undefined ? undefined : await readRun(settings, number)
+  const state = run === undefined ? await latestRun(settings) : await readRun(settings, run)
   return state === undefined ? undefined : {
     run: state.run,
+    id: state.record.id,
+    named: state.record.named,
     operation: state.record.operation,
-    persons: state.record.persons,
+    persons: state.persons,
     enqueued: state.record.finished,
     done: state.done,
     failed: state.failed
@@ -375,36 +380,37 @@ const RETRY_PAGE = 1000
 /**
  * Puts every job that had failed when it began back to waiting, its attempts afresh (BullMQ's
  * `retryJobs` would keep the count, and give a job out of attempts one more at most); returns how
- * many it put back. A job that fails again while it runs (workers at work) is not put back twice.
+ * many it put back. It works through a copy of the failed set taken as it begins: a job that fails
+ * again meanwhile (workers at work) is not put back twice, whatever the clocks of the processes say,
+ * and a job another retry put back first is not counted.
  */
 export const retryFailed = (options: QueueOptions): Effect.Effect<number, InvalidConfig | QueueError> =>
   withQueue(options, "retry-failed", (queue, settings) =>
     attempt("retry-failed", async () => {
-      const failedKey = `${settings.prefix}:${settings.name}:failed`
-      // The failed set is ordered by when each job failed: those of before this began, and no other.
-      const before = String(Date.now())
+      const snapshot = `${settings.metaKey}:retrying:${randomBytes(8).toString("hex")}`
+      const { connection } = settings
+      await connection.call("ZRANGESTORE", snapshot, `${settings.prefix}:${settings.name}:failed`, "0", "-1")
+      // A retry that dies leaves no copy behind for long.
+      await connection.call("EXPIRE", snapshot, "3600")
       let retried = 0
-      for (let skip = 0;;) {
-        const ids = await settings.connection.call(
-          "ZRANGEBYSCORE",
-          failedKey,
-          "-inf",
-          before,
-          "LIMIT",
-          String(skip),
-          String(RETRY_PAGE)
-        ) as Array<string>
-        if (ids.length === 0) return retried
-        for (const id of ids) {
-          const job = await queue.getJob(id)
-          // Gone (removed), or no longer failed (someone else retried it): skipped, and not counted.
-          const put = job === undefined ? false : await job.retry("failed", {
-            resetAttemptsMade: true,
-            resetAttemptsStarted: true
-          }).then(() => true, () => false)
-          if (put) retried++
-          else skip++
+      try {
+        for (let start = 0;; start += RETRY_PAGE) {
+          const ids = await connection.call("ZRANGE", snapshot, String(start), String(start + RETRY_PAGE - 1)) as Array<
+            string
+          >
+          if (ids.length === 0) return retried
+          for (const id of ids) {
+            const job = await queue.getJob(id)
+            // Gone (removed), or no longer failed (someone else retried it): not counted.
+            const put = job === undefined ? false : await job.retry("failed", {
+              resetAttemptsMade: true,
+              resetAttemptsStarted: true
+            }).then(() => true, () => false)
+            if (put) retried++
+          }
         }
+      } finally {
+        await connection.call("DEL", snapshot).catch(() => undefined)
       }
     }))
 

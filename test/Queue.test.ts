@@ -120,6 +120,23 @@ const eventually = async (check: () => Promise<boolean> | boolean): Promise<void
 
 const status = () => Effect.runPromise(ClinicalQueue.status(queueOptions()))
 
+/** An enqueue of `uids` (named `inputId`) whose input fails once its first 5 persons are in Redis; its outcome. */
+const diesAfterFive = async (uids: ReadonlyArray<string>, inputId: string) => {
+  let fail: () => void
+  const failing = new Promise<void>((resolve) => (fail = resolve))
+  const dying = (async function*() {
+    for (const uid of uids.slice(0, 5)) yield uid
+    await failing
+    throw new Error("the disk went away")
+  })()
+  const died = Effect.runPromise(Effect.either(
+    ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications, inputId }, dying)
+  ))
+  await eventually(async () => (await status()).waiting === 5)
+  fail!()
+  return died
+}
+
 describe("enqueue", () => {
   it("seals every person: Redis holds their count, never a PersonUid, in any form; ids say nothing", async () => {
     const uids = persons.map((person) => person.personUid)
@@ -676,6 +693,21 @@ describe("runs: nothing read twice, counts exact", () => {
     expect(await enqueue(changed)).toMatchObject({ added: 1 })
   })
 
+  it("the unnamed run counts persons, wherever each list put them: two lists read, counted 8 of 8, the first again adds nobody", async () => {
+    const first = persons.slice(0, 5).map((person) => person.personUid)
+    const second = persons.slice(30, 33).map((person) => person.personUid)
+    await enqueue(first)
+    await work(1, (done) => done.length >= 5)
+    await enqueue(second)
+    await work(1, (done) => done.length >= 3)
+    await eventually(async () => (await status()).run?.done === 8)
+    expect((await status()).run).toMatchObject({ named: false, persons: 8, done: 8, failed: 0 })
+    expect(await enqueue(first)).toMatchObject({ added: 0, present: 5 })
+    // The same person twice in one list, or at another position: one job.
+    expect(await enqueue([second[0]!, first[0]!, second[0]!])).toMatchObject({ added: 0 })
+    expect((await mock.counters()).medicationRequests).toBe(8)
+  })
+
   it("again starts a new run: everyone is read again, and its counts are its own", async () => {
     const uids = persons.slice(0, 6).map((person) => person.personUid)
     expect(await enqueue(uids, { inputId: "nightly" })).toMatchObject({ run: 1, added: 6 })
@@ -685,6 +717,8 @@ describe("runs: nothing read twice, counts exact", () => {
     expect(await enqueue(uids, { inputId: "nightly", again: true })).toMatchObject({ run: 2, added: 6 })
     expect((await status()).run).toEqual({
       run: 2,
+      id: expect.stringMatching(/^[0-9a-f]{16}$/),
+      named: true,
       operation: "medications",
       persons: 6,
       enqueued: true,
@@ -701,25 +735,29 @@ describe("runs: nothing read twice, counts exact", () => {
   })
 
   it("an outcome recorded twice (a person delivered again) counts once; a success is never undone", async () => {
-    await enqueue([persons[0]!.personUid, persons[1]!.personUid])
+    await enqueue([persons[0]!.personUid, persons[1]!.personUid], { inputId: "list" })
     const settings = Either.getOrThrow(settingsOf(queueOptions()))
+    const runId = (await status()).run!.id
     const ids = (await connect().keys("bull:test:*")).map((key) => key.split(":")[2]!).filter((id) =>
       /^[0-9a-f]{32}$/.test(id)
     )
-    const [first, second] = ids
-    await recordOutcome(settings, 1, 0, first!, "D")
-    await recordOutcome(settings, 1, 0, first!, "D")
-    await recordOutcome(settings, 1, 0, first!, "F")
-    await recordOutcome(settings, 1, 1, second!, "F")
-    await recordOutcome(settings, 1, 1, second!, "F")
+    const person = Buffer.alloc(8)
+    const [first, second] = ids.map((id, index) => ({ id, index, person }))
+    await recordOutcome(settings, 1, runId, first!, "D")
+    await recordOutcome(settings, 1, runId, first!, "D")
+    await recordOutcome(settings, 1, runId, first!, "F")
+    await recordOutcome(settings, 1, runId, second!, "F")
+    await recordOutcome(settings, 1, runId, second!, "F")
     expect((await status()).run).toMatchObject({ persons: 2, done: 1, failed: 1 })
-    await recordOutcome(settings, 1, 1, second!, "D")
+    await recordOutcome(settings, 1, runId, second!, "D")
     expect((await status()).run).toMatchObject({ done: 2, failed: 0 })
-    // Another person at a position (an unnamed run's second list) replaces the first's count.
-    await recordOutcome(settings, 1, 1, "f".repeat(32), "F")
+    // Another job at a position replaces the first's count.
+    await recordOutcome(settings, 1, runId, { ...second!, id: "f".repeat(32) }, "F")
     expect((await status()).run).toMatchObject({ done: 1, failed: 1 })
-    // A run the queue no longer records is left alone.
-    await recordOutcome(settings, 9, 0, first!, "D")
+    // Another run under the same number (its records lost and started over), or none: left alone.
+    await recordOutcome(settings, 1, "fedcba9876543210", first!, "F")
+    await recordOutcome(settings, 9, runId, first!, "D")
+    expect((await status()).run).toMatchObject({ done: 1, failed: 1 })
     expect(await connect().exists("bull:test:effect-clinical:run:9:slots")).toBe(0)
   })
 
@@ -847,20 +885,7 @@ describe("the enqueue", () => {
 
   it("a resumed named enqueue goes on from the last person recorded: none skipped, none read twice", async () => {
     const uids = persons.slice(0, 8).map((person) => person.personUid)
-    // The first enqueue dies once 5 persons are in Redis (its input fails).
-    let fail: () => void
-    const failing = new Promise<void>((resolve) => (fail = resolve))
-    const dying = (async function*() {
-      for (const uid of uids.slice(0, 5)) yield uid
-      await failing
-      throw new Error("the disk went away")
-    })()
-    const died = Effect.runPromise(Effect.either(
-      ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications, inputId: "file" }, dying)
-    ))
-    await eventually(async () => (await status()).waiting === 5)
-    fail!()
-    expect(Either.isLeft(await died)).toBe(true)
+    expect(Either.isLeft(await diesAfterFive(uids, "file"))).toBe(true)
     expect((await status()).run).toMatchObject({ persons: 5, enqueued: false })
     expect(await enqueue(uids, { inputId: "file" })).toEqual({ run: 1, persons: 8, added: 3, present: 5 })
     const records = await work(1, (done) => done.length >= 8)
@@ -920,5 +945,141 @@ describe("the enqueue", () => {
     await work(1, (done) => done.length >= 8)
     expect(await waiting).toMatchObject({ persons: 8, added: 4 })
     await bull.close()
+  })
+})
+
+describe("runs whose records someone else rewrote, or that many later runs followed (from review)", () => {
+  it("a queue record deleted mid-input: another input never gets the run, and the first goes on where it stopped", async () => {
+    const a = persons.slice(0, 8).map((person) => person.personUid)
+    await diesAfterFive(a, "A")
+    // Whoever can write Redis removes the queue's own record (its run counter with it).
+    await connect().del("bull:test:effect-clinical")
+    const b = await enqueue(persons.slice(40, 43).map((person) => person.personUid), { inputId: "B" })
+    expect(b.run).not.toBe(1)
+    expect(await enqueue(a, { inputId: "A" })).toEqual({ run: 1, persons: 8, added: 3, present: 5 })
+    const records = await work(1, (done) => done.length >= 11)
+    expect(records.filter((record) => record.run === 1).map((record) => record.index).sort()).toEqual([
+      0,
+      1,
+      2,
+      3,
+      4,
+      5,
+      6,
+      7
+    ])
+  })
+
+  it("a run still at work is kept whole, however many runs come after it: enqueued again, it adds nobody", async () => {
+    for (const [name, from] of [["A", 0], ["B", 10], ["C", 20], ["D", 30]] as const) {
+      await enqueue(persons.slice(from, from + 5).map((person) => person.personUid), { inputId: name })
+    }
+    expect(await enqueue(persons.slice(0, 5).map((person) => person.personUid), { inputId: "A" })).toEqual({
+      run: 1,
+      persons: 5,
+      added: 0,
+      present: 5
+    })
+    await work(1, (done) => done.length >= 20)
+    const first = await Effect.runPromise(ClinicalQueue.status(queueOptions(), { run: 1 }))
+    expect(first.run).toMatchObject({ persons: 5, done: 5 })
+  })
+
+  it("a complete run three runs back has its slots removed, its counts kept; its late outcomes change nothing", async () => {
+    await enqueue(persons.slice(0, 3).map((person) => person.personUid), { inputId: "A" })
+    await work(1, (done) => done.length >= 3)
+    await eventually(async () => (await status()).run?.done === 3)
+    for (const [name, from] of [["B", 10], ["C", 20], ["D", 30]] as const) {
+      await enqueue(persons.slice(from, from + 2).map((person) => person.personUid), { inputId: name })
+    }
+    const admin = connect()
+    expect(await admin.exists("bull:test:effect-clinical:run:1:slots")).toBe(0)
+    expect((await Effect.runPromise(ClinicalQueue.status(queueOptions(), { run: 1 }))).run).toMatchObject({
+      persons: 3,
+      done: 3,
+      enqueued: true
+    })
+    // Enqueued again, the finished input adds nobody.
+    expect(await enqueue(persons.slice(0, 3).map((person) => person.personUid), { inputId: "A" })).toMatchObject({
+      run: 1,
+      added: 0
+    })
+  })
+
+  it("a tag of characters longer in bytes than hex digits in the queue's record: read as none, status works", async () => {
+    await enqueue([persons[0]!.personUid])
+    await connect().hset("bull:test:effect-clinical", "operation", "é".repeat(32) + ".1", "run", "é".repeat(32) + ".1")
+    const after = await status()
+    expect(after.operation).toBeUndefined()
+    expect(after.run).toBeUndefined()
+    expect(after.waiting).toBe(1)
+  })
+})
+
+describe("the enqueue's end (from review)", () => {
+  it("a chunk that cannot be added while the input stalls: the enqueue fails at once, its lock given back", async () => {
+    await enqueue(persons.slice(0, 2).map((person) => person.personUid))
+    const admin = connect()
+    const bull = new (await import("bullmq")).Queue("test", { connection: admin })
+    await bull.pause()
+    // One person, then an input that never yields again.
+    const stalled = (async function*() {
+      yield persons[10]!.personUid
+      await new Promise(() => {})
+    })()
+    const outcome = await Effect.runPromise(Effect.either(ClinicalQueue.enqueue({
+      ...queueOptions(),
+      operation: PersonData.medications,
+      maxWaiting: 2,
+      again: true
+    }, stalled)))
+    expect(Either.getLeft(outcome).pipe((e) => e._tag === "Some" && e.value)).toMatchObject({
+      _tag: "QueueError",
+      message: expect.stringContaining("the queue is paused")
+    })
+    expect(await admin.exists("bull:test:effect-clinical:enqueuing")).toBe(0)
+    await bull.close()
+  })
+
+  it("interrupted while its input stalls: the lock is given back and renewed no more", async () => {
+    const stalled = (async function*() {
+      yield persons[0]!.personUid
+      await new Promise(() => {})
+    })()
+    const fiber = Effect.runFork(
+      ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications }, stalled)
+    )
+    await eventually(async () => (await status()).waiting === 1)
+    await Effect.runPromise(Fiber.interrupt(fiber))
+    const admin = connect()
+    expect(await admin.exists("bull:test:effect-clinical:enqueuing")).toBe(0)
+    // Another enqueue takes the lock; the interrupted one must not renew it (nor touch it) again.
+    await admin.set("bull:test:effect-clinical:enqueuing", "another", "PX", 5_000)
+    const monitor = connect()
+    const seen: Array<string> = []
+    const feed = await monitor.monitor()
+    feed.on("monitor", (_time: string, args: Array<string>) => seen.push(args.join(" ")))
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    feed.disconnect()
+    expect(seen.filter((command) => /enqueuing/.test(command))).toEqual([])
+  })
+})
+
+describe("retryFailed (from review)", () => {
+  it("two at once put every failed job back, each once, and leave none failed", async () => {
+    const unknown = Array.from(
+      { length: 300 },
+      (_, i) => `UnKnownPersonUid${String(i).padStart(4, "0")}111111111111111==`
+    )
+    await enqueue(unknown, { attempts: 1 })
+    await work(1, (done) => done.length >= 300, undefined, { concurrency: 32 })
+    await eventually(async () => (await status()).failed === 300)
+    const [one, two] = await Promise.all([
+      Effect.runPromise(ClinicalQueue.retryFailed(queueOptions())),
+      Effect.runPromise(ClinicalQueue.retryFailed(queueOptions()))
+    ])
+    expect(one + two).toBe(300)
+    expect((await status()).failed).toBe(0)
+    expect((await status()).waiting).toBe(300)
   })
 })

@@ -114,7 +114,9 @@ describe("a full disk under the shards", { timeout: 300_000 }, () => {
       const exit = await started.exited
       expect(exit.code).toBe(0)
       // Its own count says the same: a line the disk refused was no person done.
-      expect(exit.stderr).toMatch(/queue work: 300 done, 0 failed here; run 1: 300 done, 0 failed of 300; .*peak memory/)
+      expect(exit.stderr).toMatch(
+        /queue work: 300 done, 0 failed here; run 1: 300 done, 0 failed of 300; .*peak memory/
+      )
       const { lines, ran } = await collect(shards)
       expect(ran.stdout).toContain("collected 300 of 300 persons of run 1")
       expect(ran.stdout).toContain("0 missing")
@@ -234,6 +236,10 @@ describe("the Redis URL's secrets", { timeout: 300_000 }, () => {
         // What it said is shown, scrubbed: the refusal reached the user.
         expect(ran.stderr).toMatch(/refused AUTH|<redacted>/)
         expectNone("the output", ran.stdout + ran.stderr, [password])
+        // queue work's start too (from review: it was told outside the other commands' scrubbing).
+        const work = await worker(Path.join(dir, "shards-echo"), [], { CLINICAL_REDIS_URL: url }).exited
+        expect(work.code).not.toBe(0)
+        expectNone("queue work's output", work.stderr, [password])
       }
     } finally {
       await echoing.close()
@@ -436,6 +442,58 @@ describe("collect", { timeout: 300_000 }, () => {
       CLINICAL_REDIS_URL: "redis://127.0.0.1:1"
     })
     expect(offline.ran).toMatchObject({ code: 3, stdout: expect.stringContaining("collected 3 of 5 persons of run 1") })
+  })
+
+  it("two queues writing to one shards directory: each collects its own run alone", async () => {
+    const file = personsFile(3)
+    for (const name of ["cohort1", "cohort2"]) {
+      const ran = await queue(["enqueue", "medications", "--persons-file", file, "--queue", name])
+      expect(ran.code).toBe(0)
+    }
+    const shards = Path.join(dir, "shards-shared")
+    // Only cohort2's worker ran.
+    expect(await worker(shards, ["--queue", "cohort2"]).exited).toMatchObject({ code: 0 })
+    const first = await collect(shards, ["--queue", "cohort1"])
+    expect(first.lines).toEqual([])
+    expect(first.ran).toMatchObject({ code: 3, stderr: expect.stringContaining("3 of 3 persons are missing") })
+    const second = await collect(shards, ["--queue", "cohort2"])
+    expect(second.ran.code).toBe(0)
+    expect(second.lines).toHaveLength(3)
+  })
+
+  it("lines past the run's size given (or recorded): not a whole run, exit 3 saying so", async () => {
+    await enqueue(personsFile(5))
+    const shards = Path.join(dir, "shards-beyond")
+    expect(await worker(shards).exited).toMatchObject({ code: 0 })
+    const { lines, ran } = await collect(shards, ["--run", "1", "--persons", "2"], {
+      CLINICAL_REDIS_URL: "redis://127.0.0.1:1"
+    })
+    expect(lines).toHaveLength(2)
+    expect(ran.stdout).toContain("3 past the run's size")
+    expect(ran).toMatchObject({ code: 3, stderr: expect.stringContaining("3 lines of the run name positions past") })
+  })
+
+  it("SIGTERM mid-merge: it stops (exit 130) and leaves no merged file behind", async () => {
+    const shards = Path.join(dir, "shards-big")
+    Fs.mkdirSync(shards)
+    const line = (index: number) =>
+      `{"index":${index},"outcome":"Success","operation":"medications","items":[{"Name":"${"x".repeat(100)}"}]}\n`
+    const chunks: Array<string> = []
+    for (let index = 0; index < 600_000; index++) chunks.push(line(index))
+    Fs.writeFileSync(Path.join(shards, "effect-clinical.run-1-0123456789abcdef.here.ndjson"), chunks.join(""))
+    const out = Path.join(dir, "merged-big.ndjson")
+    const ran = await run(
+      ["queue", "collect", "--shards", shards, "--out", out, "--run", "1", "--persons", "600000"],
+      {
+        env: env({ CLINICAL_REDIS_URL: "redis://127.0.0.1:1" }),
+        timeoutMillis: 120_000,
+        started: (child) => {
+          void eventually(() => Fs.existsSync(out)).then(() => child.kill("SIGTERM"))
+        }
+      }
+    )
+    expect(ran.code).toBe(130)
+    expect(Fs.existsSync(out)).toBe(false)
   })
 
   it("--out in a directory that does not exist is named as --out", async () => {

@@ -12,7 +12,9 @@ import { jobId, jobKeys, keyCheck, openJob, sealJob } from "../src/internal/queu
 import {
   countOf,
   fingerprint,
+  inputRecordOf,
   MAX_RUN_PERSONS,
+  newRunId,
   runNumberOf,
   runRecordOf,
   signed,
@@ -119,7 +121,7 @@ describe("a job's seal", () => {
   const theKey = () => Either.getOrThrow(sealingKey("q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="))
   const theKeys = () => jobKeys(theKey(), "bull", "q")
   const person = { personUid: "Zm9vYmFy+M2QxNzQ4/cGVyc29uLTAwMg==", index: 7 }
-  const terms = { operation: "medications", run: 3, range: {} }
+  const terms = { operation: "medications", run: 3, runId: "0123456789abcdef", named: true, range: {} }
   const ranged = { ...terms, range: { startDate: "2024-01-01" } }
 
   it("opens to the person, position, operation, run and range it sealed; its text and id hold none of them", () => {
@@ -187,11 +189,11 @@ describe("a job's seal", () => {
     const keys = theKeys()
     // Jobs outlive a deployment: a worker of the next version must open what this one enqueued.
     const written =
-      "Shq8AXVYOpAW1mPpxQB62uxHzeV4OGRubG5oXKeKPN9D88zPXh6UpaZVgB29GP47zi3X9DTr3pz1gFg6Lb5gh2vyyd6d74sqhKbHHPEyp1RBoKy05UhJs42zdwwNtn14tDnyUoW54TS8gTFDDSZYnci78VymgBj7WufsKJNx1tB+VD6Yyrw="
+      "NA/kfFZYqoPU4JSTjHqAu6xWF8CCdQZ7yPO7wfqSJ5W15XGFRc55lw4sJk5qXojqzxTWlxsOlFNVf7/IUPEkw56sKCFeqCQN/81O+bQGtv5iqhdKFQBGqusa1NBgXFDOaqKEsun+i+Ry6ebF189SdY5wScDnOVeSHaTNY98be7bJXtAGkRBFK9XHaeDSI59MfkKIQb75rrUU6l6eK+FkthVHlw=="
     const full = { ...terms, range: { startDate: "2024-01-01", endDate: "2024-12-31" } }
     expect(openJob(keys, { sealed: written })).toEqual(Either.right({ ...person, ...full }))
-    expect(jobId(keys, person, terms)).toBe("d605cf4714e8ffa6e32c0d624fb31f1d")
-    expect(jobId(keys, person, full)).toBe("786b7818414983997c75e5ec7b998494")
+    expect(jobId(keys, person, terms)).toBe("e0567bc9f39963f85eb31ed67f39faf3")
+    expect(jobId(keys, person, full)).toBe("bdabaf255b17a65aaba88076933e3819")
     expect(keyCheck(keys)).toBe("57af4fde411af404")
   })
 
@@ -206,7 +208,7 @@ describe("a job's seal", () => {
       }
     }
     const refused = Either.left("the job's sealed person is not one effect-clinical wrote")
-    const ours = `"o":"medications","r":1`
+    const ours = `"o":"medications","r":1,"u":"0123456789abcdef","n":1`
     expect(openJob(keys, sealed("not JSON"))).toEqual(refused)
     expect(openJob(keys, sealed(`{"p":1,"i":0,${ours}}`))).toEqual(refused)
     expect(openJob(keys, sealed(`{"p":"x","i":-1,${ours}}`))).toEqual(refused)
@@ -214,12 +216,24 @@ describe("a job's seal", () => {
     expect(openJob(keys, sealed(`{"p":"x","i":0,${ours},"s":5}`))).toEqual(refused)
     expect(openJob(keys, sealed(`{"p":"x","i":0,${ours},"e":5}`))).toEqual(refused)
     // The operation and the run are the job's: a seal without them (or of another shape) is not ours.
+    const run = `"u":"0123456789abcdef","n":1`
     expect(openJob(keys, sealed(`{"p":"x","i":0}`))).toEqual(refused)
-    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":5,"r":1}`))).toEqual(refused)
-    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":0}`))).toEqual(refused)
-    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":1.5}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":5,"r":1,${run}}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":0,${run}}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":1.5,${run}}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":1,"u":"XYZ","n":1}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":1,"u":"0123456789abcdef","n":2}`))).toEqual(refused)
+    expect(openJob(keys, sealed(`{"p":"x","i":0,"o":"m","r":1,"u":"0123456789abcdef"}`))).toEqual(refused)
     expect(openJob(keys, sealed(`{"p":"x","i":0,${ours}}`))).toStrictEqual(
-      Either.right({ personUid: "x", index: 0, operation: "medications", run: 1, range: {} })
+      Either.right({
+        personUid: "x",
+        index: 0,
+        operation: "medications",
+        run: 1,
+        runId: "0123456789abcdef",
+        named: true,
+        range: {}
+      })
     )
   })
 
@@ -232,7 +246,14 @@ describe("a job's seal", () => {
 describe("a run's records", () => {
   const theKeys = () =>
     jobKeys(Either.getOrThrow(sealingKey("q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4=")), "bull", "q")
-  const record = { operation: "medications", persons: 12, finished: true, named: true }
+  const record = {
+    id: "0123456789abcdef",
+    input: "f".repeat(32),
+    operation: "medications",
+    persons: 12,
+    finished: true,
+    named: true
+  }
 
   it("a signed record reads back where it was written, under its key, and nowhere else", () => {
     const keys = theKeys()
@@ -282,7 +303,10 @@ describe("a run's records", () => {
         { ...record, persons: "12" },
         { ...record, operation: 5 },
         { ...record, finished: "true" },
-        { ...record, named: 1 }
+        { ...record, named: 1 },
+        { ...record, id: "0123" },
+        { ...record, id: undefined },
+        { ...record, input: 5 }
       ]
     ) {
       expect(runRecordOf(bad)).toBeUndefined()
@@ -290,6 +314,21 @@ describe("a run's records", () => {
     expect(runRecordOf({ ...record, persons: MAX_RUN_PERSONS })).toEqual({ ...record, persons: MAX_RUN_PERSONS })
     expect(runNumberOf(1)).toBe(1)
     for (const bad of [0, -1, 1.5, "1", null, Number.MAX_SAFE_INTEGER + 2]) expect(runNumberOf(bad)).toBeUndefined()
+  })
+
+  it("an input's record: a run number and a run id, or none", () => {
+    expect(inputRecordOf({ run: 3, id: "0123456789abcdef" })).toEqual({ run: 3, id: "0123456789abcdef" })
+    for (const bad of [null, 3, { run: 3 }, { run: 0, id: "0123456789abcdef" }, { run: 3, id: "ABC" }]) {
+      expect(inputRecordOf(bad)).toBeUndefined()
+    }
+    expect(newRunId()).toMatch(/^[0-9a-f]{16}$/)
+    expect(newRunId()).not.toBe(newRunId())
+  })
+
+  it("a tag of characters longer in bytes than hex digits reads as none, never a throw", () => {
+    const keys = theKeys()
+    expect(verified(keys, ":operation", "é".repeat(32) + ".1")).toBeUndefined()
+    expect(verified(keys, ":operation", "😀".repeat(16) + ".1")).toBeUndefined()
   })
 
   it("a count Redis holds reads as a count, or 0", () => {

@@ -21,28 +21,43 @@ afterEach(() => {
 })
 
 const shards = () => Path.join(dir, "shards")
-/** A shard of run 1 (`name.run-1.ndjson`), or of the run its name says. */
+const RUN_ID = "0123456789abcdef"
+/** A shard of queue q's run 1 (`q.run-1-<id>.<name>.ndjson`), or named whole when the name ends with .ndjson. */
 const write = (name: string, text: string) => {
   Fs.mkdirSync(shards(), { recursive: true })
-  Fs.writeFileSync(Path.join(shards(), name.includes(".run-") ? name : `${name}.run-1.ndjson`), text)
+  Fs.writeFileSync(Path.join(shards(), name.endsWith(".ndjson") ? name : `q.run-1-${RUN_ID}.${name}.ndjson`), text)
 }
 const success = (index: number, name = "A", operation = "medications") =>
   shardLine(index, operation, { items: [{ Name: name }] })
-const failure = (index: number, tag = "ServerError") => shardLine(index, "medications", { error: { _tag: tag } })
-const merged = async (persons: number, options: { readonly run?: number; readonly operation?: string } = {}) => {
+const failure = (index: number, tag = "ServerError", at = 1_000) =>
+  shardLine(index, "medications", { error: { _tag: tag }, at })
+const merged = async (
+  persons: number,
+  options: {
+    readonly run?: number
+    readonly runId?: string | undefined
+    readonly operation?: string
+    readonly queue?: string
+  } = {}
+) => {
   const out = Path.join(dir, "out.ndjson")
-  const collected = await collect(shards(), out, { run: options.run ?? 1, persons, operation: options.operation })
+  const collected = await collect(shards(), out, {
+    queue: options.queue ?? "q",
+    run: options.run ?? 1,
+    runId: "runId" in options ? options.runId : RUN_ID,
+    persons,
+    operation: options.operation
+  })
   return { collected, lines: Fs.readFileSync(out, "utf8").split("\n").slice(0, -1), mode: Fs.statSync(out).mode }
 }
 
-// Generous: the 24 MiB line is checked byte by byte, many times slower under Stryker's instrumentation.
 describe("collect", { timeout: 120_000 }, () => {
   it("each position once, in input order: the first success, else the last failure; an owner-only file", async () => {
-    write("a", success(2, "first") + failure(0, "First") + success(3))
-    write("b", failure(0, "Last") + success(2, "second") + failure(1) + success(1))
+    write("a", success(2, "first") + failure(0, "First", 1_000) + success(3))
+    write("b", failure(0, "Last", 2_000) + success(2, "second") + failure(1) + success(1))
     const { collected, lines, mode } = await merged(4)
     expect(lines).toEqual([
-      failure(0, "Last").trimEnd(),
+      failure(0, "Last", 2_000).trimEnd(),
       success(1).trimEnd(),
       success(2, "first").trimEnd(),
       success(3).trimEnd()
@@ -54,6 +69,7 @@ describe("collect", { timeout: 120_000 }, () => {
       failed: 1,
       duplicates: 3,
       missing: 0,
+      beyond: 0,
       unreadable: 0,
       operation: "medications"
     })
@@ -85,7 +101,7 @@ describe("collect", { timeout: 120_000 }, () => {
     expect(collected).toMatchObject({ unreadable: 3, missing: 2, operation: "medications" })
   })
 
-  it("positions beyond the run's (a hostile 10^15, 16 digits, 20 digits) are unreadable and cost nothing", async () => {
+  it("positions past the run's size (a hostile 10^15, 16 digits, 20 digits, or a size given too small) are counted apart and cost nothing", async () => {
     write(
       "a",
       success(0) + success(999999999999999) + success(1234567890123456) +
@@ -93,16 +109,58 @@ describe("collect", { timeout: 120_000 }, () => {
     )
     const { collected, lines } = await merged(2)
     expect(lines).toEqual([success(0).trimEnd()])
-    expect(collected).toMatchObject({ persons: 2, unreadable: 3, missing: 1 })
+    expect(collected).toMatchObject({ persons: 2, beyond: 3, unreadable: 0, missing: 1 })
   })
 
-  it("reads only the run's shards", async () => {
+  it("the latest failure of a person is kept, whichever shard holds it and however the shards are named", async () => {
+    write("zeta", failure(0, "Earlier", 1_000))
+    write("alpha", failure(0, "Later", 5_000))
+    expect((await merged(1)).lines).toEqual([failure(0, "Later", 5_000).trimEnd()])
+  })
+
+  it("reads only the shards of the queue and run asked for: another queue's, another run's, another id's are left", async () => {
     write("a", success(0, "one"))
-    write("a.run-2.ndjson", success(0, "two") + success(1, "two"))
-    write("old.ndjson", success(1, "old"))
-    const { collected, lines } = await merged(2, { run: 2 })
-    expect(lines).toEqual([success(0, "two").trimEnd(), success(1, "two").trimEnd()])
-    expect(collected).toMatchObject({ shards: 1, missing: 0 })
+    write(`q.run-2-${RUN_ID}.a.ndjson`, success(0, "two") + success(1, "two"))
+    write(`other.run-1-${RUN_ID}.a.ndjson`, success(1, "another queue"))
+    write(`q.run-1-fedcba9876543210.a.ndjson`, success(1, "another run numbered 1"))
+    write("old.run-1.ndjson", success(1, "old"))
+    const { collected, lines } = await merged(2)
+    expect(lines).toEqual([success(0, "one").trimEnd()])
+    expect(collected).toMatchObject({ shards: 1, missing: 1 })
+    Fs.rmSync(Path.join(dir, "out.ndjson"))
+    expect((await merged(2, { run: 2 })).lines).toEqual([success(0, "two").trimEnd(), success(1, "two").trimEnd()])
+  })
+
+  it("without the run's id, shards of two runs of one number are refused, each id named", async () => {
+    write("a", success(0, "one"))
+    write(`q.run-1-fedcba9876543210.a.ndjson`, success(0, "two"))
+    await expect(merged(1, { runId: undefined })).rejects.toMatchObject({
+      code: "ERUNS",
+      runs: ["0123456789abcdef", "fedcba9876543210"]
+    })
+  })
+
+  it("interrupted mid-merge, it removes the merged file", async () => {
+    let text = ""
+    for (let index = 0; index < 200_000; index++) text += success(index, "x".repeat(80))
+    write("a", text)
+    const controller = new AbortController()
+    const out = Path.join(dir, "interrupted.ndjson")
+    let created = false
+    const collecting = collect(shards(), out, {
+      queue: "q",
+      run: 1,
+      runId: RUN_ID,
+      persons: 200_000,
+      signal: controller.signal,
+      created: () => {
+        created = true
+        controller.abort()
+      }
+    })
+    await expect(collecting).rejects.toMatchObject({ code: "EINTR" })
+    expect(created).toBe(true)
+    expect(Fs.existsSync(out)).toBe(false)
   })
 
   it("a line of 24 MiB is copied whole, through a window of a fraction of it", async () => {
@@ -114,7 +172,7 @@ describe("collect", { timeout: 120_000 }, () => {
   })
 
   it("many shards whose lines interleave: each line copied from its own shard", async () => {
-    // 300 shards (more than are kept open at once), each holding every 300th position.
+    // 300 shards, each holding every 300th position: the merge takes each line from its own shard.
     for (let shard = 0; shard < 300; shard++) {
       let text = ""
       for (let index = shard; index < 3_000; index += 300) text += success(index, `s${shard}`)
@@ -128,11 +186,13 @@ describe("collect", { timeout: 120_000 }, () => {
   it("a shard that is a link, or a FIFO, is refused by name, never followed or waited on", async () => {
     write("a", success(0))
     Fs.writeFileSync(Path.join(dir, "elsewhere"), success(5))
-    Fs.symlinkSync(Path.join(dir, "elsewhere"), Path.join(shards(), "b.run-1.ndjson"))
-    await expect(merged(1)).rejects.toMatchObject({ code: "a symbolic link", shard: "b.run-1.ndjson" })
-    Fs.unlinkSync(Path.join(shards(), "b.run-1.ndjson"))
-    execFileSync("mkfifo", [Path.join(shards(), "c.run-1.ndjson")])
-    await expect(merged(1)).rejects.toMatchObject({ code: "not a regular file", shard: "c.run-1.ndjson" })
+    const link = `q.run-1-${RUN_ID}.b.ndjson`
+    Fs.symlinkSync(Path.join(dir, "elsewhere"), Path.join(shards(), link))
+    await expect(merged(1)).rejects.toMatchObject({ code: "a symbolic link", shard: link })
+    Fs.unlinkSync(Path.join(shards(), link))
+    const fifo = `q.run-1-${RUN_ID}.c.ndjson`
+    execFileSync("mkfifo", [Path.join(shards(), fifo)])
+    await expect(merged(1)).rejects.toMatchObject({ code: "not a regular file", shard: fifo })
   })
 
   it("an existing output (a file or a link) is never written through; one in a missing directory is named as the output", async () => {
@@ -141,15 +201,16 @@ describe("collect", { timeout: 120_000 }, () => {
     Fs.symlinkSync(Path.join(dir, "target"), Path.join(dir, "out.ndjson"))
     await expect(merged(1)).rejects.toMatchObject({ code: "EEXIST", out: true })
     expect(Fs.readFileSync(Path.join(dir, "target"), "utf8")).toBe("keep")
-    await expect(collect(shards(), Path.join(dir, "nowhere", "out.ndjson"), { run: 1, persons: 1 })).rejects
+    await expect(collect(shards(), Path.join(dir, "nowhere", "out.ndjson"), { queue: "q", run: 1, persons: 1 }))
+      .rejects
       .toMatchObject({ code: "ENOENT", out: true })
   })
 })
 
 describe("a worker's shard", () => {
   it("is a new owner-only file of its run in an owner-only directory; lines appended at once land whole", async () => {
-    const { handle, lines, path } = await openShard(shards(), 7)
-    expect(Path.basename(path)).toMatch(/\.run-7\.ndjson$/)
+    const { handle, lines, path } = await openShard(shards(), "q", 7, RUN_ID)
+    expect(Path.basename(path)).toMatch(new RegExp(`^q\\.run-7-${RUN_ID}\\..+\\.ndjson$`))
     // Durable: each line is on disk (fdatasync) before its append resolves, the waiting ones sharing a sync.
     const datasync = vi.spyOn(handle, "datasync")
     await Promise.all(Array.from({ length: 200 }, (_, i) => lines.append(success(i, "y".repeat(5000)))))
@@ -165,9 +226,9 @@ describe("a worker's shard", () => {
   it("a shards directory that is a link is refused, named with a trailing slash too", async () => {
     Fs.mkdirSync(Path.join(dir, "real"))
     Fs.symlinkSync(Path.join(dir, "real"), shards())
-    await expect(openShard(shards(), 1)).rejects.toMatchObject({ code: "ENOTDIR" })
-    await expect(openShard(`${shards()}/`, 1)).rejects.toMatchObject({ code: "ENOTDIR" })
-    await expect(openShard(`${shards()}//`, 1)).rejects.toMatchObject({ code: "ENOTDIR" })
+    await expect(openShard(shards(), "q", 1, RUN_ID)).rejects.toMatchObject({ code: "ENOTDIR" })
+    await expect(openShard(`${shards()}/`, "q", 1, RUN_ID)).rejects.toMatchObject({ code: "ENOTDIR" })
+    await expect(openShard(`${shards()}//`, "q", 1, RUN_ID)).rejects.toMatchObject({ code: "ENOTDIR" })
     expect(Fs.readdirSync(Path.join(dir, "real"))).toEqual([])
   })
 })

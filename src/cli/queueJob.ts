@@ -18,6 +18,7 @@ import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { Redis } from "ioredis"
 import { createReadStream } from "node:fs"
+import { unlink } from "node:fs/promises"
 import { ClinicalQueue } from "../bullmq.js"
 import * as ClinicalClient from "../ClinicalClient.js"
 import { redactor } from "../internal/redaction/redaction.js"
@@ -28,7 +29,7 @@ import { configProvider } from "./environment.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { boundedLines, MAX_LINE_BYTES, personOfLine, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
-import { collect as collectShards, openShard, shardDirectory, shardLine } from "./resultShards.js"
+import { collect as collectShards, type Collected, openShard, shardDirectory, shardLine } from "./resultShards.js"
 
 /** What every queue command is given. */
 export interface Common {
@@ -120,6 +121,12 @@ const warner = (about: string) => {
 }
 
 /**
+ * A line of our own on stderr, made printable. Not through Console.error, where the command line
+ * hides what looks like a typed value between quotes (an apostrophe in a reason would cut it).
+ */
+const say = (text: string) => Effect.sync(() => void process.stderr.write(`${Render.printable(text)}\n`))
+
+/**
  * An ioredis connection for BullMQ, closed with the scope (a Redis that does not answer its QUIT
  * is left after a second); its errors told on stderr without the URL's secrets.
  */
@@ -186,33 +193,36 @@ const unreachable = (error: unknown): string | undefined => {
 }
 
 /**
- * `run` over the queue's options (a one-off connection), its failures told without a secret: a
- * Redis that cannot be reached said so, naming it as it may be shown.
+ * A queue command's failures as they may be told: a Redis that cannot be reached said so, naming
+ * it as it may be shown; a Redis or BullMQ error without the URL's secrets, in any form.
  */
+const told = (environment: QueueEnvironment) => <E>(error: E): E | CliError => {
+  const why = unreachable(error)
+  if (why !== undefined) {
+    return new CliError({
+      message: `cannot reach Redis at ${shownUrl(Redacted.value(environment.redisUrl))}: ${why}`,
+      code: ExitCode.Failure
+    })
+  }
+  return error instanceof ClinicalQueue.QueueError
+    ? new ClinicalQueue.QueueError({
+      operation: error.operation,
+      detail: hideSecrets(error.detail, environment.redisUrl)
+    }) as E
+    : error
+}
+
+/** `run` over the queue's options (a one-off connection), its failures {@link told}. */
 const withQueue = <A, E>(
   common: Common,
   run: (options: ClinicalQueue.QueueOptions, environment: QueueEnvironment) => Effect.Effect<A, E>
 ): Effect.Effect<A, E | CliError> =>
   Effect.scoped(
     Effect.flatMap(queueEnvironment(common.settingsFile), (environment) =>
-      Effect.flatMap(queueOptions(common, environment), (options) =>
-        run(options, environment).pipe(
-          Effect.mapError((error) => {
-            const why = unreachable(error)
-            if (why !== undefined) {
-              return new CliError({
-                message: `cannot reach Redis at ${shownUrl(Redacted.value(environment.redisUrl))}: ${why}`,
-                code: ExitCode.Failure
-              })
-            }
-            return error instanceof ClinicalQueue.QueueError
-              ? new ClinicalQueue.QueueError({
-                operation: error.operation,
-                detail: hideSecrets(error.detail, environment.redisUrl)
-              }) as E
-              : error
-          })
-        )))
+      Effect.flatMap(
+        queueOptions(common, environment),
+        (options) => Effect.mapError(run(options, environment), told(environment))
+      ))
   )
 
 // ---------------------------------------------------------------------------------------------
@@ -298,22 +308,22 @@ const workerClient = (file: Option.Option<string>) =>
  * run's first record comes), whole on disk before the job is marked done; the counts of what
  * landed.
  */
-const shardSink = (directory: string) => {
-  const shards = new Map<number, ReturnType<typeof openShard>>()
+const shardSink = (directory: string, queue: string) => {
+  const shards = new Map<string, ReturnType<typeof openShard>>()
   const counts = { done: 0, failed: 0 }
   const sink: ClinicalQueue.Sink = async (record) => {
-    let shard = shards.get(record.run)
+    let shard = shards.get(record.runId)
     if (shard === undefined) {
-      shard = openShard(directory, record.run)
-      shards.set(record.run, shard)
+      shard = openShard(directory, queue, record.run, record.runId)
+      shards.set(record.runId, shard)
       // A shard that could not be opened is tried again with the next record.
-      shard.catch(() => shards.delete(record.run))
+      shard.catch(() => shards.delete(record.runId))
     }
     const { lines } = await shard
     await lines.append(
       record.outcome === "Success"
         ? shardLine(record.index, record.operation, { items: record.result.items })
-        : shardLine(record.index, record.operation, { error: Render.errorJson(record.error) })
+        : shardLine(record.index, record.operation, { error: Render.errorJson(record.error), at: Date.now() })
     )
     // Counted once written: a line the disk refused is no person done.
     if (record.outcome === "Success") counts.done++
@@ -342,8 +352,13 @@ export const isDrained = (now: ClinicalQueue.Status): boolean =>
   now.waiting + now.prioritized + now.active + now.delayed === 0 && !now.enqueuing
 
 export const work = (job: Work) =>
+  Effect.flatMap(
+    queueEnvironment(job.settingsFile),
+    (environment) => Effect.mapError(working(job, environment), told(environment))
+  )
+
+const working = (job: Work, environment: QueueEnvironment) =>
   Effect.scoped(Effect.gen(function*() {
-    const environment = yield* queueEnvironment(job.settingsFile)
     // BullMQ's commands wait in ioredis's queue while Redis is away, and run when it is back.
     const options = yield* queueOptions(job, environment, {})
     const before = yield* ClinicalQueue.status(options, { failuresByKind: false })
@@ -360,7 +375,7 @@ export const work = (job: Work) =>
           `cannot write a shard in ${Render.typed(job.shards)}: ${(error as NodeJS.ErrnoException).code ?? "error"}`
         )
     })
-    const shards = shardSink(job.shards)
+    const shards = shardSink(job.shards, job.queue)
     yield* Effect.addFinalizer(shards.close)
     const store = yield* connection(environment.redisUrl, {
       maxRetriesPerRequest: 1,
@@ -394,7 +409,7 @@ export const work = (job: Work) =>
         }),
       { discard: true }
     ).pipe(Effect.provide(client))
-    yield* Console.error(
+    yield* say(
       `queue work: ${job.workers} worker(s) × ${job.concurrency} on queue "${job.queue}" (${operation ?? "jobs"}), ` +
         `Redis ${shownUrl(Redacted.value(environment.redisUrl))}`
     )
@@ -406,7 +421,7 @@ export const work = (job: Work) =>
       const now = yield* ClinicalQueue.status(options, { failuresByKind: false })
       if (Date.now() - toldAt >= Duration.toMillis(job.progressEvery) || !job.untilEmpty) {
         toldAt = Date.now()
-        yield* Console.error(progressLine(shards.counts, now))
+        yield* say(progressLine(shards.counts, now))
       }
       if (!job.untilEmpty) continue
       if (now.isPaused && now.pausedBecause !== undefined) {
@@ -418,7 +433,7 @@ export const work = (job: Work) =>
         )
       }
       if (isDrained(now)) {
-        yield* Console.error(
+        yield* say(
           `${progressLine(shards.counts, now)}; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`
         )
         return
@@ -516,7 +531,7 @@ export interface Collect extends Common {
 /** The run `collect` merges, and its size: as given, else from the queue's record in Redis. */
 const runToCollect = (job: Collect) =>
   job.run !== undefined && job.persons !== undefined
-    ? Effect.succeed({ run: job.run, persons: job.persons, operation: undefined, enqueued: true })
+    ? Effect.succeed({ run: job.run, id: undefined, persons: job.persons, operation: undefined, enqueued: true })
     : withQueue(job, (options) =>
       Effect.flatMap(ClinicalQueue.status(options, { failuresByKind: false, run: job.run }), (status) =>
         status.run === undefined
@@ -525,19 +540,34 @@ const runToCollect = (job: Collect) =>
               ? `queue "${job.queue}" records no run: give --run and --persons`
               : `queue "${job.queue}" no longer records run ${job.run}: give --persons too`
           ))
+          : !status.run.named
+          ? Effect.fail(usage(
+            `run ${status.run.run} of queue "${job.queue}" is its unnamed run (persons enqueued as they come, ` +
+              "without positions): collect merges a named input's run"
+          ))
           : Effect.succeed({
             run: status.run.run,
+            id: status.run.id,
             persons: job.persons ?? status.run.persons,
             operation: status.run.operation,
             enqueued: status.run.enqueued
           })))
 
 const collectFailure = (job: Collect) => (error: unknown): CliError => {
-  const { code = "error", out, shard } = error as NodeJS.ErrnoException & {
+  const { code = "error", out, runs, shard } = error as NodeJS.ErrnoException & {
     readonly shard?: string
     readonly out?: boolean
+    readonly runs?: ReadonlyArray<string>
   }
   if (code === "EEXIST") return usage(`${Render.typed(job.out)} exists: collect writes a new file`)
+  if (code === "ERUNS") {
+    return usage(
+      `${Render.typed(job.shards)} holds shards of ${runs?.length} runs numbered ${job.run} of queue "${job.queue}" ` +
+        `(ids ${
+          runs?.join(", ")
+        }): collect with CLINICAL_REDIS_URL set, which knows the run's id, or move the others away`
+    )
+  }
   return new CliError({
     message: out === true
       ? `cannot write ${Render.typed(job.out)}: ${code}`
@@ -548,35 +578,58 @@ const collectFailure = (job: Collect) => (error: unknown): CliError => {
   })
 }
 
+/** Why a collected run is not whole, or `undefined` when every person is there and succeeded. */
+const incomplete = (collected: Collected): string | undefined => {
+  if (collected.beyond > 0) {
+    return `${Render.count(collected.beyond, "line")} of the run name positions past its ${collected.persons} ` +
+      "persons: its size as given or recorded is not the run's (give --persons)"
+  }
+  if (collected.missing > 0) {
+    return `${collected.missing} of ${collected.persons} persons are missing: run queue work until the queue is ` +
+      "empty (queue status), and copy every worker's shards into the shards directory"
+  }
+  if (collected.failed > 0) {
+    return `${Render.count(collected.failed, "person")} failed: queue retry-failed puts them back, or see their ` +
+      "errors in the file"
+  }
+  return undefined
+}
+
 export const collect = (job: Collect) =>
   Effect.gen(function*() {
     const target = yield* runToCollect(job)
     if (!target.enqueued) {
-      yield* Console.error(
-        `warning: run ${target.run}'s enqueue has not finished: ${target.persons} persons enqueued so far`
+      yield* say(
+        `warning: the enqueue of run ${target.run} has not finished: ${target.persons} persons enqueued so far`
       )
     }
+    let created = false
     const collected = yield* Effect.tryPromise({
-      try: () => collectShards(job.shards, job.out, target),
+      try: (signal) =>
+        collectShards(job.shards, job.out, {
+          queue: job.queue,
+          run: target.run,
+          runId: target.id,
+          persons: target.persons,
+          operation: target.operation,
+          signal,
+          created: () => (created = true)
+        }),
       catch: collectFailure(job)
-    })
+    }).pipe(
+      // SIGTERM or Ctrl-C mid-merge: the merged file, not whole, is removed before the process ends.
+      Effect.onInterrupt(() =>
+        Effect.promise(() => (created ? unlink(job.out).catch(() => undefined) : Promise.resolve()))
+      )
+    )
     yield* Console.log(
       `collected ${collected.succeeded + collected.failed} of ${collected.persons} persons of run ${target.run}` +
         `${collected.operation === undefined ? "" : ` (${collected.operation})`} ` +
         `(${collected.succeeded} succeeded, ${collected.failed} failed) from ${collected.shards} shard(s) into ` +
         `${Render.typed(job.out)}; ${collected.missing} missing, ${collected.duplicates} repeated line(s) dropped, ` +
-        `${collected.unreadable} unreadable line(s)`
+        `${collected.unreadable} unreadable line(s)` +
+        (collected.beyond > 0 ? `, ${collected.beyond} past the run's size` : "")
     )
-    if (collected.missing > 0 || collected.failed > 0) {
-      return yield* Effect.fail(
-        new CliError({
-          message: collected.missing > 0
-            ? `${collected.missing} of ${collected.persons} persons are missing: run queue work until the queue is ` +
-              `empty (queue status), and copy every worker's shards into ${Render.typed(job.shards)}`
-            : `${Render.count(collected.failed, "person")} failed: queue retry-failed puts them back, or see ` +
-              `their errors in the file`,
-          code: ExitCode.BatchIncomplete
-        })
-      )
-    }
+    const why = incomplete(collected)
+    if (why !== undefined) return yield* Effect.fail(new CliError({ message: why, code: ExitCode.BatchIncomplete }))
   })

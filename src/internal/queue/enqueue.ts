@@ -11,11 +11,11 @@
  */
 import type { Queue } from "bullmq"
 import { randomBytes } from "node:crypto"
-import { type JobData, type JobRange, sealJob } from "./jobSeal.js"
+import { type JobData, type JobRange, personFingerprint, sealJob } from "./jobSeal.js"
 import { QueueError } from "./queueError.js"
 import type { Settings } from "./queueSettings.js"
 import { MAX_RUN_PERSONS, type RunRecord } from "./runRecord.js"
-import { presentOf, readRun, runOfInput, startRun, writeRun } from "./runStore.js"
+import { enqueuedPersons, type JobMark, presentOf, runOfInput, startRun, writeRun } from "./runStore.js"
 
 /** How long the lock holds without a renewal: one that died frees the queue within this. */
 export const LOCK_MILLIS = 60_000
@@ -95,14 +95,13 @@ const runFor = async (
   settings: Settings,
   terms: EnqueueTerms
 ): Promise<{ readonly run: number; readonly record: RunRecord; readonly from: number }> => {
-  const earlier = terms.again ? undefined : await runOfInput(settings, terms.inputHash)
-  const state = earlier === undefined ? undefined : await readRun(settings, earlier)
+  const state = terms.again ? undefined : await runOfInput(settings, terms.inputHash)
   if (state !== undefined && state.record.operation === terms.operation) {
     // A named input's enqueue goes on where it stopped; persons without a name are all looked at.
     return { run: state.run, record: state.record, from: terms.named ? state.record.persons : 0 }
   }
-  const record = { operation: terms.operation, persons: 0, finished: false, named: terms.named }
-  return { run: await startRun(settings, terms.inputHash, record), record, from: 0 }
+  const started = await startRun(settings, terms.inputHash, { operation: terms.operation, named: terms.named })
+  return { ...started, from: 0 }
 }
 
 /**
@@ -115,7 +114,7 @@ const waitForRoom = async (
   terms: EnqueueTerms,
   adding: number,
   signal: AbortSignal,
-  checked: () => void
+  checked: () => Promise<void>
 ): Promise<void> => {
   for (let waiting = await queue.getWaitingCount(); waiting + adding > terms.maxWaiting!;) {
     if (await queue.isPaused()) {
@@ -129,7 +128,7 @@ const waitForRoom = async (
     }
     terms.onWaiting(waiting)
     await sleep(WAITING_CHECK_MILLIS, signal)
-    checked()
+    await checked()
     waiting = await queue.getWaitingCount()
   }
 }
@@ -180,7 +179,9 @@ const readPaced = async <A>(
     }
   } finally {
     clearTimeout(timer)
-    await iterator.return?.()
+    // Not awaited: an async generator's return waits behind a next() still pending (an input that
+    // stalled), and the enqueue must end now; the input is closed when it can be.
+    Promise.resolve().then(() => iterator.return?.()).catch(() => undefined)
   }
 }
 
@@ -199,8 +200,13 @@ export const enqueueLocked = async (
   const renewal = setInterval(() => {
     renewLock(settings, owner).then((held) => (lost ||= !held), () => undefined)
   }, LOCK_RENEW_MILLIS)
-  const checked = () => {
+  // Interrupted, the enqueue's lock is given back by its caller at once: renew it no more.
+  const stopRenewing = () => clearInterval(renewal)
+  signal.addEventListener("abort", stopRenewing)
+  const checked = async () => {
     if (signal.aborted) throw new QueueError({ operation: "enqueue", detail: "interrupted" })
+    // Before each chunk, the lock is checked as well as renewed: one lost is never written past.
+    lost ||= (await settings.connection.call("GET", settings.lockKey)) !== owner
     if (lost) {
       throw new QueueError({
         operation: "enqueue",
@@ -208,18 +214,20 @@ export const enqueueLocked = async (
       })
     }
   }
-  const jobTerms = { operation: terms.operation, run, range: terms.range }
+  const jobTerms = { operation: terms.operation, run, runId: record.id, named: terms.named, range: terms.range }
   // A chunk never holds more than the bound, so that it can always be added.
   const chunkSize = Math.min(CHUNK, terms.maxWaiting ?? CHUNK)
   let index = 0
   let added = 0
   let enqueued = record.persons
-  let chunk: Array<{ readonly id: string; readonly index: number; readonly data: JobData }> = []
+  let chunk: Array<JobMark & { readonly data: JobData }> = []
   const flush = async () => {
-    checked()
+    await checked()
     if (chunk.length === 0) return
-    if (terms.maxWaiting !== undefined) await waitForRoom(queue, settings, terms, chunk.length, signal, checked)
-    const found = await presentOf(settings, run, chunk)
+    if (terms.maxWaiting !== undefined) {
+      await waitForRoom(queue, settings, terms, chunk.length, signal, () => checked())
+    }
+    const found = await presentOf(settings, run, terms.named, chunk)
     const fresh = chunk.filter((_, i) => !found[i])
     if (fresh.length > 0) {
       await queue.addBulk(fresh.map((job) => ({
@@ -228,6 +236,7 @@ export const enqueueLocked = async (
         opts: { ...terms.jobOptions, jobId: job.id }
       })))
     }
+    if (!terms.named) await enqueuedPersons(settings, run, chunk.map((job) => job.person))
     added += fresh.length
     chunk = []
     enqueued = Math.max(enqueued, index)
@@ -243,13 +252,18 @@ export const enqueueLocked = async (
           detail: `a run holds at most ${MAX_RUN_PERSONS} persons: split the input`
         })
       }
-      chunk.push({ index: at, ...sealJob(settings.keys, { personUid, index: at }, jobTerms) })
+      chunk.push({
+        index: at,
+        person: personFingerprint(settings.keys, personUid, jobTerms),
+        ...sealJob(settings.keys, { personUid, index: at }, jobTerms)
+      })
       if (chunk.length >= chunkSize) await flush()
     })
     await flush()
     if (terms.named) await writeRun(settings, run, { ...record, persons: index, finished: true })
   } finally {
-    clearInterval(renewal)
+    stopRenewing()
+    signal.removeEventListener("abort", stopRenewing)
   }
   return { run, persons: index, added, present: index - added }
 }

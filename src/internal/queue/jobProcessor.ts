@@ -16,7 +16,7 @@ import type { ClinicalError } from "../../ClinicalError.js"
 import type * as PersonData from "../../PersonData.js"
 import { redactor } from "../redaction/redaction.js"
 import { decide, kindOf } from "./jobDecision.js"
-import { type JobData, jobId, type JobRange, openJob } from "./jobSeal.js"
+import { type JobData, jobId, type JobRange, openJob, personFingerprint } from "./jobSeal.js"
 import type { Settings } from "./queueSettings.js"
 import { recordOutcome } from "./runStore.js"
 
@@ -28,8 +28,9 @@ interface About {
   readonly personUid: Redacted.Redacted<string>
   /** The operation read (sealed in the job). */
   readonly operation: string
-  /** The run the job belongs to. */
+  /** The run the job belongs to: its number, and its id (a number may come again, an id never). */
   readonly run: number
+  readonly runId: string
 }
 
 /** What a worker hands its sink for one person: the result, or the failure that is final. */
@@ -162,7 +163,15 @@ const attemptJob = async (processor: Processor, job: Job<JobData>): Promise<null
     throw thrown(new UnrecoverableError("OperationRefused: the job reads another operation than this worker"))
   }
   const id = String(job.id)
-  const about = { index, jobId: id, personUid: Redacted.make(personUid), operation: operationName, run }
+  const about = {
+    index,
+    jobId: id,
+    personUid: Redacted.make(personUid),
+    operation: operationName,
+    run,
+    runId: opened.right.runId
+  }
+  const mark = { id, index, person: personFingerprint(settings.keys, personUid, opened.right) }
   // What the application's code throws (its sink, a layer of its own) may name the person: BullMQ
   // keeps a fixed text instead, and the error itself goes to the worker's `onError`.
   const foreign = (what: "SinkFailed" | "CallFailed") => (error: unknown): never => {
@@ -181,7 +190,7 @@ const attemptJob = async (processor: Processor, job: Job<JobData>): Promise<null
       processor.sinkMillis,
       () => new Error(`the sink did not finish within ${processor.sinkMillis} ms`)
     ).catch(foreign("SinkFailed"))
-    await recordOutcome(settings, run, index, id, record.outcome === "Success" ? "D" : "F")
+    await recordOutcome(settings, run, opened.right.runId, mark, record.outcome === "Success" ? "D" : "F")
   }
   if (Either.isRight(outcome)) {
     await deliver({ outcome: "Success", ...about, result: outcome.right })

@@ -15,6 +15,9 @@ import * as Json from "../json.js"
 import { derivedKey, type SealingKey } from "../token/storedEntry.js"
 import { MAX_PERSON_UID_LENGTH } from "../validate.js"
 
+/** A run's id (see `runRecord`): 16 hex digits. */
+export const RUN_ID = /^[0-9a-f]{16}$/
+
 /** The keys of one queue: one seals the persons, one names the jobs. */
 export interface JobKeys {
   readonly seal: Redacted.Redacted<Uint8Array>
@@ -55,8 +58,14 @@ export interface JobRange {
 export interface JobTerms {
   /** The operation's name. */
   readonly operation: string
-  /** The run it belongs to (see `runRecord`). */
+  /** The run it belongs to (see `runRecord`): its number, and its id. */
   readonly run: number
+  readonly runId: string
+  /**
+   * Whether the run is named: a named run's job is its position's (the same person at another
+   * position is another job); the unnamed run's is its person's, wherever they stood.
+   */
+  readonly named: boolean
   readonly range: JobRange
 }
 
@@ -82,8 +91,8 @@ export const sealJob = (
   const cipher = Crypto.createCipheriv("aes-256-gcm", Redacted.value(keys.seal), iv)
   // Stryker disable next-line StringLiteral: equivalent, Node reads an empty encoding as UTF-8
   cipher.setAAD(Buffer.from(keys.binding, "utf8"))
-  const { range: { endDate: e, startDate: s }, operation: o, run: r } = terms
-  const json = JSON.stringify({ p: personUid, i: person.index, o, r, s, e })
+  const { named, range: { endDate: e, startDate: s }, operation: o, run: r, runId: u } = terms
+  const json = JSON.stringify({ p: personUid, i: person.index, o, r, u, n: named ? 1 : 0, s, e })
   // Stryker disable next-line StringLiteral: equivalent, Node reads an empty encoding as UTF-8
   const sealed = Buffer.concat([iv, cipher.update(json, "utf8"), cipher.final(), cipher.getAuthTag()])
   return { id: jobId(keys, { personUid, index: person.index }, terms), data: { sealed: sealed.toString("base64") } }
@@ -98,14 +107,32 @@ export const jobId = (keys: JobKeys, person: JobPerson, terms: JobTerms): string
   Crypto.createHmac("sha256", Redacted.value(keys.name))
     .update(JSON.stringify([
       terms.run,
+      terms.runId,
       terms.operation,
-      person.index,
+      terms.named ? person.index : null,
       person.personUid,
       terms.range.startDate ?? "",
       terms.range.endDate ?? ""
     ]))
     .digest("hex")
     .slice(0, 32)
+
+/**
+ * A person of a run, as the unnamed run's sets hold them: 8 bytes of an HMAC of the person, the
+ * run, the operation and the range. Says nothing of who without the key.
+ */
+export const personFingerprint = (keys: JobKeys, personUid: string, terms: JobTerms): Buffer =>
+  Crypto.createHmac("sha256", Redacted.value(keys.name))
+    .update(JSON.stringify([
+      "person",
+      terms.runId,
+      terms.operation,
+      personUid,
+      terms.range.startDate ?? "",
+      terms.range.endDate ?? ""
+    ]))
+    .digest()
+    .subarray(0, 8)
 
 /**
  * The person a job's data holds, and its terms, or why it holds none (never the data itself): not
@@ -132,15 +159,18 @@ export const openJob = (keys: JobKeys, data: unknown): Either.Either<JobPerson &
     )
   }
   const opened = Option.getOrUndefined(Json.parse(json))
-  const { e, i, o, p, r, s } = (Json.isRecord(opened) ? opened : {}) as Record<string, unknown>
+  const { e, i, n, o, p, r, s, u } = (Json.isRecord(opened) ? opened : {}) as Record<string, unknown>
   const day = (value: unknown) => value === undefined || typeof value === "string"
   return typeof p === "string" && Number.isSafeInteger(i) && (i as number) >= 0 && typeof o === "string" &&
-      Number.isSafeInteger(r) && (r as number) >= 1 && day(s) && day(e)
+      Number.isSafeInteger(r) && (r as number) >= 1 && typeof u === "string" && RUN_ID.test(u) &&
+      (n === 0 || n === 1) && day(s) && day(e)
     ? Either.right({
       personUid: p,
       index: i as number,
       operation: o,
       run: r as number,
+      runId: u,
+      named: n === 1,
       range: {
         ...(s === undefined ? {} : { startDate: s as string }),
         ...(e === undefined ? {} : { endDate: e as string })

@@ -47,8 +47,12 @@ export interface Settings {
   readonly runKey: (run: number) => string
   /** A run's counts (done, failed), kept by the workers. */
   readonly countKey: (run: number) => string
-  /** A run's slots, one per position. */
+  /** A run's slots, one per position (a named run). */
   readonly slotsKey: (run: number) => string
+  /** The persons enqueued, done and failed in the unnamed run (sets of fingerprints). */
+  readonly personsKey: (run: number) => string
+  readonly doneKey: (run: number) => string
+  readonly failedKey: (run: number) => string
 }
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/
@@ -92,6 +96,9 @@ export const settingsOf = (options: QueueOptions): Either.Either<Settings, Inval
       inputKey: (inputHash) => `${metaKey}:input:${inputHash}`,
       runKey: (run) => `${metaKey}:run:${run}`,
       countKey: (run) => `${metaKey}:run:${run}:count`,
-      slotsKey: (run) => `${metaKey}:run:${run}:slots`
+      slotsKey: (run) => `${metaKey}:run:${run}:slots`,
+      personsKey: (run) => `${metaKey}:run:${run}:persons`,
+      doneKey: (run) => `${metaKey}:run:${run}:done`,
+      failedKey: (run) => `${metaKey}:run:${run}:failed`
     }
   })

@@ -16,7 +16,7 @@
 import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
 import * as Json from "../json.js"
-import type { JobKeys } from "./jobSeal.js"
+import { type JobKeys, RUN_ID } from "./jobSeal.js"
 
 /** Most persons in one run: its slots (9 bytes each) stay far below Redis's 512 MB string. */
 export const MAX_RUN_PERSONS = 50_000_000
@@ -32,6 +32,13 @@ export const fingerprint = (jobId: string): Buffer => Buffer.from(jobId.slice(0,
 
 /** What a run records of itself. */
 export interface RunRecord {
+  /**
+   * The run's own id (random): its number may come again (a queue whose records were lost starts
+   * over at 1), its id never; jobs and shards carry it.
+   */
+  readonly id: string
+  /** The input it is a run of (the input id, hashed): a run serves that input alone. */
+  readonly input: string
   /** The operation every job of the run reads. */
   readonly operation: string
   /** Positions enqueued so far: the run's size once `finished`. */
@@ -41,6 +48,9 @@ export interface RunRecord {
   /** Whether the input was named (`inputId`): a finished named input is not read again. */
   readonly named: boolean
 }
+
+/** A new run's id. */
+export const newRunId = (): string => Crypto.randomBytes(8).toString("hex")
 
 const TAG_HEX = 32
 
@@ -61,7 +71,9 @@ export const verified = (keys: JobKeys, where: string, record: unknown): unknown
   if (typeof record !== "string" || record.charAt(TAG_HEX) !== ".") return undefined
   const text = record.slice(TAG_HEX + 1)
   const tag = Buffer.from(record.slice(0, TAG_HEX))
-  if (!Crypto.timingSafeEqual(tag, Buffer.from(tagOf(keys, where, text)))) return undefined
+  const expected = Buffer.from(tagOf(keys, where, text))
+  // A tag of other characters than hex digits may be longer in bytes: not ours (and timingSafeEqual would throw).
+  if (tag.length !== expected.length || !Crypto.timingSafeEqual(tag, expected)) return undefined
   return Json.parse(text).pipe((parsed) => (parsed._tag === "Some" ? parsed.value : undefined))
 }
 
@@ -75,11 +87,24 @@ export const runNumberOf = (value: unknown): number | undefined =>
 /** A run's record read back, or `undefined` for anything else. */
 export const runRecordOf = (value: unknown): RunRecord | undefined => {
   if (!Json.isRecord(value)) return undefined
-  const { finished, named, operation, persons } = value
-  return typeof operation === "string" && isCount(persons, MAX_RUN_PERSONS) && typeof finished === "boolean" &&
-      typeof named === "boolean"
-    ? { operation, persons, finished, named }
+  const { finished, id, input, named, operation, persons } = value
+  return typeof id === "string" && RUN_ID.test(id) && typeof input === "string" && typeof operation === "string" &&
+      isCount(persons, MAX_RUN_PERSONS) && typeof finished === "boolean" && typeof named === "boolean"
+    ? { id, input, operation, persons, finished, named }
     : undefined
+}
+
+/** What an input's record says: the run it is, by number and id. */
+export interface InputRecord {
+  readonly run: number
+  readonly id: string
+}
+
+export const inputRecordOf = (value: unknown): InputRecord | undefined => {
+  if (!Json.isRecord(value)) return undefined
+  const { id, run } = value
+  const number = runNumberOf(run)
+  return number !== undefined && typeof id === "string" && RUN_ID.test(id) ? { run: number, id } : undefined
 }
 
 /** A count a Lua script keeps (anyone who writes Redis can write anything): 0 for what is not one. */
