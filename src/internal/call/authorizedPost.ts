@@ -446,7 +446,11 @@ class Caller {
               Effect.zipRight(Effect.suspend(() => this.attempt(call, step.progress)))
             )
           case "Retry":
-            if (!this.load.retryAllowed(clock.unsafeCurrentTimeMillis())) {
+            // A retry after the token could not be had is not paid from the budget: the calls
+            // waiting for a token share its request (charging each would spend the budget many times
+            // over for one request, and fail calls that never reached the service), and the breaker,
+            // told of each failed token request, bounds them.
+            if (used !== undefined && !this.load.retryAllowed(clock.unsafeCurrentTimeMillis())) {
               return this.overBudget(call, progress, errorOf(outcome)!)
             }
             return Metric.increment(this.metricsOf(call.operation).retry(step.cause)).pipe(
@@ -522,7 +526,7 @@ class Caller {
       const attempt = Effect.matchEffect(this.token(call, progress), {
         // Nothing of this call was sent yet: a token failure may always be retried.
         onFailure: (error) => {
-          this.load.endedUnsent(sentAt, signalOfError(error), clock)
+          this.load.endedUnsent(sentAt, error, progress.attempts === 1, clock)
           return this.proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined)
         },
         onSuccess: (taken) =>

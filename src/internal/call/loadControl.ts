@@ -122,6 +122,8 @@ export class LoadControl {
   private admittedAt = Number.NEGATIVE_INFINITY
   /** The limit's `good` when the last streak of failures began: what an outage's end restores. */
   private goodBeforeFailures = Number.POSITIVE_INFINITY
+  /** The last failed token request counted towards the breaker (the error every call waiting for it shares). */
+  private lastTokenFailure: ClinicalError | undefined = undefined
 
   constructor(
     private readonly settings: Settings,
@@ -194,13 +196,7 @@ export class LoadControl {
   ended(number: number, sentAt: number, signal: Signal, clock: Clock.Clock): void {
     if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
     const limit = this.settings.limit
-    // The first failure of a streak that may open the breaker: what the limit knew before it.
-    if (
-      (signal === Signal.Overloaded || signal === Signal.Down) && this.breaker === CircuitBreaker.closed &&
-      this.limitState !== undefined
-    ) {
-      this.goodBeforeFailures = this.limitState.good
-    }
+    this.streakStarting(signal)
     if (limit !== undefined && signal !== Signal.Down) {
       const state = this.limitState!
       if (signal === Signal.Answer) state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight())
@@ -211,13 +207,26 @@ export class LoadControl {
   }
 
   /**
-   * A call admitted while the circuit was not closed ended before its request went (its token could
-   * not be had): the breaker is told, or a probe that sends nothing would hold it half-open.
+   * A call's attempt ended before its request went: its token could not be had. While the circuit
+   * is closed, a token request that failed as a service down does (a 5xx, the network, a timeout)
+   * counts towards opening it: a service down from the start is never reached by a data request,
+   * and its token requests alone must open the circuit. The calls' first attempts that waited for
+   * one request count once (they share its error: a server starting with many calls at once and one
+   * failed token request must not refuse them all); a retry that again finds no token counts as a
+   * failure of its own, however many share its request (retries at once would otherwise be one
+   * failure a wave, too few to open the circuit before the calls give up). While the circuit is not
+   * closed, the probe that sent nothing failed whatever the token endpoint said, or it would hold
+   * the circuit half-open.
    */
-  endedUnsent(sentAt: number, signal: Signal, clock: Clock.Clock): void {
-    // Whatever the token endpoint said, the data service was not heard from: a failed probe.
-    if (signal === Signal.Nothing) this.interrupted(sentAt, clock)
-    else if (this.breaker._tag !== "Closed") this.toldBreaker(sentAt, Signal.Down, clock)
+  endedUnsent(sentAt: number, failure: ClinicalError, firstAttempt: boolean, clock: Clock.Clock): void {
+    const signal = signalOfError(failure)
+    if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
+    if (this.breaker._tag !== "Closed") return this.toldBreaker(sentAt, Signal.Down, clock)
+    if (signal !== Signal.Down && signal !== Signal.Overloaded) return
+    if (firstAttempt && failure === this.lastTokenFailure) return
+    this.lastTokenFailure = failure
+    this.streakStarting(signal)
+    this.toldBreaker(sentAt, Signal.Down, clock)
   }
 
   /**
@@ -227,6 +236,16 @@ export class LoadControl {
   interrupted(sentAt: number, clock: Clock.Clock): void {
     if (this.breaker._tag === "HalfOpen") {
       this.breaker = CircuitBreaker.abandoned(this.breaker, sentAt, monotonicMillis(clock))
+    }
+  }
+
+  /** The first failure of a streak that may open the breaker: what the limit knew before it is kept. */
+  private streakStarting(signal: Signal): void {
+    if (
+      (signal === Signal.Overloaded || signal === Signal.Down) && this.breaker === CircuitBreaker.closed &&
+      this.limitState !== undefined
+    ) {
+      this.goodBeforeFailures = this.limitState.good
     }
   }
 
