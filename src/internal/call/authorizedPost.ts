@@ -44,7 +44,7 @@ import { labelled } from "./attempt.js"
 import { callback } from "./callback.js"
 import * as CallPolicy from "./callPolicy.js"
 import * as Gate from "./gate.js"
-import { LoadControl, settingsOf, type Signal, signalOfError, signalOfStatus } from "./loadControl.js"
+import { latencySample, LoadControl, settingsOf, type Signal, signalOfError, signalOfStatus } from "./loadControl.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
 import { SecretBodyRequest, type SecretText } from "./secretText.js"
@@ -577,12 +577,15 @@ class Caller {
     clock: Clock.Clock
   ): Effect.Effect<HttpTransport.TransportResponse, HttpError> {
     return Effect.suspend(() => {
-      const number = this.load.sending(progress.attempts === 1, clock.unsafeCurrentTimeMillis())
+      const sentMillis = clock.unsafeCurrentTimeMillis()
+      const number = this.load.sending(progress.attempts === 1, sentMillis)
       const sentAt = this.load.sentAt(clock)
-      const told = (signal: Signal) => Effect.sync(() => this.load.ended(number, sentAt, signal, clock))
+      const inFlight = this.load.inFlight()
+      const told = (signal: Signal, sample?: number) =>
+        Effect.sync(() => this.load.ended(number, sentAt, signal, clock, sample, inFlight))
       return Effect.onExit(exchange, (exit) =>
         Exit.isSuccess(exit)
-          ? told(signalOfStatus(exit.value.status))
+          ? told(signalOfStatus(exit.value.status), latencySample(exit.value.status, sentMillis))
           : Cause.isFailType(exit.cause)
           ? told(signalOfError(exit.cause.error))
           : Effect.void)
@@ -666,6 +669,7 @@ class Caller {
           const load = this.load
           const number = load.sending(true, now)
           const sentAt = load.sentAt(clock)
+          const inFlight = load.inFlight()
           cancel = send(started.request, (outcome) => {
             cancel = undefined
             try {
@@ -678,7 +682,9 @@ class Caller {
                 number,
                 sentAt,
                 response === undefined ? signalOfError(failure!) : signalOfStatus(response.status),
-                clock
+                clock,
+                response === undefined ? undefined : latencySample(response.status, now),
+                inFlight
               )
               holding = false
               gate.leave()

@@ -28,6 +28,7 @@ import type { ClinicalError } from "../../ClinicalError.js"
 import * as CircuitBreaker from "./circuitBreaker.js"
 import * as ConcurrencyLimit from "./concurrencyLimit.js"
 import type * as Gate from "./gate.js"
+import * as Queueing from "./queueing.js"
 import * as RetryBudget from "./retryBudget.js"
 
 /** What an attempt's end tells the limit and the breaker (a number: no object per request). */
@@ -77,9 +78,19 @@ export const signalOfError = (error: ClinicalError): Signal => {
   }
 }
 
+/**
+ * What an answer with `status`, to a request sent at `sentMillis`, gives the latency signal: the
+ * time it went for an answer with content (2xx); a refusal (a 4xx, a 3xx) may be answered faster
+ * than the service serves, and would pass for its round trip.
+ */
+export const latencySample = (status: number, sentMillis: number): number | undefined =>
+  status < 300 ? sentMillis : undefined
+
 /** The settings of a client's load control; an `undefined` part is turned off. */
 export interface Settings {
   readonly limit: ConcurrencyLimit.Settings | undefined
+  /** The latency signal of the limit (on with it). */
+  readonly latency: Queueing.Settings | undefined
   readonly initialLimit: number
   readonly budget: RetryBudget.Settings | undefined
   readonly breaker: CircuitBreaker.Settings | undefined
@@ -92,6 +103,7 @@ export const settingsOf = (config: ClinicalConfig.Service): Settings => {
     limit: config.adaptiveConcurrency
       ? { ...ConcurrencyLimit.DEFAULTS, max: config.maxConcurrentRequests }
       : undefined,
+    latency: config.adaptiveConcurrency ? Queueing.DEFAULTS : undefined,
     initialLimit: Math.min(config.initialConcurrency, config.maxConcurrentRequests),
     budget: config.retryBudget ? { ...RetryBudget.DEFAULTS, ratio: config.retryBudgetRatio } : undefined,
     breaker: config.circuitBreakerThreshold > 0
@@ -124,6 +136,12 @@ export class LoadControl {
   private goodBeforeFailures = Number.POSITIVE_INFINITY
   /** The last failed token request counted towards the breaker (the error every call waiting for it shares). */
   private lastTokenFailure: ClinicalError | undefined = undefined
+  /** The latency signal's state between rounds (see `queueing`). */
+  private latency = Queueing.initial
+  /** The fastest answer of the round under way, how many requests were out when it went, and the answers so far. */
+  private roundFastest = Number.POSITIVE_INFINITY
+  private roundFastestInFlight = 0
+  private roundAnswers = 0
 
   constructor(
     private readonly settings: Settings,
@@ -191,19 +209,76 @@ export class LoadControl {
 
   /**
    * A request ended in `signal`: `number` is what {@link sending} gave it, `sentAt` what
-   * {@link sentAt} did. Called while its turn of the gate is still held.
+   * {@link sentAt} did. For an answer with content (2xx), whose round trip is a latency sample:
+   * `sentMillis`, the caller's wall clock when it went, and `inFlightAtSend`, what {@link inFlight}
+   * said then. Called while its turn of the gate is still held.
    */
-  ended(number: number, sentAt: number, signal: Signal, clock: Clock.Clock): void {
+  ended(
+    number: number,
+    sentAt: number,
+    signal: Signal,
+    clock: Clock.Clock,
+    sentMillis?: number,
+    inFlightAtSend = 0
+  ): void {
     if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
     const limit = this.settings.limit
     this.streakStarting(signal)
     if (limit !== undefined && signal !== Signal.Down) {
       const state = this.limitState!
-      if (signal === Signal.Answer) state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight())
-      else Object.assign(state, ConcurrencyLimit.afterOverload(limit, state, number, this.sent + 1))
+      if (signal === Signal.Answer) {
+        state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight())
+        if (sentMillis !== undefined) {
+          this.sampled(number, clock.unsafeCurrentTimeMillis() - sentMillis, inFlightAtSend)
+        }
+      } else {
+        const decreasedAt = state.decreasedAt
+        Object.assign(state, ConcurrencyLimit.afterOverload(limit, state, number, this.sent + 1))
+        // A round under way, or a cut waiting to be judged, is muddled by another decrease.
+        if (state.decreasedAt !== decreasedAt) this.newRound()
+        const latency = this.settings.latency
+        if (latency !== undefined) {
+          const decreased = state.decreasedAt !== decreasedAt
+          this.latency = Queueing.afterOverload(latency, this.latency, decreased, signal === Signal.Throttled)
+        }
+      }
       this.resize()
     }
     this.toldBreaker(sentAt, signal, clock)
+  }
+
+  /** Requests out now (taking a turn of the gate): what a request about to go tells {@link ended} it went with. */
+  inFlight(): number {
+    return this.gate.inFlight()
+  }
+
+  /**
+   * A latency sample: an answer to request `number`, sent with `inFlight` out, took `millis`. It
+   * counts towards the round under way (in slow start, it is a round of its own), unless it was
+   * sent before the limit last came down (old news) or the wall clock stepped back meanwhile.
+   */
+  private sampled(number: number, millis: number, inFlight: number): void {
+    const latency = this.settings.latency
+    const state = this.limitState!
+    if (latency === undefined || millis < 0 || number < state.decreasedAt) return
+    if (millis < this.roundFastest) {
+      this.roundFastest = millis
+      this.roundFastestInFlight = inFlight
+    }
+    this.roundAnswers++
+    const slowStart = state.good === Number.POSITIVE_INFINITY
+    if (!slowStart && this.roundAnswers < Queueing.roundSize(latency, ConcurrencyLimit.permits(state.limit))) return
+    const fastest = { millis: this.roundFastest, inFlight: this.roundFastestInFlight }
+    // A copy: the state is changed in place, and a cut or a check keeps the limit from before it.
+    const after = Queueing.afterRound(latency, this.settings.limit!, this.latency, { ...state }, fastest, this.sent)
+    this.latency = after.state
+    Object.assign(state, after.limit)
+    this.newRound()
+  }
+
+  private newRound(): void {
+    this.roundFastest = Number.POSITIVE_INFINITY
+    this.roundAnswers = 0
   }
 
   /**
