@@ -103,6 +103,23 @@ describe("the adaptive concurrency limit", { timeout: 30_000 }, () => {
       { initialConcurrency: 16 }
     ))
 
+  it.effect("attempts that outlive their timeout bring it down, as 503s do: the service is overloaded, not down", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(...Array.from({ length: 8 }, (): Fake.Responder => () => Effect.never))
+          const timedOut = yield* Fake.runWithClock(calls(8), "100 millis")
+          expect(outcomesOf(timedOut)).toEqual(Array.from({ length: 8 }, () => "TransportError"))
+          // One overload (the other seven went before the limit came down): 8 x 0.7.
+          expect((yield* Metric.value(Telemetry.concurrencyLimit)).value).toBe(5)
+          const service = fixedCapacity(fake, 100, 20)
+          yield* service.script(8)
+          yield* Fake.runWithClock(calls(8), "10 millis")
+          expect(service.seen.peak).toBe(5)
+        }),
+      { initialConcurrency: 8, maxRetries: 0, requestTimeout: "1 second" }
+    ))
+
   it.effect("turned off, the client keeps maxConcurrentRequests out and meets a 429 for most requests", () =>
     withClient(
       (fake) =>
@@ -199,6 +216,31 @@ describe("the circuit breaker", () => {
           for (let i = 0; i < 22; i++) expect((yield* Effect.flip(get))._tag).not.toBe("CircuitOpen")
           expect((yield* Effect.flip(get))._tag).toBe("CircuitOpen")
           expect(yield* fake.dataRequests).toHaveLength(22)
+        }),
+      { maxRetries: 0 }
+    ))
+
+  it.effect("a certificate or a proxy refused does not open it: every call says what was refused", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          const refused = (reason: "Tls" | "Proxy"): Fake.Responder => (request) =>
+            Effect.fail(HttpTransport.transportError(request, reason, "refused", false))
+          yield* fake.scriptData(
+            ...Array.from({ length: 12 }, () => refused("Tls")),
+            ...Array.from({ length: 12 }, () => refused("Proxy"))
+          )
+          const reasons: Array<string> = []
+          for (let i = 0; i < 24; i++) {
+            const error = yield* Effect.flip(get)
+            reasons.push(error._tag === "TransportError" ? error.reason : error._tag)
+          }
+          expect(reasons).toEqual([
+            ...Array.from({ length: 12 }, () => "Tls"),
+            ...Array.from({ length: 12 }, () => "Proxy")
+          ])
+          expect(yield* fake.dataRequests).toHaveLength(24)
+          expect((yield* get).medications).toHaveLength(2)
         }),
       { maxRetries: 0 }
     ))
