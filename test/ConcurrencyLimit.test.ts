@@ -52,6 +52,13 @@ describe("the concurrency limit, row by row", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, state(10.9, 11), 10)).toBeCloseTo(10.9 + 0.03 / 10.9)
   })
 
+  it("past good, gently (latency the only signal): at most one more in a round trip", () => {
+    expect(ConcurrencyLimit.afterAnswer(settings, state(15, 5), 15, true)).toBeCloseTo(15 + 1 / 15)
+    expect(ConcurrencyLimit.afterAnswer(settings, state(7, 5), 7, true)).toBeCloseTo(7 + 0.5 / 7)
+    // Below good, as ever: half the way back.
+    expect(ConcurrencyLimit.afterAnswer(settings, state(6, 11), 6, true)).toBeCloseTo(6 + 2 / 6)
+  })
+
   it("past good: a quarter of how far past in a round trip, at least `increase`", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, state(11.04, 11), 11)).toBeCloseTo(11.04 + 0.03 / 11.04)
     expect(ConcurrencyLimit.afterAnswer(settings, state(15, 11), 15)).toBeCloseTo(15 + 1 / 15)

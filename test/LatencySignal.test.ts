@@ -13,14 +13,14 @@ import * as Gate from "../src/internal/call/gate.js"
 import { LoadControl, Signal } from "../src/internal/call/loadControl.js"
 import * as Queueing from "../src/internal/call/queueing.js"
 
-// Round numbers for the rows: 30 ms is 1.5 x a base of 20.
-const settings: Queueing.Settings = { ...Queueing.DEFAULTS, tolerance: 1.5 }
+// 30 ms is 1.5 x a base of 20.
+const settings = Queueing.DEFAULTS
 const fastest = (millis: number, inFlight = 8): Queueing.Fastest => ({ millis, inFlight })
 const limits: ConcurrencyLimit.Settings = { ...ConcurrencyLimit.DEFAULTS, max: 64 }
 
 describe("the latency signal's settings (chosen on the load model, scripts/load/model.ts)", () => {
-  it("tolerance 1.3, rounds of 4 answers at least, base checked every 100 rounds, quiet for 100 after a 429", () => {
-    expect(Queueing.DEFAULTS).toEqual({ tolerance: 1.3, minRound: 4, checkEvery: 100, refusedRounds: 100 })
+  it("tolerance 1.5, rounds of 4 answers at least, base checked every 100 rounds, quiet for 100 after a 429", () => {
+    expect(Queueing.DEFAULTS).toEqual({ tolerance: 1.5, minRound: 4, checkEvery: 100, refusedRounds: 100 })
   })
 })
 
@@ -37,7 +37,7 @@ describe("what a round's fastest answer says, row by row", () => {
     )
   })
 
-  it("after a cut for latency: slower, when the fastest answer went with fewer out and kept over half of what a line would lose", () => {
+  it("after a cut for latency: slower, when the fastest answer went with at most 0.8 as many out and kept over half of what a line would lose", () => {
     const cut = fastest(100, 10)
     const after = (millis: number, inFlight: number) =>
       Queueing.verdict(settings, 20, fastest(millis, inFlight), cut, false)
@@ -46,11 +46,21 @@ describe("what a round's fastest answer says, row by row", () => {
     expect(after(120, 7)).toBe(Queueing.Verdict.Slower)
     expect(after(84.9, 7)).toBe(Queueing.Verdict.Queue)
     expect(after(70, 7)).toBe(Queueing.Verdict.Queue)
-    // As many out, or more: the cut says nothing; still long, so still a line (the cut was the first over).
+    // 8 of 10 out: the line a fifth shorter, the midpoint 90.
+    expect(after(90, 8)).toBe(Queueing.Verdict.Slower)
+    expect(after(89.9, 8)).toBe(Queueing.Verdict.Queue)
+    // More than 0.8 as many out, or more: the cut says nothing within a round's noise; still long, so still a line.
+    expect(after(120, 9)).toBe(Queueing.Verdict.Queue)
     expect(after(100, 10)).toBe(Queueing.Verdict.Queue)
     expect(after(150, 12)).toBe(Queueing.Verdict.Queue)
     // Short again: clear, whatever the cut.
     expect(after(25, 7)).toBe(Queueing.Verdict.Clear)
+  })
+
+  it("a request that went alone waited behind none of this client's: slower, however long it took", () => {
+    expect(Queueing.verdict(settings, 20, fastest(200, 1), undefined, true)).toBe(Queueing.Verdict.Slower)
+    expect(Queueing.verdict(settings, 20, fastest(200, 1), fastest(100, 1), false)).toBe(Queueing.Verdict.Slower)
+    expect(Queueing.verdict(settings, 20, fastest(200, 2), undefined, true)).toBe(Queueing.Verdict.Queue)
   })
 
   it("base: the least seen; a slower service's round sets it", () => {
@@ -97,8 +107,13 @@ describe("what a round's fastest answer says, row by row", () => {
 describe("the end of a round, state by state", () => {
   const limit: ConcurrencyLimit.State = { limit: 12, good: 14, decreasedAt: 100 }
   const known: Queueing.State = { ...Queueing.initial, base: 20, checked: 20, rounds: 3 }
-  const round = (state: Queueing.State, millis: number, inFlight = 12, at: ConcurrencyLimit.State = limit) =>
-    Queueing.afterRound(settings, limits, state, at, fastest(millis, inFlight), 500)
+  const round = (
+    state: Queueing.State,
+    millis: number,
+    inFlight = 12,
+    at: ConcurrencyLimit.State = limit,
+    sent = 500
+  ) => Queueing.afterRound(settings, limits, state, at, fastest(millis, inFlight), sent)
 
   it("starts with nothing known", () => {
     expect(Queueing.initial).toEqual({
@@ -118,21 +133,37 @@ describe("the end of a round, state by state", () => {
     expect(after.state).toEqual({ ...known, base: 18, rounds: 4, recentOver: 0 })
   })
 
-  it("over once: nothing but that it was; twice: cut by the gradient, good where it came, the cut kept to be judged", () => {
+  it("over once: nothing but that it was; twice: cut by the gradient, the cut kept to be judged", () => {
     const once = round(known, 40)
     expect(once.limit).toBe(limit)
     expect(once.state).toEqual({ ...known, recentOver: 1 })
     // Over in two of the last three rounds.
     const afterClear = round({ ...once.state, recentOver: 0b10 }, 40)
     expect(afterClear.state.cut).toBeDefined()
-    // 1.5 x 20 / 50 = 0.6 of the limit (at most backoffRatio, 0.7; at least half).
+    // 1.5 x 20 / 50 = 0.6 of the limit (at most backoffRatio, 0.7; at least half). Where it returns
+    // to (good) stays: one line's two rounds may be the client's own delays.
     const twice = round(once.state, 50)
-    expect(twice.limit).toEqual({ limit: 12 * 0.6, good: 12, decreasedAt: 501 })
+    expect(twice.limit).toEqual({ limit: 12 * 0.6, good: 14, decreasedAt: 501 })
     expect(twice.state).toEqual({
       ...known,
       rounds: 0,
       recentOver: 0b11,
       cut: { millis: 50, inFlight: 12, before: limit }
+    })
+  })
+
+  it("a line still there after a cut: cut again, and good is the limit it came at; in slow start the first cut sets it", () => {
+    const cut = round(round(known, 50).state, 50)
+    // Fewer out and faster by about as much: a line.
+    const again = round(cut.state, 35, 7, cut.limit, 520)
+    expect(again.limit.limit).toBeCloseTo(5.04)
+    expect(again.limit.good).toBe(cut.limit.limit)
+    expect(again.limit.decreasedAt).toBe(521)
+    const slowStart = { ...limit, good: Number.POSITIVE_INFINITY }
+    expect(round(round(known, 50, 12, slowStart).state, 50, 12, slowStart).limit).toEqual({
+      limit: 12 * 0.6,
+      good: 12,
+      decreasedAt: 501
     })
   })
 
@@ -144,6 +175,12 @@ describe("the end of a round, state by state", () => {
     const clear = round(cut.state, 21, 9, cut.limit)
     expect(clear.limit).toBe(cut.limit)
     expect(clear.state.cut).toBeUndefined()
+  })
+
+  it("over with one request out: base this round's, the limit as it is (after a cut, the cut undone)", () => {
+    const alone = round({ ...known, recentOver: 1 }, 90, 1)
+    expect(alone.limit).toBe(limit)
+    expect(alone.state).toEqual({ ...known, base: 90, checked: 90, recentOver: 0b11 })
   })
 
   it("a check: due, the limit halved for a round (and later requests only counted); then given back, base the least", () => {

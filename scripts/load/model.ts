@@ -55,6 +55,8 @@ export interface ModelOptions {
    * that arrives during one is handled when it ends.
    */
   readonly pauses?: { readonly everyMillis: number; readonly meanMillis: number } | undefined
+  /** A busy client: each answer is handled this long after it arrives on average (drawn exponentially). */
+  readonly lagMillis?: number | undefined
 }
 
 export interface ModelResult {
@@ -215,7 +217,8 @@ export const runModel = (options: ModelOptions): ModelResult => {
       pause.from = exponential(options.pauses.everyMillis)
       pause.to = pause.from + exponential(options.pauses.meanMillis)
     }
-    const handledAt = (at: number): number => {
+    const handledAt = (arrived: number): number => {
+      const at = options.lagMillis === undefined ? arrived : arrived + exponential(options.lagMillis)
       const pauses = options.pauses
       if (pauses === undefined) return at
       while (pause.to <= at) {
@@ -379,6 +382,7 @@ const main = () => {
                 maxRetries: 3,
                 overloadRetriedAtOnce: option("at-once", "false") === "true",
                 seed,
+                lagMillis: option("lag", "") === "" ? undefined : Number(option("lag", "")),
                 pauses: option("pauses", "") === ""
                   ? undefined
                   : { everyMillis: list("pauses", "")[0]!, meanMillis: list("pauses", "")[1]! },

@@ -13,7 +13,7 @@
  * | answered, never overloaded yet | times 1 + `slowStart` ("slow start") |
  * | answered, more than 1 below the limit the last overload came at (`good`) | half the way back to `good - 1` (at least `increase`) |
  * | answered, from `good - 1` to `good` | +`increase` |
- * | answered, past `good` | +a quarter of how far past (at least `increase`) |
+ * | answered, past `good` | +a quarter of how far past (at least `increase`; at most 1 when latency is the only signal) |
  * | overloaded (429, 503, an attempt that timed out), sent after the last decrease | times `backoffRatio`; `good` is the limit it came at |
  * | requests waited at the service (`queueing`'s latency signal) | times the gradient it gives; likewise |
  * | that was the service slowing down, not a line (`queueing`'s experiment) | the cut undone: the limit and `good` from before it |
@@ -69,17 +69,25 @@ const clamp = (settings: Settings, limit: number): number => Math.min(settings.m
 /** The requests the gate lets out at once under `limit`. */
 export const permits = (limit: number): number => Math.max(1, Math.floor(limit))
 
-/** The limit after a request was answered (not overloaded) with `inFlight` requests out, itself included. */
-export const afterAnswer = (settings: Settings, state: State, inFlight: number): number => {
+/**
+ * The limit after a request was answered (not overloaded) with `inFlight` requests out, itself
+ * included. `gently`: past `good`, at most one more a round trip (Vegas's additive step), for a
+ * service whose excess waits in line instead of a 429: the signal that stops the probe, latency,
+ * comes rounds later than a 429 would.
+ */
+export const afterAnswer = (settings: Settings, state: State, inFlight: number, gently = false): number => {
   const { good, limit } = state
   if (inFlight * 2 < permits(limit)) return limit
   // Each answer adds its share of what the limit gains in a round trip (`limit` answers).
   const perRoundTrip = good === Number.POSITIVE_INFINITY
     ? limit * settings.slowStart
     // Stryker disable next-line EqualityOperator: equivalent, at good - 1 both ways give `increase`
-    : Math.max(settings.increase, limit < good - 1 ? (good - 1 - limit) / 2 : (limit - good) * PROBE_GROWTH)
+    : Math.max(settings.increase, limit < good - 1 ? (good - 1 - limit) / 2 : probe(limit - good, gently))
   return clamp(settings, limit + perRoundTrip / limit)
 }
+
+/** What probing `past` the last good limit adds in a round trip. */
+const probe = (past: number, gently: boolean): number => gently ? Math.min(1, past * PROBE_GROWTH) : past * PROBE_GROWTH
 
 /**
  * The state after an overload of a request sent at `sentAt`, seen at `now` (the limit times

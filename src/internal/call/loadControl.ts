@@ -1,18 +1,20 @@
 /**
- * A client's load control: the adaptive concurrency limit, the retry budget and the circuit
- * breaker (their decisions are `concurrencyLimit`, `retryBudget` and `circuitBreaker`'s), kept in
- * one object per client that the call path tells what happens. It holds the state those pure
- * functions replace, and moves the gate's size with the limit.
+ * A client's load control: the adaptive concurrency limit and its latency signal, the retry
+ * budget and the circuit breaker (their decisions are `concurrencyLimit`, `queueing`,
+ * `retryBudget` and `circuitBreaker`'s), kept in one object per client that the call path tells
+ * what happens. It holds the state those pure functions replace, and moves the gate's size with
+ * the limit.
  *
  * What an attempt's end tells each (see {@link signalOfStatus}, {@link signalOfError}):
  *
  * | the attempt ended in | the limit | the breaker |
  * |---|---|---|
- * | an answer (2xx, 4xx but 429, a body too large, a redirect) | an answer | an answer |
- * | 429 | an overload | an answer: the service is up |
+ * | an answer (2xx, 4xx but 429, a body too large, a redirect) | an answer; a 2xx's round trip, a latency sample | an answer |
+ * | 429 | an overload; the latency cuts nothing for a while | an answer: the service is up |
  * | 503, an attempt that timed out | an overload | down |
  * | another 5xx, the network failing, a name that did not resolve | nothing | down |
  * | the call's deadline, a certificate or a proxy's refusal | nothing | nothing |
+ * | its token could not be had (nothing sent): a 5xx, the network, a timeout | nothing | down (see {@link LoadControl.endedUnsent}) |
  *
  * When the breaker closes on an answer after being open (the service is back), the limit's last
  * good value from before the outage's failures is restored: it returns to it quickly from where
@@ -227,18 +229,20 @@ export class LoadControl {
     if (limit !== undefined && signal !== Signal.Down) {
       const state = this.limitState!
       if (signal === Signal.Answer) {
-        state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight())
+        // With no 429 lately, latency is what stops the probe past `good`: it goes gently.
+        const gently = this.settings.latency !== undefined && this.latency.refusing === 0
+        state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight(), gently)
         if (sentMillis !== undefined) {
           this.sampled(number, clock.unsafeCurrentTimeMillis() - sentMillis, inFlightAtSend)
         }
       } else {
         const decreasedAt = state.decreasedAt
         Object.assign(state, ConcurrencyLimit.afterOverload(limit, state, number, this.sent + 1))
+        const decreased = state.decreasedAt !== decreasedAt
         // A round under way, or a cut waiting to be judged, is muddled by another decrease.
-        if (state.decreasedAt !== decreasedAt) this.newRound()
+        if (decreased) this.newRound()
         const latency = this.settings.latency
         if (latency !== undefined) {
-          const decreased = state.decreasedAt !== decreasedAt
           this.latency = Queueing.afterOverload(latency, this.latency, decreased, signal === Signal.Throttled)
         }
       }

@@ -18,25 +18,28 @@
  * | the round's fastest answer took | verdict | base | the limit |
  * |---|---|---|---|
  * | at most `tolerance` x base | {@link Verdict.Clear} | the least of the two | as an answer says |
- * | more; the last round cut for latency, and this one's fastest went with fewer requests out but kept more than half of what a line would have lost | {@link Verdict.Slower} | this round's | the cut undone |
- * | more, the round before was not (and cut nothing) | {@link Verdict.Once} | unchanged | unchanged |
- * | more | {@link Verdict.Queue} | unchanged | down, by the gradient `tolerance` x base / fastest, between 0.5 and `backoffRatio` |
+ * | more; the last round cut for latency, and this one's fastest went with at most 0.8 of the requests out yet kept more than half of what a line would have lost | {@link Verdict.Slower} | this round's | the cut undone |
+ * | more, but the fastest answer's request went alone | {@link Verdict.Slower} | this round's | a cut undone |
+ * | more, and neither of the two rounds before was (nor cut) | {@link Verdict.Once} | unchanged | unchanged |
+ * | more | {@link Verdict.Queue} | unchanged | down, by the gradient `tolerance` x base / fastest, between 0.5 and `backoffRatio`; `good` the limit it came at only when the round before cut too (or in slow start) |
  *
  * In slow start the limit grows by half of itself per round trip, and a line shows first in a few
- * answers: there each answer is a round of its own, and the first that waited ends slow start.
+ * answers: there each answer is a round of its own, and the first two that waited end slow start.
  *
  * A `base` measured while requests waited is too long, and lets them wait longer: the service got
  * faster while they waited in line, say, and no round is fast enough to show it. So every
- * `checkEvery` rounds without a cut, and at once after a round much faster than `base`, one round
- * goes at half the limit (BBR's "ProbeRTT"): its fastest answer lowers `base` if it is faster, and
- * the limit is given back after it.
+ * `checkEvery` rounds without a cut, and at once when `base` fell well below where it was last
+ * checked, one round goes at half the limit (BBR's "ProbeRTT"): its fastest answer lowers `base` if
+ * it is faster, and the limit is given back after it.
+ *
+ * For `refusedRounds` rounds after a 429, latency cuts nothing (see {@link afterOverload}).
  */
 
 import * as ConcurrencyLimit from "./concurrencyLimit.js"
 
 /** The settings of the latency signal. */
 export interface Settings {
-  /** How much longer than `base` a round's fastest answer may take before requests are taken to wait: 1.5. */
+  /** How much longer than `base` a round's fastest answer may take before requests are taken to wait. */
   readonly tolerance: number
   /** The fewest answers a round has (the limit may be 1). */
   readonly minRound: number
@@ -47,7 +50,7 @@ export interface Settings {
 }
 
 /** The settings the client uses (see scripts/load/model.ts for why). */
-export const DEFAULTS: Settings = { tolerance: 1.3, minRound: 4, checkEvery: 100, refusedRounds: 100 }
+export const DEFAULTS: Settings = { tolerance: 1.5, minRound: 4, checkEvery: 100, refusedRounds: 100 }
 
 /** What a round says. */
 export const Verdict = {
@@ -58,13 +61,20 @@ export const Verdict = {
   /** The service itself got slower, not the line longer: the last cut is undone, and `base` is this round's. */
   Slower: 2,
   /**
-   * Long, but the round before was not: nothing yet. A line lasts; a pause of the client's own (a
-   * garbage collection, a CPU taken by other processes) seldom outlasts a round.
+   * Long, but neither of the two rounds before was: nothing yet. A line lasts; a pause of the
+   * client's own (a garbage collection, a CPU taken by other processes) seldom outlasts a round.
    */
   Once: 3
 } as const
 
 export type Verdict = typeof Verdict[keyof typeof Verdict]
+
+/**
+ * The most requests out, as a share of those out when the cut round's fastest answer went, with
+ * which a round after the cut can tell a line from a slower service: with as many or nearly, the
+ * difference is within a round's noise.
+ */
+export const LEVERAGE = 0.8
 
 /** The least a cut for latency takes the limit to: Gradient2's floor. */
 export const LEAST_CUT = 0.5
@@ -80,22 +90,26 @@ export interface Fastest {
  * answer of the round before, when that round cut the limit for latency. A line's requests take
  * in proportion to how many were out when each went; a slower service's, as long whatever that
  * was. So the cut is judged by how this round's fastest answer compares with its own: `Slower`
- * when it kept more than half of what a line would have lost, going out with fewer requests out;
- * when it went out with as many or more, the cut tells nothing, and the round is judged as any.
+ * when it kept more than half of what a line would have lost, going out with at most
+ * {@link LEVERAGE} of the requests out; with more, the cut tells nothing, and the round is judged as
+ * any.
+ * `recentlyOver`: whether either of the two rounds before took longer than the tolerance allows.
  */
 export const verdict = (
   settings: Settings,
   base: number,
   fastest: Fastest,
   cut: Fastest | undefined,
-  lastOver: boolean
+  recentlyOver: boolean
 ): Verdict => {
   if (fastest.millis <= settings.tolerance * base) return Verdict.Clear
-  if (cut !== undefined && fastest.inFlight < cut.inFlight) {
+  // A request that went alone waited behind none of this client's: the service, or the client, is slower.
+  if (fastest.inFlight <= 1) return Verdict.Slower
+  if (cut !== undefined && fastest.inFlight <= cut.inFlight * LEVERAGE) {
     const fewer = fastest.inFlight / cut.inFlight
     if (fastest.millis >= cut.millis * (1 + fewer) / 2) return Verdict.Slower
   }
-  return cut !== undefined || lastOver ? Verdict.Queue : Verdict.Once
+  return cut !== undefined || recentlyOver ? Verdict.Queue : Verdict.Once
 }
 
 /** How much of the limit a cut for a round whose fastest answer took `fastest` ms keeps: the gradient, within [0.5, `backoffRatio`]. */
@@ -111,9 +125,9 @@ export const roundSize = (settings: Settings, permits: number): number => Math.m
 
 /**
  * Whether a round at half the limit should check `base`: `rounds` rounds after the last cut or
- * check, or at once once `base` fell below `checked` (what it was at the last check) / (1 +
- * `tolerance`) x 2: the service got faster, and while requests wait in line it looks faster by
- * less than it is.
+ * check, or at once when `base` fell below `checked` (what it was at the last check) x 2 / (1 +
+ * `tolerance`): the service got faster, and while requests wait in line it looks faster by less
+ * than it is.
  */
 export const checkDue = (settings: Settings, rounds: number, checked: number, base: number): boolean =>
   rounds >= settings.checkEvery || base * (1 + settings.tolerance) / 2 < checked
@@ -197,14 +211,21 @@ export const afterRound = (
   }
   switch (said) {
     case Verdict.Slower:
-      return { state: { ...next, checked: next.base }, limit: ConcurrencyLimit.undone(limit, state.cut!.before) }
+      return {
+        state: { ...next, checked: next.base },
+        limit: state.cut === undefined ? limit : ConcurrencyLimit.undone(limit, state.cut.before)
+      }
     case Verdict.Once:
       return { state: next, limit }
     case Verdict.Queue: {
       const ratio = cutRatio(settings, state.base, fastest.millis, limits.backoffRatio)
+      const cut = ConcurrencyLimit.afterOverload(limits, limit, sent, sent + 1, ratio)
+      // Where the limit returns to (`good`) moves only on a line confirmed by a second round in a
+      // row, or to end slow start: a round the client's own delays made long must not lower it.
+      const confirmed = state.cut !== undefined || limit.good === Number.POSITIVE_INFINITY
       return {
         state: { ...next, rounds: 0, cut: { ...fastest, before: limit } },
-        limit: ConcurrencyLimit.afterOverload(limits, limit, sent, sent + 1, ratio)
+        limit: confirmed ? cut : { ...cut, good: limit.good }
       }
     }
     case Verdict.Clear: {
