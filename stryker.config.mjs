@@ -15,6 +15,8 @@ export default {
     "src/internal/call/callPolicy.ts",
     "src/internal/call/retryPolicy.ts",
     "src/internal/call/concurrencyLimit.ts",
+    "src/internal/call/queueing.ts",
+    "src/internal/call/loadControl.ts",
     "src/internal/call/retryBudget.ts",
     "src/internal/call/circuitBreaker.ts",
     "src/internal/batch/batchTally.ts",

@@ -6,8 +6,9 @@
 import { describe, expect, it } from "vitest"
 import { runModel } from "../scripts/load/model.js"
 import * as ConcurrencyLimit from "../src/internal/call/concurrencyLimit.js"
+import * as Queueing from "../src/internal/call/queueing.js"
 
-const settings: ConcurrencyLimit.Settings = { min: 1, max: 64, backoffRatio: 0.7, increase: 0.03 }
+const settings: ConcurrencyLimit.Settings = { min: 1, max: 64, backoffRatio: 0.7, increase: 0.03, slowStart: 0.5 }
 const state = (limit: number, good: number, decreasedAt = 0): ConcurrencyLimit.State => ({ limit, good, decreasedAt })
 
 describe("the concurrency limit, row by row", () => {
@@ -27,15 +28,17 @@ describe("the concurrency limit, row by row", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, idle, 3)).toBe(8)
     expect(ConcurrencyLimit.afterAnswer(settings, state(8, 20), 3)).toBe(8)
     // Half in flight is in use.
-    expect(ConcurrencyLimit.afterAnswer(settings, idle, 4)).toBe(9)
+    expect(ConcurrencyLimit.afterAnswer(settings, idle, 4)).toBe(8.5)
   })
 
-  it("slow start: +1 per answer, so that the limit doubles in a round trip", () => {
+  it("slow start: +slowStart per answer, so that the limit grows by half of itself in a round trip", () => {
     let current = ConcurrencyLimit.initial(settings, 4)
     for (let answer = 0; answer < 4; answer++) {
       current = { ...current, limit: ConcurrencyLimit.afterAnswer(settings, current, 4) }
     }
-    expect(current.limit).toBe(8)
+    expect(current.limit).toBe(6)
+    const doubling = { ...settings, slowStart: 1 }
+    expect(ConcurrencyLimit.afterAnswer(doubling, ConcurrencyLimit.initial(doubling, 4), 4)).toBe(5)
   })
 
   it("below good - 1: half the way back to it in a round trip, at least `increase`", () => {
@@ -49,6 +52,13 @@ describe("the concurrency limit, row by row", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, state(10.9, 11), 10)).toBeCloseTo(10.9 + 0.03 / 10.9)
   })
 
+  it("past good, gently (latency the only signal): at most one more in a round trip", () => {
+    expect(ConcurrencyLimit.afterAnswer(settings, state(15, 5), 15, true)).toBeCloseTo(15 + 1 / 15)
+    expect(ConcurrencyLimit.afterAnswer(settings, state(7, 5), 7, true)).toBeCloseTo(7 + 0.5 / 7)
+    // Below good, as ever: half the way back.
+    expect(ConcurrencyLimit.afterAnswer(settings, state(6, 11), 6, true)).toBeCloseTo(6 + 2 / 6)
+  })
+
   it("past good: a quarter of how far past in a round trip, at least `increase`", () => {
     expect(ConcurrencyLimit.afterAnswer(settings, state(11.04, 11), 11)).toBeCloseTo(11.04 + 0.03 / 11.04)
     expect(ConcurrencyLimit.afterAnswer(settings, state(15, 11), 15)).toBeCloseTo(15 + 1 / 15)
@@ -57,17 +67,17 @@ describe("the concurrency limit, row by row", () => {
   })
 
   it("after an outage (the circuit closed): the good limit from before it, from where the outage left the limit", () => {
-    // In slow start before the outage: slow start again, doubling per round trip.
+    // In slow start before the outage: slow start again, +0.5 an answer (times 1.5 a round trip).
     const recovered = ConcurrencyLimit.afterRecovery(state(1, 1.4, 500), Number.POSITIVE_INFINITY)
     expect(recovered).toEqual({ limit: 1, good: Number.POSITIVE_INFINITY, decreasedAt: 500 })
     let current = recovered
-    for (let answer = 0; answer < 1 + 2 + 4; answer++) {
+    for (let answer = 0; answer < 1 + 1 + 2 + 3; answer++) {
       current = {
         ...current,
         limit: ConcurrencyLimit.afterAnswer(settings, current, ConcurrencyLimit.permits(current.limit))
       }
     }
-    expect(current.limit).toBe(8)
+    expect(current.limit).toBe(4.5)
     // Having found 12 before: half the way back to 11 per round trip.
     expect(ConcurrencyLimit.afterRecovery(state(1, 1.4, 500), 12)).toEqual({ limit: 1, good: 12, decreasedAt: 500 })
     expect(ConcurrencyLimit.afterAnswer(settings, state(1, 12), 1)).toBeCloseTo(1 + 5)
@@ -136,12 +146,13 @@ describe("a client alone, round trip by round trip", () => {
 
   it("reaches a large capacity from the initial limit in a few round trips (slow start)", () => {
     const { permitsSeen } = run(60, 10)
-    expect(permitsSeen.slice(0, 6)).toEqual([4, 8, 16, 32, 64, 44])
+    // Times 1.5 a round trip, not TCP's 2: see `slowStart`.
+    expect(permitsSeen).toEqual([4, 6, 9, 13, 20, 30, 45, 64, 44, 51])
   })
 })
 
 describe("a batch in the load model (scripts/load/model.ts), against a service of 8 at once", () => {
-  const model = (processes: number, limited: boolean) =>
+  const model = (processes: number, limited: boolean, seed: number) =>
     runModel({
       processes,
       persons: 3000,
@@ -150,20 +161,26 @@ describe("a batch in the load model (scripts/load/model.ts), against a service o
       retryAfterMillis: undefined,
       max: 64,
       limit: limited ? ConcurrencyLimit.DEFAULTS : undefined,
+      latency: Queueing.DEFAULTS,
       maxRetries: 3,
       overloadRetriedAtOnce: false,
-      seed: 1
+      seed
     })
+  const seeds = [1, 2, 3, 4, 5, 6, 7, 8]
 
   it("one process and four: no person failed, under 5% of requests refused, where a fixed cap of 64 fails many", () => {
     for (const processes of [1, 4]) {
-      const fixed = model(processes, false)
-      const limited = model(processes, true)
-      expect(fixed.failedPersons, `${processes}`).toBeGreaterThan(10)
-      expect(limited.failedPersons, `${processes}`).toBe(0)
-      expect(limited.tooMany / limited.requests, `${processes}`).toBeLessThan(0.05)
-      expect(limited.wallMillis / limited.idealMillis, `${processes}`).toBeLessThan(1.5)
-      expect(limited.peakInFlight, `${processes}`).toBeLessThanOrEqual(4 * processes + 8)
+      expect(model(processes, false, 1).failedPersons, `${processes}`).toBeGreaterThan(10)
+      const runs = seeds.map((seed) => model(processes, true, seed))
+      for (const limited of runs) {
+        expect(limited.failedPersons, `${processes}`).toBe(0)
+        expect(limited.tooMany / limited.requests, `${processes}`).toBeLessThan(0.05)
+        expect(limited.peakInFlight, `${processes}`).toBeLessThanOrEqual(4 * processes + 8)
+      }
+      // The time a run takes past the ideal is mostly its last persons' (a late 429 waits for its
+      // backoff): 1.06-1.11x the ideal with one process (mean 1.09), 1.07-1.54x with four (mean 1.25).
+      const wall = runs.reduce((sum, run) => sum + run.wallMillis / run.idealMillis, 0) / runs.length
+      expect(wall, `${processes}`).toBeLessThan(1.3)
     }
   })
 })

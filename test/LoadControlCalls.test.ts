@@ -103,6 +103,23 @@ describe("the adaptive concurrency limit", { timeout: 30_000 }, () => {
       { initialConcurrency: 16 }
     ))
 
+  it.effect("attempts that outlive their timeout bring it down, as 503s do: the service is overloaded, not down", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          yield* fake.scriptData(...Array.from({ length: 8 }, (): Fake.Responder => () => Effect.never))
+          const timedOut = yield* Fake.runWithClock(calls(8), "100 millis")
+          expect(outcomesOf(timedOut)).toEqual(Array.from({ length: 8 }, () => "TransportError"))
+          // One overload (the other seven went before the limit came down): 8 x 0.7.
+          expect((yield* Metric.value(Telemetry.concurrencyLimit)).value).toBe(5)
+          const service = fixedCapacity(fake, 100, 20)
+          yield* service.script(8)
+          yield* Fake.runWithClock(calls(8), "10 millis")
+          expect(service.seen.peak).toBe(5)
+        }),
+      { initialConcurrency: 8, maxRetries: 0, requestTimeout: "1 second" }
+    ))
+
   it.effect("turned off, the client keeps maxConcurrentRequests out and meets a 429 for most requests", () =>
     withClient(
       (fake) =>
@@ -153,9 +170,10 @@ describe("the circuit breaker", () => {
           const started = yield* TestClock.currentTimeMillis
           const results = yield* Fake.runWithClock(calls(200), "10 millis")
           expect(outcomesOf(results).filter((tag) => tag !== "Right")).toEqual([])
-          // 1, 2, 4, ... 64 at once: all done in 180 ms (creeping back up from 1 took 680 ms, 35 at most at once).
+          // 1, 1.5, 2.25, ... 64 at once (slow start, times 1.5 a round trip): all done in 240 ms (creeping
+          // back up from 1 took 680 ms, 35 at most at once).
           expect(service.seen.peak).toBe(64)
-          expect((yield* TestClock.currentTimeMillis) - started).toBeLessThanOrEqual(10 * 20)
+          expect((yield* TestClock.currentTimeMillis) - started).toBeLessThanOrEqual(13 * 20)
         }),
       { maxRetries: 0 }
     ))
@@ -198,6 +216,31 @@ describe("the circuit breaker", () => {
           for (let i = 0; i < 22; i++) expect((yield* Effect.flip(get))._tag).not.toBe("CircuitOpen")
           expect((yield* Effect.flip(get))._tag).toBe("CircuitOpen")
           expect(yield* fake.dataRequests).toHaveLength(22)
+        }),
+      { maxRetries: 0 }
+    ))
+
+  it.effect("a certificate or a proxy refused does not open it: every call says what was refused", () =>
+    withClient(
+      (fake) =>
+        Effect.gen(function*() {
+          const refused = (reason: "Tls" | "Proxy"): Fake.Responder => (request) =>
+            Effect.fail(HttpTransport.transportError(request, reason, "refused", false))
+          yield* fake.scriptData(
+            ...Array.from({ length: 12 }, () => refused("Tls")),
+            ...Array.from({ length: 12 }, () => refused("Proxy"))
+          )
+          const reasons: Array<string> = []
+          for (let i = 0; i < 24; i++) {
+            const error = yield* Effect.flip(get)
+            reasons.push(error._tag === "TransportError" ? error.reason : error._tag)
+          }
+          expect(reasons).toEqual([
+            ...Array.from({ length: 12 }, () => "Tls"),
+            ...Array.from({ length: 12 }, () => "Proxy")
+          ])
+          expect(yield* fake.dataRequests).toHaveLength(24)
+          expect((yield* get).medications).toHaveLength(2)
         }),
       { maxRetries: 0 }
     ))

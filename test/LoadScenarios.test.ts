@@ -1,9 +1,10 @@
 /**
- * The load-control scenarios of issue 25 on loopback, smaller than `npm run load:scenarios` runs
- * them (1,200 persons, 3 s outages): a service of fixed capacity (K = 8 at once, 20 ms each, 429
- * beyond) in a process of its own, the batch in another, through the default undici transport
- * with default settings. What they assert is what the service saw and what became of the persons,
- * never the time taken (that is the benchmark's, docs/benchmarks.md).
+ * The load-control scenarios of issues 25 and 37 on loopback, smaller than `npm run load:scenarios`
+ * runs them (1,200 persons, 3 s outages, a slowdown to 1 s over 3 s): a service of fixed capacity
+ * (K = 8 at once, 20 ms each, 429 beyond, or a line) in a process of its own, the batch in another,
+ * through the default undici transport with default settings. What they assert is what the
+ * service saw and what became of the persons, never the time taken (that is the benchmark's,
+ * docs/benchmarks.md).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { K, run, type Scale, scenarios } from "../scripts/load/scenarios.js"
@@ -54,5 +55,25 @@ describe("load scenarios on loopback", { timeout: 120_000 }, () => {
     const figures = await run(scenario("5"))
     expect(figures.failedPersons).toBe(0)
     expect(figures.requestsPerPerson).toBeLessThanOrEqual(1.6)
+  })
+
+  // Before issue 37's fix, every person of these two failed (12 s into a 15 s outage, the service
+  // getting 11-13 requests a second), and 64 requests stayed open at a service serving 8 in the third.
+  it("6: 503 to everything from the start for 3 s: no person failed; after its first 2 s at most 5 requests a second", async () => {
+    const figures = await run(scenario("6"))
+    expect(figures.failedPersons).toBe(0)
+    expect(figures.deadRatePerProcess).toBeLessThanOrEqual(5)
+  })
+
+  it("6b: the port closed from the start for 3 s: the same, counted as connection attempts", async () => {
+    const figures = await run(scenario("6b"))
+    expect(figures.failedPersons).toBe(0)
+    expect(figures.connectRatePerProcess).toBeLessThanOrEqual(5)
+  })
+
+  it("7: answers slowing from 20 ms to 1 s over 3 s, excess requests waiting in line: never more than 2K open at the service", async () => {
+    const figures = await run(scenario("7"))
+    expect(figures.failedPersons).toBe(0)
+    expect(figures.peakInFlightInWindow).toBeLessThanOrEqual(2 * K)
   })
 })

@@ -32,7 +32,8 @@ describe("fault soak (in memory, TestClock)", () => {
         expect(Object.keys(report.retriesByCause).sort()).toEqual(["429", "500", "503", "network", "timeout"])
         expect(report.revocations).toBe(9)
         expect(report.attemptsMean).toBeGreaterThan(1.1)
-        expect(report.attemptsMax).toBeLessThanOrEqual(4)
+        // Four attempts, and one more with a fresh token after a 401 (once a call, not a retry).
+        expect(report.attemptsMax).toBeLessThanOrEqual(5)
       }),
     60_000
   )

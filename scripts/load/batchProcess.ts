@@ -1,7 +1,8 @@
 /**
  * One client process of a load scenario: reads `persons` PersonUids (`first` to `first + persons - 1`)
  * through `MedicationService.getMany` over the default undici transport, with the client's default
- * settings unless `settings` says otherwise, and prints what became of them as one JSON line.
+ * settings unless `settings` says otherwise. It prints `{"ready":true}` once its client is built,
+ * just before the batch begins, then what became of the persons as one JSON line.
  *
  *   node --import tsx scripts/load/batchProcess.ts '{"baseUrl": ..., "first": 0, "persons": 750, "settings": {}}'
  */
@@ -52,6 +53,7 @@ const connects: Array<number> = []
 DiagnosticsChannel.subscribe("undici:client:beforeConnect", () => connects.push(Date.now()))
 
 const program = Effect.gen(function*() {
+  process.stdout.write(`${JSON.stringify({ ready: true })}\n`)
   const limits: Array<readonly [number, number]> = []
   if (request.sampleLimit === true) yield* sampled(limits)
   const started = Date.now()
@@ -64,7 +66,10 @@ const program = Effect.gen(function*() {
         else if (outcome._tag === "Skipped") summary.skipped++
         else {
           summary.failed++
-          summary.failedByTag[outcome.error._tag] = (summary.failedByTag[outcome.error._tag] ?? 0) + 1
+          const error = outcome.error
+          // A transport failure's reason says which (a refused connection, a timeout, a deadline).
+          const kind = error._tag === "TransportError" ? `${error._tag} (${error.reason})` : error._tag
+          summary.failedByTag[kind] = (summary.failedByTag[kind] ?? 0) + 1
         }
       })
     )

@@ -4,6 +4,11 @@
 export interface Phase {
   readonly at: number
   readonly latencyMillis?: number
+  /**
+   * The latency grows from `latencyMillis` at this phase's start to this at the next phase's start
+   * (a service slowing down by degrees).
+   */
+  readonly latencyToMillis?: number
   /** Every request answered with this status at once (503: the service down). */
   readonly status?: number
   /** The port closed: connections refused. */
@@ -15,6 +20,8 @@ export interface Phase {
 export interface Plan {
   readonly capacity: number
   readonly retryAfterSeconds?: number
+  /** Requests beyond the capacity wait their turn at the service (first come, first served) instead of a 429. */
+  readonly queueExcess?: boolean
   readonly phases: ReadonlyArray<Phase>
 }
 
@@ -25,7 +32,7 @@ export interface Bucket {
   readonly tokenRequests: number
   readonly throttled: number
   readonly failed: number
-  /** The most data requests in flight during it. */
+  /** The most data requests in flight during it (those waiting at the service included). */
   readonly peakInFlight: number
 }
 

@@ -1,14 +1,16 @@
 /**
  * A service of fixed capacity for the load-control scenarios (docs/resilience.md), run in a process
  * of its own so that the client's CPU does not slow it: `capacity` data requests at once, each
- * answered after `latencyMillis`; one more is answered 429 at once (with `Retry-After` when set).
- * Its behaviour follows a plan of phases in time from its start (503 to everything, the port
- * closed, another latency, a share of random 500s), and it counts what it saw, by 100 ms.
+ * answered after `latencyMillis`; one more is answered 429 at once (with `Retry-After` when set),
+ * or waits for its turn at the service when the plan says `queueExcess`. Its behaviour follows a
+ * plan of phases in time from its start (503 to everything, the port closed, another latency or
+ * one growing, a share of random 500s), and it counts what it saw, by 100 ms.
  *
  *   node --import tsx scripts/load/capacityServer.ts '<plan as JSON>'
  *
- * prints `{"port": N, "controlPort": M}` on its first line once it listens; any request to the
- * control port answers its counts (`Stats`).
+ * prints `{"port": N, "controlPort": M}` on its first line once it listens; a GET to the control
+ * port answers its counts (`Stats`), a POST to its `/start` starts the plan's time (else the first
+ * request does: a service down from the start sees none).
  * Token requests are answered at once and not counted against the capacity (but a 503 phase and a
  * closed port take them too).
  */
@@ -28,6 +30,16 @@ const phaseNow = (): Phase => {
   return current
 }
 
+/** How long a request whose service begins now takes: the phase's latency, or where its growth has reached. */
+const latencyNow = (): number => {
+  const phase = phaseNow()
+  const from = phase.latencyMillis ?? 20
+  const next = plan.phases.find((p) => p.at > phase.at)
+  if (phase.latencyToMillis === undefined || next === undefined) return from
+  const share = Math.min(1, (elapsedNow() - phase.at) / (next.at - phase.at))
+  return from + (phase.latencyToMillis - from) * share
+}
+
 const totals = { answered: 0, throttled: 0, failed: 0, tokenRequests: 0, peakInFlight: 0 }
 const buckets: Array<
   { requests: number; tokenRequests: number; throttled: number; failed: number; peakInFlight: number }
@@ -39,7 +51,10 @@ const bucket = () => {
   }
   return buckets[index]!
 }
-let inFlight = 0
+/** Requests being served. */
+let serving = 0
+/** Requests waiting for their turn at the service (with `queueExcess`), first come first served. */
+const waiting: Array<Http.ServerResponse> = []
 
 const json = (res: Http.ServerResponse, status: number, body: unknown, headers: Http.OutgoingHttpHeaders = {}) => {
   const text = JSON.stringify(body)
@@ -75,7 +90,16 @@ const handle = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
     counts.failed++
     return json(res, phase.status ?? 500, {})
   }
-  if (inFlight >= plan.capacity) {
+  if (serving >= plan.capacity && plan.queueExcess === true) {
+    waiting.push(res)
+    // A client that gives up (its attempt timed out) takes its request out of the line.
+    res.once("close", () => {
+      const at = waiting.indexOf(res)
+      if (at >= 0) waiting.splice(at, 1)
+    })
+    return countInFlight()
+  }
+  if (serving >= plan.capacity) {
     totals.throttled++
     counts.throttled++
     return json(
@@ -85,14 +109,28 @@ const handle = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
       plan.retryAfterSeconds === undefined ? {} : { "Retry-After": String(plan.retryAfterSeconds) }
     )
   }
-  inFlight++
-  totals.peakInFlight = Math.max(totals.peakInFlight, inFlight)
-  counts.peakInFlight = Math.max(counts.peakInFlight, inFlight)
+  serve(res)
+}
+
+/** The most requests open at the service at once, those waiting for their turn included. */
+const countInFlight = () => {
+  const open = serving + waiting.length
+  totals.peakInFlight = Math.max(totals.peakInFlight, open)
+  const counts = bucket()
+  counts.peakInFlight = Math.max(counts.peakInFlight, open)
+}
+
+/** Serves a request, then the first one waiting. */
+const serve = (res: Http.ServerResponse) => {
+  serving++
+  countInFlight()
   setTimeout(() => {
-    inFlight--
+    serving--
     totals.answered++
     json(res, 200, MEDICATIONS)
-  }, phase.latencyMillis ?? 20)
+    const next = waiting.shift()
+    if (next !== undefined) serve(next)
+  }, latencyNow())
 }
 
 // Requests are read whole before they are answered (the client sends a small JSON body).
@@ -126,7 +164,10 @@ const followClosedPhases = () => {
 }
 
 // The counts on a port of their own, open while the service's is closed.
-const control = Http.createServer((_, res) => json(res, 200, { ...totals, startedAt: started, buckets }))
+const control = Http.createServer((req, res) => {
+  if (req.method === "POST" && req.url === "/start") started ??= Date.now()
+  json(res, 200, { ...totals, startedAt: started, buckets })
+})
 
 server.listen(0, "127.0.0.1", () => {
   port = (server.address() as AddressInfo).port

@@ -2,7 +2,7 @@
  * The picture of docs/resilience.md: a load scenario run for real (`scenarios.ts`), with each client
  * process's concurrency limit read every 50 ms, drawn against what the service saw each 100 ms.
  *
- *   npm run load:plot -- [--only 2,3] [--persons 3000] [--out-dir docs/images]
+ *   npm run load:plot -- [--only 2,3,7] [--persons 3000] [--out-dir docs/images]
  *
  * Writes `load-<scenario>.svg` for each scenario and prints its figures.
  */
@@ -47,6 +47,20 @@ export const chartOf = (scenario: Scenario, { stats, summaries }: Observed): Cha
       step: true,
       width: 2.5
     },
+    // A service with a line: how many requests were open at it (waiting or served) is the figure.
+    ...(scenario.plan.queueExcess === true
+      ? [{
+        label: "requests open at the service (most in 100 ms)",
+        color: "#a3a",
+        axis: "right" as const,
+        points: stats.buckets.map((bucket, i): readonly [number, number] => [
+          (i * BUCKET_MILLIS) / 1000,
+          bucket.peakInFlight
+        ]),
+        step: true,
+        width: 1
+      }]
+      : []),
     { label: `capacity K = ${K}`, color: "#000", axis: "right", points: [[0, K], [end, K]], dashed: true }
   ]
   return {
@@ -84,7 +98,7 @@ const main = async () => {
     return at < 0 ? undefined : process.argv[at + 1]
   }
   const persons = Number(option("--persons") ?? FULL.persons)
-  const only = (option("--only") ?? "2,3").split(",")
+  const only = (option("--only") ?? "2,3,7").split(",")
   const outDir = option("--out-dir") ?? Path.join(import.meta.dirname, "../../docs/images")
   Fs.mkdirSync(outDir, { recursive: true })
   for (const scenario of scenarios({ ...FULL, persons }).filter((s) => only.includes(s.name.split(" ")[0]!))) {

@@ -4,7 +4,7 @@
  * processes running a batch through the default undici transport (`batchProcess.ts`), and the
  * figures each scenario is judged by.
  *
- *   npm run load:scenarios -- [--only 1,2,3,3b,4,5] [--before] [--persons 3000]
+ *   npm run load:scenarios -- [--only 1,2,3,3b,4,5,6,6b,7] [--before] [--persons 3000] [--runs 1]
  *
  * `--before` turns the load control off (`adaptiveConcurrency: false`, no breaker, no budget): the
  * client as it was before it, for the figures side by side.
@@ -39,8 +39,16 @@ export interface Figures {
   readonly requestsPerPerson: number
   /** Data and token requests a second per process reaching the service in the window, after its first 2 s (the most in any second). */
   readonly deadRatePerProcess: number | undefined
+  /** The same on average over the window after its first 2 s. */
+  readonly deadMeanRatePerProcess: number | undefined
+  /** Data and token requests per process in the window's first second. */
+  readonly firstSecondPerProcess: number | undefined
   /** Connections the clients began a second per process, likewise: what reaches a port that refuses them. */
   readonly connectRatePerProcess: number | undefined
+  /** The same on average over the window after its first 2 s. */
+  readonly connectMeanRatePerProcess: number | undefined
+  /** Connections the clients began per process in the window's first second. */
+  readonly connectsFirstSecondPerProcess: number | undefined
   /** The most data requests in flight at the service during the window. */
   readonly peakInFlightInWindow: number | undefined
   /** From the window's end to the first 100 ms in which the service answered at least half its capacity's rate. */
@@ -55,17 +63,22 @@ export interface Scale {
   readonly persons: number
   /** How long the service is down (503, or its port closed), from 2 s in. */
   readonly outageMillis: number
-  /** How long its answers take `slowLatencyMillis` instead of 20 ms, from 2 s in. */
+  /**
+   * How long its answers take `slowLatencyMillis` instead of 20 ms, from 2 s in; and how long they
+   * take to grow from 20 ms to `slowLatencyMillis` from the start (then stay there half as long).
+   */
   readonly slowMillis: number
   readonly slowLatencyMillis: number
 }
 
 export const FULL: Scale = { persons: 3000, outageMillis: 15_000, slowMillis: 20_000, slowLatencyMillis: 2000 }
 
-/** The scenarios of issue 25 at `scale`. */
+/** The scenarios of issues 25 and 37 at `scale`. */
 export const scenarios = ({ outageMillis, persons, slowLatencyMillis, slowMillis }: Scale): ReadonlyArray<Scenario> => {
   const outage = { from: 2000, to: 2000 + outageMillis }
   const slow = { from: 2000, to: 2000 + slowMillis }
+  const fromStart = { from: 0, to: outageMillis }
+  const degrading = { from: 0, to: slowMillis * 1.5 }
   const seconds = (millis: number) => `${millis / 1000} s`
   return [
     {
@@ -100,20 +113,63 @@ export const scenarios = ({ outageMillis, persons, slowLatencyMillis, slowMillis
       processes: 1,
       window: slow
     },
-    { name: "5 30% random 500s", plan: { capacity: K, phases: [{ at: 0, failingShare: 0.3 }] }, persons, processes: 1 }
+    { name: "5 30% random 500s", plan: { capacity: K, phases: [{ at: 0, failingShare: 0.3 }] }, persons, processes: 1 },
+    {
+      name: `6 all 503 from the start for ${seconds(outageMillis)}`,
+      plan: { capacity: K, phases: [{ at: 0, status: 503 }, { at: fromStart.to }] },
+      persons,
+      processes: 1,
+      window: fromStart
+    },
+    {
+      name: `6b port closed from the start for ${seconds(outageMillis)}`,
+      plan: { capacity: K, phases: [{ at: 0, closed: true }, { at: fromStart.to }] },
+      persons,
+      processes: 1,
+      window: fromStart
+    },
+    {
+      name: `7 latency growing 20 ms -> ${seconds(slowLatencyMillis)} over ${seconds(slowMillis)}, then ${
+        seconds(slowMillis / 2)
+      } at it, excess requests waiting`,
+      plan: {
+        capacity: K,
+        queueExcess: true,
+        phases: [
+          { at: 0, latencyMillis: LATENCY, latencyToMillis: slowLatencyMillis },
+          { at: slowMillis, latencyMillis: slowLatencyMillis },
+          { at: degrading.to, latencyMillis: LATENCY }
+        ]
+      },
+      persons,
+      processes: 1,
+      window: degrading
+    }
   ]
 }
 
-/** Starts a child process and resolves with its first line of output (and the process). */
+/**
+ * Starts a child process: its first JSON line of output, its second (when it prints one), and the
+ * process. Other lines (a client's log lines) are passed over.
+ */
 const start = (script: string, argument: unknown) => {
   const child = spawn(process.execPath, ["--import", "tsx", Path.join(here, script), JSON.stringify(argument)], {
     stdio: ["ignore", "pipe", "inherit"]
   })
-  const line = new Promise<string>((resolve, reject) => {
-    Readline.createInterface({ input: child.stdout! }).once("line", resolve)
-    child.once("exit", (code) => reject(new Error(`${script} exited with ${code} before printing`)))
-  })
-  return { child, line }
+  const lines = Readline.createInterface({ input: child.stdout! })
+  const nth = (n: number) => {
+    const line = new Promise<string>((resolve, reject) => {
+      let seen = 0
+      lines.on("line", (text) => {
+        if (text.startsWith("{") && ++seen === n) resolve(text)
+      })
+      child.once("exit", (code) => reject(new Error(`${script} exited with ${code} before printing line ${n}`)))
+    })
+    // A line nobody waits for (the server prints one) must not fail the run when the process ends.
+    line.catch(() => undefined)
+    return line
+  }
+  return { child, line: nth(1), second: nth(2) }
 }
 
 const figuresOf = (
@@ -131,19 +187,31 @@ const figuresOf = (
   const bucketsIn = (from: number, to: number) =>
     stats.buckets.slice(Math.floor(from / BUCKET_MILLIS), Math.ceil(to / BUCKET_MILLIS))
   let deadRate: number | undefined
+  let deadMeanRate: number | undefined
+  let firstSecond: number | undefined
   let connectRate: number | undefined
+  let connectMeanRate: number | undefined
+  let connectsFirstSecond: number | undefined
   let peakInWindow: number | undefined
   let recovery: number | undefined
   if (window !== undefined) {
     const perSecond = 1000 / BUCKET_MILLIS
     const late = bucketsIn(window.from + 2000, window.to)
+    const sent = (buckets: ReadonlyArray<Stats["buckets"][number]>) =>
+      buckets.reduce((sum, b) => sum + b.requests + b.tokenRequests, 0)
+    const lateSeconds = (window.to - window.from - 2000) / 1000
+    deadMeanRate = sent(late) / lateSeconds / scenario.processes
+    firstSecond = sent(bucketsIn(window.from, window.from + 1000)) / scenario.processes
     deadRate = 0
     for (let i = 0; i + perSecond <= late.length; i++) {
-      const second = late.slice(i, i + perSecond).reduce((sum, b) => sum + b.requests + b.tokenRequests, 0)
+      const second = sent(late.slice(i, i + perSecond))
       deadRate = Math.max(deadRate, second / scenario.processes)
     }
-    const connects = summaries.flatMap((summary) => summary.connects.map((at) => at - (stats.startedAt ?? 0)))
-      .filter((at) => at >= window.from + 2000 && at < window.to)
+    const allConnects = summaries.flatMap((summary) => summary.connects.map((at) => at - (stats.startedAt ?? 0)))
+    const connects = allConnects.filter((at) => at >= window.from + 2000 && at < window.to)
+    connectMeanRate = connects.length / lateSeconds / scenario.processes
+    connectsFirstSecond = allConnects.filter((at) => at < window.from + 1000 && at >= window.from).length /
+      scenario.processes
     connectRate = 0
     for (const from of connects) {
       const inSecond = connects.filter((at) => at >= from && at < from + 1000).length
@@ -167,7 +235,11 @@ const figuresOf = (
     peakInFlight: stats.peakInFlight,
     requestsPerPerson: requests / scenario.persons,
     deadRatePerProcess: deadRate,
+    deadMeanRatePerProcess: deadMeanRate,
+    firstSecondPerProcess: firstSecond,
     connectRatePerProcess: connectRate,
+    connectMeanRatePerProcess: connectMeanRate,
+    connectsFirstSecondPerProcess: connectsFirstSecond,
     peakInFlightInWindow: peakInWindow,
     recoveryMillis: recovery
   }
@@ -211,7 +283,10 @@ export const observe = async (
           ...options
         } satisfies BatchRequest
       ))
-    const summaries = await Promise.all(clients.map(async ({ line }) => JSON.parse(await line) as BatchSummary))
+    // The service's time starts when every client is ready (a service down from the start sees no first request).
+    await Promise.all(clients.map(({ line }) => line))
+    await fetch(`http://127.0.0.1:${controlPort}/start`, { method: "POST" })
+    const summaries = await Promise.all(clients.map(async ({ second }) => JSON.parse(await second) as BatchSummary))
     const wallMillis = Math.max(...summaries.map((summary) => summary.wallMillis))
     const stats = await (await fetch(`http://127.0.0.1:${controlPort}/`)).json() as Stats
     return { stats, summaries, wallMillis }
@@ -231,6 +306,7 @@ const main = async () => {
   const persons = Number(option("--persons") ?? 3000)
   const only = option("--only")?.split(",")
   const before = process.argv.includes("--before")
+  const runs = Number(option("--runs") ?? 1)
   const chosen = scenarios({ ...FULL, persons }).filter((s) =>
     only === undefined || only.includes(s.name.split(" ")[0]!)
   )
@@ -240,23 +316,31 @@ const main = async () => {
     }\n`
   )
   for (const scenario of chosen) {
-    const f = await run(scenario, before ? BEFORE : {})
-    const percent = (x: number) => `${(x * 100).toFixed(1)}%`
-    const window = f.deadRatePerProcess === undefined
-      ? ""
-      : `; in the window: ${f.deadRatePerProcess} req/s and ${f.connectRatePerProcess} connection attempts/s per process after its first 2 s, peak in flight ${f.peakInFlightInWindow}, recovery ${
-        f.recoveryMillis ?? "never"
-      } ms`
-    process.stdout.write(
-      `${f.scenario}: ${f.failedPersons} failed ${JSON.stringify(f.failedByTag)}; 429s ${
-        percent(f.throttledShare)
-      } of ${f.requests}; ` +
-        `wall ${(f.wallMillis / f.idealMillis).toFixed(2)}x ideal (${
-          (f.wallMillis / 1000).toFixed(1)
-        } s); peak in flight ${f.peakInFlight}; ` +
-        `${f.requestsPerPerson.toFixed(2)} requests/person${window}\n`
-    )
+    for (let round = 0; round < runs; round++) {
+      process.stdout.write(`${describe(await run(scenario, before ? BEFORE : {}))}\n`)
+    }
   }
+}
+
+/** One run's figures as a line: the persons, the 429s, the time, and in a window what the service saw. */
+export const describe = (f: Figures): string => {
+  const percent = (x: number) => `${(x * 100).toFixed(1)}%`
+  const rate = (x: number | undefined) => (x ?? 0).toFixed(1)
+  const window = f.deadRatePerProcess === undefined ? "" : `
+    in the window, per process: after its first 2 s ${rate(f.deadRatePerProcess)} req/s at most, ${
+    rate(f.deadMeanRatePerProcess)
+  } on average (first second ${rate(f.firstSecondPerProcess)}); connection attempts ${
+    rate(f.connectRatePerProcess)
+  }/s at most, ${rate(f.connectMeanRatePerProcess)} on average (first second ${
+    rate(f.connectsFirstSecondPerProcess)
+  }); peak in flight ${f.peakInFlightInWindow} (K = ${K}); full speed ${f.recoveryMillis ?? "never"} ms after its end`
+  return `${f.scenario}: ${f.failedPersons} failed ${JSON.stringify(f.failedByTag)}; 429s ${
+    percent(f.throttledShare)
+  } of ${f.requests}; ` +
+    `wall ${(f.wallMillis / f.idealMillis).toFixed(2)}x ideal (${
+      (f.wallMillis / 1000).toFixed(1)
+    } s); peak in flight ${f.peakInFlight}; ` +
+    `${f.requestsPerPerson.toFixed(2)} requests/person${window}`
 }
 
 if (process.argv[1] !== undefined && Path.resolve(process.argv[1]) === Path.join(here, "scenarios.ts")) await main()

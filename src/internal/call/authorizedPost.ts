@@ -44,7 +44,7 @@ import { labelled } from "./attempt.js"
 import { callback } from "./callback.js"
 import * as CallPolicy from "./callPolicy.js"
 import * as Gate from "./gate.js"
-import { LoadControl, settingsOf, type Signal, signalOfError, signalOfStatus } from "./loadControl.js"
+import { latencySample, LoadControl, settingsOf, type Signal, signalOfError, signalOfStatus } from "./loadControl.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
 import { SecretBodyRequest, type SecretText } from "./secretText.js"
@@ -446,7 +446,11 @@ class Caller {
               Effect.zipRight(Effect.suspend(() => this.attempt(call, step.progress)))
             )
           case "Retry":
-            if (!this.load.retryAllowed(clock.unsafeCurrentTimeMillis())) {
+            // A retry after the token could not be had is not paid from the budget: the calls
+            // waiting for a token share its request (charging each would spend the budget many times
+            // over for one request, and fail calls that never reached the service), and the breaker,
+            // told of each failed token request, bounds them.
+            if (used !== undefined && !this.load.retryAllowed(clock.unsafeCurrentTimeMillis())) {
               return this.overBudget(call, progress, errorOf(outcome)!)
             }
             return Metric.increment(this.metricsOf(call.operation).retry(step.cause)).pipe(
@@ -522,7 +526,7 @@ class Caller {
       const attempt = Effect.matchEffect(this.token(call, progress), {
         // Nothing of this call was sent yet: a token failure may always be retried.
         onFailure: (error) => {
-          this.load.endedUnsent(sentAt, signalOfError(error), clock)
+          this.load.endedUnsent(sentAt, error, progress.attempts === 1, clock)
           return this.proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined)
         },
         onSuccess: (taken) =>
@@ -573,12 +577,15 @@ class Caller {
     clock: Clock.Clock
   ): Effect.Effect<HttpTransport.TransportResponse, HttpError> {
     return Effect.suspend(() => {
-      const number = this.load.sending(progress.attempts === 1, clock.unsafeCurrentTimeMillis())
+      const sentMillis = clock.unsafeCurrentTimeMillis()
+      const number = this.load.sending(progress.attempts === 1, sentMillis)
       const sentAt = this.load.sentAt(clock)
-      const told = (signal: Signal) => Effect.sync(() => this.load.ended(number, sentAt, signal, clock))
+      const inFlight = this.load.inFlight()
+      const told = (signal: Signal, sample?: number) =>
+        Effect.sync(() => this.load.ended(number, sentAt, signal, clock, sample, inFlight))
       return Effect.onExit(exchange, (exit) =>
         Exit.isSuccess(exit)
-          ? told(signalOfStatus(exit.value.status))
+          ? told(signalOfStatus(exit.value.status), latencySample(exit.value.status, sentMillis))
           : Cause.isFailType(exit.cause)
           ? told(signalOfError(exit.cause.error))
           : Effect.void)
@@ -662,6 +669,7 @@ class Caller {
           const load = this.load
           const number = load.sending(true, now)
           const sentAt = load.sentAt(clock)
+          const inFlight = load.inFlight()
           cancel = send(started.request, (outcome) => {
             cancel = undefined
             try {
@@ -674,7 +682,9 @@ class Caller {
                 number,
                 sentAt,
                 response === undefined ? signalOfError(failure!) : signalOfStatus(response.status),
-                clock
+                clock,
+                response === undefined ? undefined : latencySample(response.status, now),
+                inFlight
               )
               holding = false
               gate.leave()

@@ -1,18 +1,20 @@
 /**
- * A client's load control: the adaptive concurrency limit, the retry budget and the circuit
- * breaker (their decisions are `concurrencyLimit`, `retryBudget` and `circuitBreaker`'s), kept in
- * one object per client that the call path tells what happens. It holds the state those pure
- * functions replace, and moves the gate's size with the limit.
+ * A client's load control: the adaptive concurrency limit and its latency signal, the retry
+ * budget and the circuit breaker (their decisions are `concurrencyLimit`, `queueing`,
+ * `retryBudget` and `circuitBreaker`'s), kept in one object per client that the call path tells
+ * what happens. It holds the state those pure functions replace, and moves the gate's size with
+ * the limit.
  *
  * What an attempt's end tells each (see {@link signalOfStatus}, {@link signalOfError}):
  *
  * | the attempt ended in | the limit | the breaker |
  * |---|---|---|
- * | an answer (2xx, 4xx but 429, a body too large, a redirect) | an answer | an answer |
- * | 429 | an overload | an answer: the service is up |
+ * | an answer (2xx, 4xx but 429, a body too large, a redirect) | an answer; a 2xx's round trip, a latency sample | an answer |
+ * | 429 | an overload; the latency cuts nothing for a while | an answer: the service is up |
  * | 503, an attempt that timed out | an overload | down |
  * | another 5xx, the network failing, a name that did not resolve | nothing | down |
  * | the call's deadline, a certificate or a proxy's refusal | nothing | nothing |
+ * | its token could not be had (nothing sent): a 5xx, the network, a timeout | nothing | down (see {@link LoadControl.endedUnsent}) |
  *
  * When the breaker closes on an answer after being open (the service is back), the limit's last
  * good value from before the outage's failures is restored: it returns to it quickly from where
@@ -28,6 +30,7 @@ import type { ClinicalError } from "../../ClinicalError.js"
 import * as CircuitBreaker from "./circuitBreaker.js"
 import * as ConcurrencyLimit from "./concurrencyLimit.js"
 import type * as Gate from "./gate.js"
+import * as Queueing from "./queueing.js"
 import * as RetryBudget from "./retryBudget.js"
 
 /** What an attempt's end tells the limit and the breaker (a number: no object per request). */
@@ -77,9 +80,19 @@ export const signalOfError = (error: ClinicalError): Signal => {
   }
 }
 
+/**
+ * What an answer with `status`, to a request sent at `sentMillis`, gives the latency signal: the
+ * time it went for an answer with content (2xx); a refusal (a 4xx, a 3xx) may be answered faster
+ * than the service serves, and would pass for its round trip.
+ */
+export const latencySample = (status: number, sentMillis: number): number | undefined =>
+  status < 300 ? sentMillis : undefined
+
 /** The settings of a client's load control; an `undefined` part is turned off. */
 export interface Settings {
   readonly limit: ConcurrencyLimit.Settings | undefined
+  /** The latency signal of the limit (on with it). */
+  readonly latency: Queueing.Settings | undefined
   readonly initialLimit: number
   readonly budget: RetryBudget.Settings | undefined
   readonly breaker: CircuitBreaker.Settings | undefined
@@ -92,6 +105,7 @@ export const settingsOf = (config: ClinicalConfig.Service): Settings => {
     limit: config.adaptiveConcurrency
       ? { ...ConcurrencyLimit.DEFAULTS, max: config.maxConcurrentRequests }
       : undefined,
+    latency: config.adaptiveConcurrency ? Queueing.DEFAULTS : undefined,
     initialLimit: Math.min(config.initialConcurrency, config.maxConcurrentRequests),
     budget: config.retryBudget ? { ...RetryBudget.DEFAULTS, ratio: config.retryBudgetRatio } : undefined,
     breaker: config.circuitBreakerThreshold > 0
@@ -122,6 +136,14 @@ export class LoadControl {
   private admittedAt = Number.NEGATIVE_INFINITY
   /** The limit's `good` when the last streak of failures began: what an outage's end restores. */
   private goodBeforeFailures = Number.POSITIVE_INFINITY
+  /** The last failed token request counted towards the breaker (the error every call waiting for it shares). */
+  private lastTokenFailure: ClinicalError | undefined = undefined
+  /** The latency signal's state between rounds (see `queueing`). */
+  private latency = Queueing.initial
+  /** The fastest answer of the round under way, how many requests were out when it went, and the answers so far. */
+  private roundFastest = Number.POSITIVE_INFINITY
+  private roundFastestInFlight = 0
+  private roundAnswers = 0
 
   constructor(
     private readonly settings: Settings,
@@ -189,35 +211,101 @@ export class LoadControl {
 
   /**
    * A request ended in `signal`: `number` is what {@link sending} gave it, `sentAt` what
-   * {@link sentAt} did. Called while its turn of the gate is still held.
+   * {@link sentAt} did. For an answer with content (2xx), whose round trip is a latency sample:
+   * `sentMillis`, the caller's wall clock when it went, and `inFlightAtSend`, what {@link inFlight}
+   * said then. Called while its turn of the gate is still held.
    */
-  ended(number: number, sentAt: number, signal: Signal, clock: Clock.Clock): void {
+  ended(
+    number: number,
+    sentAt: number,
+    signal: Signal,
+    clock: Clock.Clock,
+    sentMillis?: number,
+    inFlightAtSend = 0
+  ): void {
     if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
     const limit = this.settings.limit
-    // The first failure of a streak that may open the breaker: what the limit knew before it.
-    if (
-      (signal === Signal.Overloaded || signal === Signal.Down) && this.breaker === CircuitBreaker.closed &&
-      this.limitState !== undefined
-    ) {
-      this.goodBeforeFailures = this.limitState.good
-    }
+    this.streakStarting(signal)
     if (limit !== undefined && signal !== Signal.Down) {
       const state = this.limitState!
-      if (signal === Signal.Answer) state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight())
-      else Object.assign(state, ConcurrencyLimit.afterOverload(limit, state, number, this.sent + 1))
+      if (signal === Signal.Answer) {
+        // With no 429 lately, latency is what stops the probe past `good`: it goes gently.
+        const gently = this.settings.latency !== undefined && this.latency.refusing === 0
+        state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight(), gently)
+        if (sentMillis !== undefined) {
+          this.sampled(number, clock.unsafeCurrentTimeMillis() - sentMillis, inFlightAtSend)
+        }
+      } else {
+        const decreasedAt = state.decreasedAt
+        Object.assign(state, ConcurrencyLimit.afterOverload(limit, state, number, this.sent + 1))
+        const decreased = state.decreasedAt !== decreasedAt
+        // A round under way, or a cut waiting to be judged, is muddled by another decrease.
+        if (decreased) this.newRound()
+        const latency = this.settings.latency
+        if (latency !== undefined) {
+          this.latency = Queueing.afterOverload(latency, this.latency, decreased, signal === Signal.Throttled)
+        }
+      }
       this.resize()
     }
     this.toldBreaker(sentAt, signal, clock)
   }
 
+  /** Requests out now (taking a turn of the gate): what a request about to go tells {@link ended} it went with. */
+  inFlight(): number {
+    return this.gate.inFlight()
+  }
+
   /**
-   * A call admitted while the circuit was not closed ended before its request went (its token could
-   * not be had): the breaker is told, or a probe that sends nothing would hold it half-open.
+   * A latency sample: an answer to request `number`, sent with `inFlight` out, took `millis`. It
+   * counts towards the round under way (in slow start, it is a round of its own), unless it was
+   * sent before the limit last came down (old news) or the wall clock stepped back meanwhile.
    */
-  endedUnsent(sentAt: number, signal: Signal, clock: Clock.Clock): void {
-    // Whatever the token endpoint said, the data service was not heard from: a failed probe.
-    if (signal === Signal.Nothing) this.interrupted(sentAt, clock)
-    else if (this.breaker._tag !== "Closed") this.toldBreaker(sentAt, Signal.Down, clock)
+  private sampled(number: number, millis: number, inFlight: number): void {
+    const latency = this.settings.latency
+    const state = this.limitState!
+    if (latency === undefined || millis < 0 || number < state.decreasedAt) return
+    if (millis < this.roundFastest) {
+      this.roundFastest = millis
+      this.roundFastestInFlight = inFlight
+    }
+    this.roundAnswers++
+    const slowStart = state.good === Number.POSITIVE_INFINITY
+    if (!slowStart && this.roundAnswers < Queueing.roundSize(latency, ConcurrencyLimit.permits(state.limit))) return
+    const fastest = { millis: this.roundFastest, inFlight: this.roundFastestInFlight }
+    // A copy: the state is changed in place, and a cut or a check keeps the limit from before it.
+    const after = Queueing.afterRound(latency, this.settings.limit!, this.latency, { ...state }, fastest, this.sent)
+    this.latency = after.state
+    Object.assign(state, after.limit)
+    this.newRound()
+  }
+
+  private newRound(): void {
+    this.roundFastest = Number.POSITIVE_INFINITY
+    this.roundAnswers = 0
+  }
+
+  /**
+   * A call's attempt ended before its request went: its token could not be had. While the circuit
+   * is closed, a token request that failed as a service down does (a 5xx, the network, a timeout)
+   * counts towards opening it: a service down from the start is never reached by a data request,
+   * and its token requests alone must open the circuit. The calls' first attempts that waited for
+   * one request count once (they share its error: a server starting with many calls at once and one
+   * failed token request must not refuse them all); a retry that again finds no token counts as a
+   * failure of its own, however many share its request (retries at once would otherwise be one
+   * failure a wave, too few to open the circuit before the calls give up). While the circuit is not
+   * closed, the probe that sent nothing failed whatever the token endpoint said, or it would hold
+   * the circuit half-open.
+   */
+  endedUnsent(sentAt: number, failure: ClinicalError, firstAttempt: boolean, clock: Clock.Clock): void {
+    const signal = signalOfError(failure)
+    if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
+    if (this.breaker._tag !== "Closed") return this.toldBreaker(sentAt, Signal.Down, clock)
+    if (signal !== Signal.Down && signal !== Signal.Overloaded) return
+    if (firstAttempt && failure === this.lastTokenFailure) return
+    this.lastTokenFailure = failure
+    this.streakStarting(signal)
+    this.toldBreaker(sentAt, Signal.Down, clock)
   }
 
   /**
@@ -227,6 +315,16 @@ export class LoadControl {
   interrupted(sentAt: number, clock: Clock.Clock): void {
     if (this.breaker._tag === "HalfOpen") {
       this.breaker = CircuitBreaker.abandoned(this.breaker, sentAt, monotonicMillis(clock))
+    }
+  }
+
+  /** The first failure of a streak that may open the breaker: what the limit knew before it is kept. */
+  private streakStarting(signal: Signal): void {
+    if (
+      (signal === Signal.Overloaded || signal === Signal.Down) && this.breaker === CircuitBreaker.closed &&
+      this.limitState !== undefined
+    ) {
+      this.goodBeforeFailures = this.limitState.good
     }
   }
 
