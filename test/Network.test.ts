@@ -111,6 +111,12 @@ describe("through a real proxy (tinyproxy with basic auth)", () => {
     expect(Exit.isSuccess(await call(http, medications(http), {}, { HTTP_PROXY: proxy.url }))).toBe(true)
     expect(proxy.tunnels().slice(before)).toContain(target(http))
     const after = proxy.tunnels().length
+    // NO_PROXY goes around it for http targets as for https ones (by address: the mock is 127.0.0.1).
+    expect(Exit.isSuccess(await call(http, medications(http), {}, { HTTP_PROXY: proxy.url, NO_PROXY: "127.0.0.0/8" })))
+      .toBe(true)
+    expect(Exit.isSuccess(await call(http, medications(http), { proxy: proxy.url, noProxy: "127.0.0.1" }, {})))
+      .toBe(true)
+    expect(proxy.tunnels().length).toBe(after)
     const deadProxy = { HTTP_PROXY: "http://127.0.0.1:9", HTTPS_PROXY: "http://127.0.0.1:9" }
     expect(Exit.isSuccess(await call(http, medications(http), { proxy: false }, deadProxy))).toBe(true)
     expect(proxy.tunnels().length).toBe(after)

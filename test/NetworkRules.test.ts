@@ -87,6 +87,33 @@ describe("NO_PROXY", () => {
   ])("%j for %s: %s", (noProxy, target, expected) => {
     expect(bypassed(noProxy, target)).toBe(expected)
   })
+
+  // curl's rules (lib/noproxy.c): a name is matched by a name entry (the name itself, or a domain at
+  // a dot boundary); an address only by an address or network of its own family.
+  it.each([
+    ["1", "http://127.0.0.1:9000"],
+    [".0.0.1", "http://127.0.0.1:9000"],
+    ["0.0.1", "http://127.0.0.1:9000"],
+    ["*.1", "http://127.0.0.1:9000"],
+    ["localhost", "http://127.0.0.1:9000"],
+    ["::/0", "http://127.0.0.1:9000"],
+    ["::ffff:0:0/96", "http://127.0.0.1:9000"],
+    ["127.0.0.0/8", "http://[::ffff:127.0.0.1]:9000"],
+    ["1", "http://[::1]:9000"],
+    ["127.0.0.1", "http://127.0.0.1.example:9000"]
+  ])("%j does not send %s around the proxy (curl does not)", (noProxy, target) => {
+    expect(bypassed(noProxy, target)).toBe(false)
+  })
+
+  it.each([
+    ["127.0.0.1", "http://127.0.0.1:9000"],
+    ["127.0.0.0/8", "http://127.0.0.1:9000"],
+    ["0.0.0.0/0", "http://127.0.0.1:9000"],
+    ["::/0", "http://[::1]:9000"],
+    ["1.example", "https://api.1.example"]
+  ])("%j sends %s around the proxy", (noProxy, target) => {
+    expect(bypassed(noProxy, target)).toBe(true)
+  })
 })
 
 describe("the routes of a setting in an environment", () => {
@@ -119,6 +146,12 @@ describe("the routes of a setting in an environment", () => {
     expect(via(routes(explicit, env), "https://api.example")).toBe("http://q:2")
     expect(via(routes(explicit, env, "api.example"), "https://internal.example")).toBe("http://q:2")
     expect(via(routes(explicit, env, "api.example"), "https://api.example")).toBeUndefined()
+    // http targets too, from either setting.
+    expect(via(routes(Proxy.FROM_ENVIRONMENT, { ...env, HTTP_PROXY: "http://p:1" }), "http://internal.example")).toBe(
+      undefined
+    )
+    expect(via(routes(explicit, env), "http://internal.example:8080")).toBeUndefined()
+    expect(via(routes(explicit, env), "http://api.example:8080")).toBe("http://q:2")
   })
 
   it("no proxy at all: the environment is not read", () => {
