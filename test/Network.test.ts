@@ -136,6 +136,40 @@ describe("through a real proxy (tinyproxy with basic auth)", () => {
     Leaks.expectNoneInExit(exit, [`not-${proxy.password}`, proxy.password, `${proxy.user}:not-${proxy.password}`])
   })
 
+  it("a proxy URL with a user alone, or a password alone, sends its Proxy-Authorization on the CONNECT", async () => {
+    // A proxy that records each tunnel request's head and refuses it.
+    const heads: Array<string> = []
+    const recording = Net.createServer((socket) => {
+      let head = ""
+      socket.on("data", (chunk) => {
+        head += chunk.toString("latin1")
+        if (!head.includes("\r\n\r\n")) return
+        heads.push(head)
+        socket.end("HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+      })
+      socket.on("error", () => {})
+    })
+    await new Promise<void>((resolve) => recording.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (recording.address() as Net.AddressInfo).port
+      const authorizations = []
+      for (const credentials of ["alice@", ":s3cret@", ""]) {
+        const exit = await call(https, TokenService.get, {
+          ...trusted(),
+          proxy: `http://${credentials}127.0.0.1:${port}`
+        })
+        expectFailure(exit, { _tag: "TransportError", reason: "Proxy" })
+        const head = heads.at(-1)!
+        expect(head).toMatch(new RegExp(`^CONNECT ${target(https)} HTTP/1\\.1\r\n`))
+        authorizations.push(/^proxy-authorization: (.*)$/im.exec(head)?.[1] ?? null)
+      }
+      const basic = (text: string) => `Basic ${Buffer.from(text).toString("base64")}`
+      expect(authorizations).toEqual([basic("alice:"), basic(":s3cret"), null])
+    } finally {
+      recording.close()
+    }
+  })
+
   it("a proxy that is not running: the error names the proxy, not the service", async () => {
     const exit = await call(https, TokenService.get, { ...trusted(), proxy: "http://127.0.0.1:9" })
     expectFailure(exit, {

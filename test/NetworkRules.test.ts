@@ -23,6 +23,36 @@ describe("a proxy URL", () => {
     expect(endpoint("http://[::1]:8080").origin).toBe("http://[::1]:8080")
   })
 
+  it("a user alone, or a password alone, is sent as the Basic authorization too", () => {
+    const basic = (credentials: string) => `Basic ${Buffer.from(credentials).toString("base64")}`
+    expect(Redacted.value(endpoint("http://alice@proxy.example:3128").authorization!)).toBe(basic("alice:"))
+    expect(Redacted.value(endpoint("http://:s3cret@proxy.example:3128").authorization!)).toBe(basic(":s3cret"))
+    expect(Redacted.value(endpoint("http://alice:@proxy.example:3128").authorization!)).toBe(basic("alice:"))
+    expect(endpoint("http://@proxy.example:3128").authorization).toBeUndefined()
+  })
+
+  it.each([
+    ["http://user:pa#ss@proxy.example:3128", "#", "%23"],
+    ["http://user:12#34@proxy.example:3128", "#", "%23"],
+    ["http://user:p@ss@proxy.example:3128", "@", "%40"],
+    ["http://alice@corp:pw@proxy.example:3128", "@", "%40"],
+    ["http://user:pa/ss@proxy.example:3128", "/", "%2F"],
+    ["http://user:pa?ss@proxy.example:3128", "?", "%3F"]
+  ])(
+    "%j: a %s left as it is in the user or password is refused, saying to percent-encode it",
+    (text, character, code) => {
+      expect(Proxy.proxyEndpoint(text)).toEqual(
+        Either.left(`has a '${character}' in its user or password: percent-encode it (${code})`)
+      )
+    }
+  )
+
+  it("credentials percent-encoded are taken as they decode", () => {
+    const proxy = endpoint("http://us%40er:p%40ss%23%2F%3F@proxy.example:3128")
+    expect(proxy.origin).toBe("http://proxy.example:3128")
+    expect(Redacted.value(proxy.authorization!)).toBe(`Basic ${Buffer.from("us@er:p@ss#/?").toString("base64")}`)
+  })
+
   it.each([
     ["", "must be a proxy URL such as http://proxy.example:3128"],
     ["proxy.example:3128", "must start with http:// or https://"],

@@ -38,6 +38,22 @@ export const DIRECT: ProxySetting = { _tag: "Direct" }
 /** Longest proxy URL read: a URL is a line, not a file. */
 const MAX_PROXY_URL_LENGTH = 2048
 
+/** The characters that end a URL's credentials early when left as they are, percent-encoded. */
+const PERCENT_ENCODED: Readonly<Record<string, string>> = { "@": "%40", "#": "%23", "/": "%2F", "?": "%3F" }
+
+/**
+ * The first character of the credentials (what comes before the URL's last `@`) that would end
+ * them early, if any: a URL parser reads `http://user:pa#ss@proxy:3128` as the host `user` with a
+ * fragment, and curl takes the first `@` of `user:p@ss@proxy` where WHATWG's parser takes the last,
+ * so the same variable means two proxies to two programs. Refused rather than guessed at.
+ */
+const unencodedInCredentials = (text: string): string | undefined => {
+  const start = text.indexOf("://")
+  const end = text.lastIndexOf("@")
+  if (start < 0 || end <= start) return undefined
+  return /[@#/?]/.exec(text.slice(start + 3, end))?.[0]
+}
+
 /**
  * A proxy URL read: `http://` or `https://`, a host, a port (default 80 or 443), no path, query or
  * fragment; credentials percent-encoded as in any URL. The reason never shows the URL (it may hold
@@ -47,6 +63,12 @@ export const proxyEndpoint = (value: unknown): Either.Either<ProxyEndpoint, stri
   const text = Redacted.isRedacted(value) ? Redacted.value(value) : value instanceof URL ? value.href : value
   if (typeof text !== "string" || text.trim() === "" || text.length > MAX_PROXY_URL_LENGTH) {
     return Either.left("must be a proxy URL such as http://proxy.example:3128")
+  }
+  const unencoded = unencodedInCredentials(text.trim())
+  if (unencoded !== undefined) {
+    return Either.left(
+      `has a '${unencoded}' in its user or password: percent-encode it (${PERCENT_ENCODED[unencoded]})`
+    )
   }
   let url: URL
   try {
