@@ -170,6 +170,25 @@ describe("through a real proxy (tinyproxy with basic auth)", () => {
     }
   })
 
+  it("a proxy that allows tunnels to port 443 alone: a Proxy error naming the host and port to ask for", async () => {
+    const strict = await Tinyproxy.start(undefined, ["ConnectPort 443"])
+    try {
+      await https.resetCounters()
+      const exit = await call(https, TokenService.get, { ...trusted(), proxy: strict.url })
+      expectFailure(exit, {
+        _tag: "TransportError",
+        reason: "Proxy",
+        requestSent: false,
+        detail: `the proxy ${strict.origin} refused to connect to ${target(https)} (HTTP 403): ask for ${
+          target(https)
+        } to be allowed`
+      })
+      expect((await https.counters()).tokenRequests).toBe(0)
+    } finally {
+      await strict.stop()
+    }
+  })
+
   it("a proxy that is not running: the error names the proxy, not the service", async () => {
     const exit = await call(https, TokenService.get, { ...trusted(), proxy: "http://127.0.0.1:9" })
     expectFailure(exit, {

@@ -253,7 +253,7 @@ describe("what TLS trusts and presents", () => {
 })
 
 describe("what a failure to connect tells the user to check", () => {
-  const direct: Route = { host: "api.example", https: true, proxy: undefined, clientCertificate: false }
+  const direct: Route = { host: "api.example", port: 8443, https: true, proxy: undefined, clientCertificate: false }
   const proxied: Route = { ...direct, proxy: "http://proxy.example:3128" }
   const error = (code: string, message = "", extra: object = {}) =>
     Object.assign(new Error(message), { code, ...extra })
@@ -329,14 +329,14 @@ describe("what a failure to connect tells the user to check", () => {
         error("UND_ERR_ABORTED", "Proxy response (403) !== 200 when HTTP Tunneling"),
         proxied,
         "Proxy",
-        /refused to connect to api\.example \(HTTP 403\)/
+        /^the proxy http:\/\/proxy\.example:3128 refused to connect to api\.example:8443 \(HTTP 403\): ask for api\.example:8443 to be allowed$/
       ],
       [
         "the proxy failing to reach it",
         error("UND_ERR_ABORTED", "Proxy response (502) !== 200 when HTTP Tunneling"),
         proxied,
         "Proxy",
-        /could not open a tunnel to api\.example \(HTTP 502\)/
+        /could not open a tunnel to api\.example:8443 \(HTTP 502\)/
       ],
       [
         "the proxy refusing the connection",

@@ -284,7 +284,13 @@ export const make = (
         const proxy = Proxy.proxyFor(routes, url)
         found = {
           dispatcher: proxy === undefined ? direct : tunnelThrough(proxy),
-          route: { host: url.hostname, https: url.protocol === "https:", proxy: proxy?.origin, clientCertificate }
+          route: {
+            host: url.hostname,
+            port: url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port),
+            https: url.protocol === "https:",
+            proxy: proxy?.origin,
+            clientCertificate
+          }
         }
         if (routed.size < 64) routed.set(origin, found)
       }
