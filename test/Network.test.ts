@@ -354,6 +354,16 @@ describe("real TLS", () => {
     })
   })
 
+  it("a certificate not valid yet is refused as such, pointing at the clock", async () => {
+    await using mock = await serve(pki.notYetValid)
+    expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert }), {
+      _tag: "TransportError",
+      reason: "Tls",
+      requestSent: false,
+      detail: "the server's certificate is not valid yet (CERT_NOT_YET_VALID): check this machine's clock"
+    })
+  })
+
   it("mutual TLS: the client's certificate as PEM files, with an encrypted key, as PKCS#12; refused without one or with a stranger's", async () => {
     await using mock = await serve(pki.server, { requestCert: true })
     const ca = { ca: pki.ca.cert }

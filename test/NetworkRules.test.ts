@@ -297,6 +297,13 @@ describe("what a failure to connect tells the user to check", () => {
       ],
       ["an expired certificate", error("CERT_HAS_EXPIRED"), direct, "Tls", /has expired/],
       [
+        "a certificate not valid yet",
+        error("CERT_NOT_YET_VALID"),
+        direct,
+        "Tls",
+        /^the server's certificate is not valid yet \(CERT_NOT_YET_VALID\): check this machine's clock$/
+      ],
+      [
         "a client certificate wanted",
         error("ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED"),
         direct,
