@@ -336,6 +336,74 @@ describe("real TLS", () => {
     }
   })
 
+  it("agentOptions.connect beside ca, a client certificate and a proxy: its TLS options reach the connection, direct and tunnelled", async () => {
+    // The URL names 127.0.0.1, the certificate localhost: undici's connect option servername says which name to check.
+    await using mock = await serve(pki.server, { host: "127.0.0.1" })
+    const servername: HttpTransport.UndiciOptions = { ca: pki.ca.cert, connect: { servername: "localhost" } }
+    const clientCertificate = { cert: pki.client.certFile, key: pki.client.keyFile }
+    const before = proxy.tunnels().length
+    for (const options of [servername, { ...servername, clientCertificate }, { ...servername, proxy: proxy.url }]) {
+      const exit = await call(mock, medications(mock), options)
+      expect(Exit.isSuccess(exit), JSON.stringify(failureOf(exit))).toBe(true)
+    }
+    expect(proxy.tunnels().slice(before)).toContain(new URL(mock.url).host)
+  })
+
+  it("a connector function cannot take ca, a client certificate or a proxy's tunnels: refused, not dropped", async () => {
+    await using mock = await serve(pki.server)
+    const connect = (() => {}) as unknown as NonNullable<HttpTransport.UndiciOptions["connect"]>
+    const cases: ReadonlyArray<readonly [HttpTransport.UndiciOptions, Env]> = [
+      [{ connect, ca: pki.ca.cert }, {}],
+      [{ connect, clientCertificate: { cert: pki.client.certFile, key: pki.client.keyFile } }, {}],
+      [{ connect, proxy: proxy.url }, {}],
+      [{ connect }, { HTTPS_PROXY: proxy.url }]
+    ]
+    for (const [options, env] of cases) {
+      expectFailure(await call(mock, TokenService.get, options, env), {
+        _tag: "InvalidConfig",
+        setting: "agentOptions.connect",
+        reason: expect.stringMatching(/^is a function: /)
+      })
+    }
+  })
+
+  it("undici options undici refuses fail the layer, naming the option, before any request", async () => {
+    await using mock = await serve(pki.server)
+    const cases: ReadonlyArray<readonly [object, string, RegExp]> = [
+      [
+        { connect: 5 },
+        "agentOptions.connect",
+        /^must be undici's connect options \(an object\) or a connector function$/
+      ],
+      [{ connect: "x" }, "agentOptions.connect", /^must be undici's connect options/],
+      [{ keepAliveTimeout: -5 }, "agentOptions.keepAliveTimeout", /^was refused by undici: .*keepAliveTimeout/],
+      [{ headersTimeout: "x" }, "agentOptions.headersTimeout", /^was refused by undici: .*headersTimeout/],
+      [{ connections: -1 }, "agentOptions.connections", /^was refused by undici: .*connections/],
+      [{ socketTimeout: 5 }, "agentOptions.socketTimeout", /^was refused by undici: .*socketTimeout/]
+    ]
+    await mock.resetCounters()
+    for (const [options, setting, reason] of cases) {
+      expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert, ...options }), {
+        _tag: "InvalidConfig",
+        setting,
+        reason: expect.stringMatching(reason)
+      })
+    }
+    expect((await mock.counters()).tokenRequests).toBe(0)
+    // The Promise client: its first call rejects with the same.
+    const clinical = createClinicalClient({
+      baseUrl: mock.url,
+      applicationId: mock.applicationId,
+      ca: pki.ca.cert,
+      agentOptions: { connect: 5 } as never
+    })
+    try {
+      await expect(clinical.token()).rejects.toMatchObject({ _tag: "InvalidConfig", setting: "agentOptions.connect" })
+    } finally {
+      await clinical.close()
+    }
+  })
+
   it("a certificate for another host name is refused, naming the host", async () => {
     await using mock = await serve(pki.server, { host: "127.0.0.1" })
     expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert }), {
