@@ -524,7 +524,7 @@ describe("the privacy suite over proxy, TLS and a client certificate", () => {
   })
 })
 
-describe("the settings reach the transport, from options and from CLINICAL_* variables", () => {
+describe("the settings reach the transport, from options and from CLINICAL_* variables", { timeout: 60_000 }, () => {
   let mock: MockClinicalServer.Started
   beforeAll(async () => {
     mock = await MockClinicalServer.start({
@@ -621,7 +621,8 @@ describe("the settings reach the transport, from options and from CLINICAL_* var
   })
 })
 
-describe("effect-clinical probe through the proxy, over TLS", () => {
+// Child processes (the built executable, node): the suite's budget for them, as in Cli.test.ts.
+describe("effect-clinical probe through the proxy, over TLS", { timeout: 60_000 }, () => {
   it("reports the proxy in use (never its credentials), the TLS version and the server certificate's issuer and expiry", async () => {
     await using mock = await MockClinicalServer.start({ tls: { cert: pki.server.cert, key: pki.server.key } })
     const env = {
@@ -655,5 +656,21 @@ describe("effect-clinical probe through the proxy, over TLS", () => {
       env: { ...Cli.settingsFor(plain.url), CLINICAL_PROXY: "none" }
     })
     expect(JSON.parse(direct.stdout).connection).toEqual({ proxy: null, tls: null })
+  })
+
+  it("reports the TLS through the tunnel when the server is trusted by NODE_EXTRA_CA_CERTS, the proxy on the same host name", async () => {
+    await using mock = await MockClinicalServer.start({ tls: { cert: pki.server.cert, key: pki.server.key } })
+    // The proxy named as the service is (localhost): its own connection, plain, is another origin.
+    const proxyUrl = proxy.url.replace("127.0.0.1", "localhost")
+    const before = proxy.tunnels().length
+    const ran = await Cli.run(["probe", "--json"], {
+      env: { ...Cli.settingsFor(mock.url), HTTPS_PROXY: proxyUrl, NODE_EXTRA_CA_CERTS: pki.ca.certFile }
+    })
+    expect(ran.code, ran.stderr).toBe(0)
+    expect(JSON.parse(ran.stdout).connection).toEqual({
+      proxy: `http://localhost:${proxy.port}`,
+      tls: { version: "TLSv1.3", issuer: "CN=effect-clinical test CA", expires: expect.any(String) }
+    })
+    expect(proxy.tunnels().length).toBeGreaterThan(before)
   })
 })
