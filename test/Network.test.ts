@@ -325,8 +325,17 @@ describe("real TLS", () => {
     await using mock = await serve(pki.server)
     const large = Path.join(pki.dir, "large.pem")
     Fs.writeFileSync(large, "x".repeat(1024 * 1024 + 1))
+    // A mebibyte of blocks shaped like certificates, none of them one; and one such block after the real CA.
+    const block = `-----BEGIN CERTIFICATE-----\n${
+      Buffer.from("not a certificate at all").toString("base64")
+    }\n-----END CERTIFICATE-----\n`
+    const junk = Path.join(pki.dir, "junk.pem")
+    Fs.writeFileSync(junk, block.repeat(Math.floor(1024 * 1024 / block.length)))
+    const blocks = Math.floor(1024 * 1024 / block.length)
     const cases: ReadonlyArray<readonly [string, string]> = [
       [large, "names a file larger than 1 MiB"],
+      [junk, `holds a PEM block that is not a certificate (block 1 of ${blocks})`],
+      [`${pki.ca.cert}\n${block}`, "holds a PEM block that is not a certificate (block 2 of 2)"],
       [pki.dir, "names something that is not a file"],
       [Path.join(pki.dir, "missing.pem"), "names a file that cannot be read (ENOENT)"],
       [pki.client.keyFile, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"]

@@ -227,6 +227,23 @@ describe("what TLS trusts and presents", () => {
     expect(Trust.trustedCas("not a certificate", false, undefined)).toEqual(
       Either.left("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
     )
+    // Shaped like a certificate, but none: refused, naming the block, never showing it.
+    const junk = `-----BEGIN CERTIFICATE-----\n${
+      Buffer.from("s3cret-ish text").toString("base64")
+    }\n-----END CERTIFICATE-----`
+    for (
+      const [pem, reason] of [
+        [junk, "holds a PEM block that is not a certificate (block 1 of 1)"],
+        [`${PEM}\n${junk}\n${PEM}`, "holds a PEM block that is not a certificate (block 2 of 3)"],
+        // A certificate with one of its lines lost.
+        [
+          `${PEM}\n${PEM.split("\n").filter((_, line) => line !== 3).join("\n")}`,
+          "holds a PEM block that is not a certificate (block 2 of 2)"
+        ]
+      ] as const
+    ) {
+      expect(Trust.trustedCas(pem, true, undefined)).toEqual(Either.left(reason))
+    }
   })
 
   it("a client certificate: cert and key, or a pfx, with an optional passphrase; each refusal says which", () => {
