@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest"
 import { classify, type Route } from "../src/internal/transport/connectFailure.js"
 import * as Proxy from "../src/internal/transport/proxy.js"
 import * as Trust from "../src/internal/transport/trust.js"
+import { neverConnected } from "../src/internal/transport/wire.js"
 
 const endpoint = (text: string) => Either.getOrThrow(Proxy.proxyEndpoint(text))
 
@@ -397,6 +398,58 @@ describe("what a failure to connect tells the user to check", () => {
     expect(classified!.detail).toMatch(detail)
   })
 
+  // Every code of each kind: a code left out of its set would be described as the network's.
+  it.each(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NONAME", "EAI_NODATA"])(
+    "%s is a name that does not resolve",
+    (code) => {
+      expect(classify(error(code), direct)).toEqual({
+        reason: "Dns",
+        detail: `the host name api.example could not be resolved (${code}): check the name and this machine's DNS`,
+        requestSent: false
+      })
+    }
+  )
+
+  it.each([
+    "SELF_SIGNED_CERT_IN_CHAIN",
+    "DEPTH_ZERO_SELF_SIGNED_CERT",
+    "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+    "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+    "UNABLE_TO_GET_ISSUER_CERT",
+    "CERT_UNTRUSTED",
+    "CERT_SIGNATURE_FAILURE"
+  ])("%s is a certificate not signed by a CA this client trusts", (code) => {
+    expect(classify(error(code), direct)).toEqual({
+      reason: "Tls",
+      detail:
+        `the server's certificate is not signed by a CA this client trusts (${code}): give your network's CA as ca (CLINICAL_CA_FILE) or in NODE_EXTRA_CA_CERTS`,
+      requestSent: false
+    })
+  })
+
+  it.each([
+    "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
+    "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
+    "ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+    "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA",
+    "ERR_SSL_TLSV1_ALERT_ACCESS_DENIED",
+    "ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED",
+    "ERR_SSL_SSLV3_ALERT_CERTIFICATE_REVOKED"
+  ])("%s is the server refusing this client's certificate, or wanting one", (code) => {
+    expect(classify(error(code), { ...direct, clientCertificate: true })).toEqual({
+      reason: "Tls",
+      detail:
+        `the server refused this client's certificate (${code}): check that clientCertificate is the one issued for this service, and not expired`,
+      requestSent: false
+    })
+    expect(classify(error(code), direct)).toEqual({
+      reason: "Tls",
+      detail:
+        `the server requires a client certificate (${code}): set clientCertificate (CLINICAL_CLIENT_CERT_FILE and CLINICAL_CLIENT_KEY_FILE)`,
+      requestSent: false
+    })
+  })
+
   it("a connection closed after the handshake, over https, hints at the client certificate: one to set, or the one set", () => {
     const closed = error("UND_ERR_SOCKET", "other side closed")
     expect(classify(closed, direct)).toEqual({
@@ -420,5 +473,46 @@ describe("what a failure to connect tells the user to check", () => {
     expect(classify("a string", direct)).toBeUndefined()
     // A proxy's answer without a proxy in the route is not read as one.
     expect(classify(error("UND_ERR_ABORTED", "Proxy response (407) !== 200"), direct)).toBeUndefined()
+  })
+})
+
+describe("whether a failure surely came before the request reached a server (requestSent: false)", () => {
+  const error = (code: string | undefined, cause?: unknown) => Object.assign(new Error("x"), { code, cause })
+  /** `inner` wrapped in `depth` errors without a code, as fetch and undici wrap theirs. */
+  const wrapped = (inner: unknown, depth: number): unknown =>
+    depth === 0 ? inner : wrapped(error(undefined, inner), depth - 1)
+
+  it.each([
+    "ECONNREFUSED",
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "EHOSTUNREACH",
+    "ENETUNREACH",
+    "EADDRNOTAVAIL",
+    "UND_ERR_CONNECT_TIMEOUT"
+  ])("%s: no connection was made", (code) => {
+    expect(neverConnected(error(code))).toBe(true)
+  })
+
+  it("a connection that was made, or anything else, may have reached it", () => {
+    for (const code of ["ECONNRESET", "UND_ERR_SOCKET", "EPIPE", "ETIMEDOUT", undefined]) {
+      expect(neverConnected(error(code))).toBe(false)
+    }
+    for (const cause of [undefined, null, "ECONNREFUSED", 5, { code: 5 }]) expect(neverConnected(cause)).toBe(false)
+  })
+
+  it("the code is looked for down the cause chain, eight errors deep at most", () => {
+    expect(neverConnected(wrapped(error("ECONNREFUSED"), 7))).toBe(true)
+    expect(neverConnected(wrapped(error("ECONNREFUSED"), 8))).toBe(false)
+    // Any error of the chain that names such a code counts, whatever wraps it.
+    expect(neverConnected(error("ECONNRESET", error("ECONNREFUSED")))).toBe(true)
+  })
+
+  it("several addresses tried (an AggregateError): only when every one of them was never connected", () => {
+    const refused = error("ECONNREFUSED")
+    expect(neverConnected(new AggregateError([refused, error("EHOSTUNREACH")]))).toBe(true)
+    expect(neverConnected(wrapped(new AggregateError([refused, refused]), 2))).toBe(true)
+    expect(neverConnected(new AggregateError([refused, error("ECONNRESET")]))).toBe(false)
+    expect(neverConnected(new AggregateError([]))).toBe(false)
   })
 })
