@@ -16,7 +16,8 @@ import * as Net from "node:net"
 import * as Path from "node:path"
 import * as Tls from "node:tls"
 import { promisify } from "node:util"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type * as Undici from "undici"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import * as Network from "../src/internal/transport/network.js"
 import { fromNetwork } from "../src/internal/transport/undici.js"
 import * as Cli from "./support/Cli.js"
@@ -293,6 +294,125 @@ describe("through a real proxy (tinyproxy with basic auth)", () => {
   })
 })
 
+describe("what undici is given (an undici of records: what the real one does with it is tested above)", () => {
+  interface Made {
+    readonly kind: string
+    readonly origin: string | undefined
+    readonly options: Record<string, any>
+    destroyed: boolean
+  }
+  /** undici's four classes as records of how they were made; `close` never ends when `stuck`. */
+  const recordingUndici = (stuck = false) => {
+    const made: Array<Made> = []
+    const dispatcher = (kind: string) =>
+      class {
+        readonly record: Made
+        constructor(first: string | Record<string, any>, second?: Record<string, any>) {
+          this.record = typeof first === "string"
+            ? { kind, origin: first, options: second ?? {}, destroyed: false }
+            : { kind, origin: undefined, options: first, destroyed: false }
+          made.push(this.record)
+        }
+        close() {
+          return stuck ? new Promise<void>(() => {}) : Promise.resolve()
+        }
+        destroy() {
+          this.record.destroyed = true
+          return Promise.resolve()
+        }
+      }
+    const undici = {
+      Agent: dispatcher("Agent"),
+      ProxyAgent: dispatcher("ProxyAgent"),
+      Pool: dispatcher("Pool"),
+      Client: dispatcher("Client")
+    } as unknown as typeof Undici
+    return { undici, made }
+  }
+  const networkOf = (undici: typeof Undici, options: HttpTransport.UndiciOptions, env: Env = {}) => {
+    const built = Network.make(undici, options, env)
+    if (built._tag === "Left") throw new Error(built.left.message)
+    return built.right
+  }
+
+  it("a tunnel waits the connect timeout (10 s unless set) to open, and for the proxy's answer to its request", () => {
+    for (const [connectTimeout, expected] of [[undefined, 10_000], [300, 300]] as const) {
+      const { made, undici } = recordingUndici()
+      const network = networkOf(undici, {
+        proxy: "http://proxy.example:3128",
+        ...(connectTimeout === undefined ? {} : { connectTimeout })
+      })
+      network.routeOf("https://api.example")
+      const tunnel = made.find((record) => record.kind === "ProxyAgent")!
+      expect(tunnel.options).toMatchObject({
+        uri: "http://proxy.example:3128",
+        requestTls: { timeout: expected },
+        proxyTls: { timeout: expected }
+      })
+      tunnel.options.clientFactory("http://proxy.example:3128", { connections: 2 })
+      expect(made.at(-1)).toMatchObject({
+        kind: "Pool",
+        origin: "http://proxy.example:3128",
+        options: { connections: 2, headersTimeout: expected, bodyTimeout: expected }
+      })
+    }
+  })
+
+  it("one dispatcher per way out: the direct one, one tunnel per proxy; each origin routed once", () => {
+    const { made, undici } = recordingUndici()
+    const network = networkOf(undici, { noProxy: "internal.example" }, {
+      HTTPS_PROXY: "http://user:pw@proxy.example:3128",
+      HTTP_PROXY: "http://proxy.example:3128"
+    })
+    const api = network.routeOf("https://api.example")
+    expect(network.routeOf("https://api.example")).toBe(api)
+    expect(api.route).toEqual({
+      host: "api.example",
+      port: 443,
+      https: true,
+      proxy: "http://proxy.example:3128",
+      clientCertificate: false
+    })
+    expect(network.routeOf("http://other.example:8080").dispatcher).toBe(api.dispatcher)
+    expect(network.routeOf("http://other.example:8080").route).toMatchObject({ port: 8080, https: false })
+    expect(network.routeOf("http://api.example").route.port).toBe(80)
+    const direct = network.routeOf("https://internal.example")
+    expect(direct.route.proxy).toBeUndefined()
+    expect(direct.dispatcher).not.toBe(api.dispatcher)
+    expect(made.filter((record) => record.kind === "ProxyAgent")).toHaveLength(1)
+    // The credentials go to undici as the Proxy-Authorization value, never in the URL.
+    expect(made.find((record) => record.kind === "ProxyAgent")!.options.token).toBe(
+      `Basic ${Buffer.from("user:pw").toString("base64")}`
+    )
+    // More origins than are kept are still routed, each the same way.
+    for (let i = 0; i < 100; i++) {
+      expect(network.routeOf(`https://host-${i}.internal.example`).route).toMatchObject({ proxy: undefined })
+    }
+  })
+
+  it("closing waits 2 s for what is still in flight, then destroys", async () => {
+    vi.useFakeTimers()
+    try {
+      const { made, undici } = recordingUndici(true)
+      const network = networkOf(undici, { proxy: "http://proxy.example:3128" })
+      network.routeOf("https://api.example")
+      let closed = false
+      const closing = network.close().then(() => (closed = true))
+      // The Agent and the tunnel (the Pool and Client made to check the options are destroyed at once).
+      const dispatchers = made.filter((record) => record.kind === "Agent" || record.kind === "ProxyAgent")
+      expect(dispatchers).toHaveLength(2)
+      await vi.advanceTimersByTimeAsync(1999)
+      expect(closed).toBe(false)
+      expect(dispatchers.map((record) => record.destroyed)).toEqual([false, false])
+      await vi.advanceTimersByTimeAsync(1)
+      await closing
+      expect(dispatchers.map((record) => record.destroyed)).toEqual([true, true])
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+})
+
 describe("real TLS", () => {
   const serve = (pair: Pki.Pair, more: { readonly host?: string; readonly requestCert?: boolean } = {}) =>
     MockClinicalServer.start({
@@ -319,6 +439,22 @@ describe("real TLS", () => {
     })
     // Trusting another CA alone does not trust this one.
     expectFailure(await call(mock, TokenService.get, { ca: pki.clientCa.cert, caOnly: true }), { reason: "Tls" })
+  })
+
+  it("with a ca, NODE_EXTRA_CA_CERTS's certificates are kept beside it (Node drops them when given a ca); caOnly drops them", async () => {
+    await using mock = await serve(pki.server)
+    // The server's CA in NODE_EXTRA_CA_CERTS alone, another CA as ca (the environment as the transport reads it).
+    const extra = { NODE_EXTRA_CA_CERTS: pki.ca.certFile }
+    expect(Exit.isSuccess(await call(mock, medications(mock), { ca: pki.clientCa.certFile }, extra))).toBe(true)
+    expectFailure(await call(mock, TokenService.get, { ca: pki.clientCa.certFile, caOnly: true }, extra), {
+      reason: "Tls"
+    })
+    // Unreadable, it is left out as Node leaves it out (with a warning of its own): the ca alone is added.
+    const missing = { NODE_EXTRA_CA_CERTS: Path.join(pki.dir, "no-such.pem") }
+    expect(Exit.isSuccess(await call(mock, medications(mock), { ca: pki.ca.certFile }, missing))).toBe(true)
+    expectFailure(await call(mock, TokenService.get, { ca: pki.clientCa.certFile }, { NODE_EXTRA_CA_CERTS: "" }), {
+      reason: "Tls"
+    })
   })
 
   it("a ca that names no usable file, or holds no certificate, fails the layer saying so", async () => {
