@@ -13,9 +13,9 @@ import * as Path from "node:path"
 const root = Path.resolve(import.meta.dirname, "..")
 
 /**
- * The library takes `Agent`, `ProxyAgent` and `Pool` alone from undici, whose index (CommonJS, so nothing
+ * The library takes `Agent`, `ProxyAgent`, `Pool` and `Client` alone from undici, whose index (CommonJS, so nothing
  * is shaken off) brings fetch, WebSocket, cookies and caches with it: 1.1 MB where the Agent is
- * 0.47 MB. In the bundle, our "undici" is those three modules of the undici installed here (no
+ * 0.47 MB. In the bundle, our "undici" is those four modules of the undici installed here (no
  * exports map keeps them); @effect/platform-node's (the mock server's HTTP client, loaded with
  * mock-server) stays whole.
  */
@@ -35,7 +35,9 @@ const undiciAgentOnly = {
         "Dispatcher.prototype.connect ??= connect",
         "export { default as Agent } from \"undici/lib/dispatcher/agent.js\"",
         "export { default as ProxyAgent } from \"undici/lib/dispatcher/proxy-agent.js\"",
-        "export { default as Pool } from \"undici/lib/dispatcher/pool.js\""
+        "export { default as Pool } from \"undici/lib/dispatcher/pool.js\"",
+        // Made (never connected) to have undici check the options when the layer is built.
+        "export { default as Client } from \"undici/lib/dispatcher/client.js\""
       ].join("\n"),
       resolveDir: root,
       loader: "js"

@@ -16,7 +16,8 @@ import * as Net from "node:net"
 import * as Path from "node:path"
 import * as Tls from "node:tls"
 import { promisify } from "node:util"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type * as Undici from "undici"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import * as Network from "../src/internal/transport/network.js"
 import { fromNetwork } from "../src/internal/transport/undici.js"
 import * as Cli from "./support/Cli.js"
@@ -111,6 +112,12 @@ describe("through a real proxy (tinyproxy with basic auth)", () => {
     expect(Exit.isSuccess(await call(http, medications(http), {}, { HTTP_PROXY: proxy.url }))).toBe(true)
     expect(proxy.tunnels().slice(before)).toContain(target(http))
     const after = proxy.tunnels().length
+    // NO_PROXY goes around it for http targets as for https ones (by address: the mock is 127.0.0.1).
+    expect(Exit.isSuccess(await call(http, medications(http), {}, { HTTP_PROXY: proxy.url, NO_PROXY: "127.0.0.0/8" })))
+      .toBe(true)
+    expect(Exit.isSuccess(await call(http, medications(http), { proxy: proxy.url, noProxy: "127.0.0.1" }, {})))
+      .toBe(true)
+    expect(proxy.tunnels().length).toBe(after)
     const deadProxy = { HTTP_PROXY: "http://127.0.0.1:9", HTTPS_PROXY: "http://127.0.0.1:9" }
     expect(Exit.isSuccess(await call(http, medications(http), { proxy: false }, deadProxy))).toBe(true)
     expect(proxy.tunnels().length).toBe(after)
@@ -128,6 +135,59 @@ describe("through a real proxy (tinyproxy with basic auth)", () => {
     })
     expect((await https.counters()).tokenRequests).toBe(0)
     Leaks.expectNoneInExit(exit, [`not-${proxy.password}`, proxy.password, `${proxy.user}:not-${proxy.password}`])
+  })
+
+  it("a proxy URL with a user alone, or a password alone, sends its Proxy-Authorization on the CONNECT", async () => {
+    // A proxy that records each tunnel request's head and refuses it.
+    const heads: Array<string> = []
+    const recording = Net.createServer((socket) => {
+      let head = ""
+      socket.on("data", (chunk) => {
+        head += chunk.toString("latin1")
+        if (!head.includes("\r\n\r\n")) return
+        heads.push(head)
+        socket.end("HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+      })
+      socket.on("error", () => {})
+    })
+    await new Promise<void>((resolve) => recording.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (recording.address() as Net.AddressInfo).port
+      const authorizations = []
+      for (const credentials of ["alice@", ":s3cret@", ""]) {
+        const exit = await call(https, TokenService.get, {
+          ...trusted(),
+          proxy: `http://${credentials}127.0.0.1:${port}`
+        })
+        expectFailure(exit, { _tag: "TransportError", reason: "Proxy" })
+        const head = heads.at(-1)!
+        expect(head).toMatch(new RegExp(`^CONNECT ${target(https)} HTTP/1\\.1\r\n`))
+        authorizations.push(/^proxy-authorization: (.*)$/im.exec(head)?.[1] ?? null)
+      }
+      const basic = (text: string) => `Basic ${Buffer.from(text).toString("base64")}`
+      expect(authorizations).toEqual([basic("alice:"), basic(":s3cret"), null])
+    } finally {
+      recording.close()
+    }
+  })
+
+  it("a proxy that allows tunnels to port 443 alone: a Proxy error naming the host and port to ask for", async () => {
+    const strict = await Tinyproxy.start(undefined, ["ConnectPort 443"])
+    try {
+      await https.resetCounters()
+      const exit = await call(https, TokenService.get, { ...trusted(), proxy: strict.url })
+      expectFailure(exit, {
+        _tag: "TransportError",
+        reason: "Proxy",
+        requestSent: false,
+        detail: `the proxy ${strict.origin} refused to connect to ${target(https)} (HTTP 403): ask for ${
+          target(https)
+        } to be allowed`
+      })
+      expect((await https.counters()).tokenRequests).toBe(0)
+    } finally {
+      await strict.stop()
+    }
   })
 
   it("a proxy that is not running: the error names the proxy, not the service", async () => {
@@ -234,6 +294,125 @@ describe("through a real proxy (tinyproxy with basic auth)", () => {
   })
 })
 
+describe("what undici is given (an undici of records: what the real one does with it is tested above)", () => {
+  interface Made {
+    readonly kind: string
+    readonly origin: string | undefined
+    readonly options: Record<string, any>
+    destroyed: boolean
+  }
+  /** undici's four classes as records of how they were made; `close` never ends when `stuck`. */
+  const recordingUndici = (stuck = false) => {
+    const made: Array<Made> = []
+    const dispatcher = (kind: string) =>
+      class {
+        readonly record: Made
+        constructor(first: string | Record<string, any>, second?: Record<string, any>) {
+          this.record = typeof first === "string"
+            ? { kind, origin: first, options: second ?? {}, destroyed: false }
+            : { kind, origin: undefined, options: first, destroyed: false }
+          made.push(this.record)
+        }
+        close() {
+          return stuck ? new Promise<void>(() => {}) : Promise.resolve()
+        }
+        destroy() {
+          this.record.destroyed = true
+          return Promise.resolve()
+        }
+      }
+    const undici = {
+      Agent: dispatcher("Agent"),
+      ProxyAgent: dispatcher("ProxyAgent"),
+      Pool: dispatcher("Pool"),
+      Client: dispatcher("Client")
+    } as unknown as typeof Undici
+    return { undici, made }
+  }
+  const networkOf = (undici: typeof Undici, options: HttpTransport.UndiciOptions, env: Env = {}) => {
+    const built = Network.make(undici, options, env)
+    if (built._tag === "Left") throw new Error(built.left.message)
+    return built.right
+  }
+
+  it("a tunnel waits the connect timeout (10 s unless set) to open, and for the proxy's answer to its request", () => {
+    for (const [connectTimeout, expected] of [[undefined, 10_000], [300, 300]] as const) {
+      const { made, undici } = recordingUndici()
+      const network = networkOf(undici, {
+        proxy: "http://proxy.example:3128",
+        ...(connectTimeout === undefined ? {} : { connectTimeout })
+      })
+      network.routeOf("https://api.example")
+      const tunnel = made.find((record) => record.kind === "ProxyAgent")!
+      expect(tunnel.options).toMatchObject({
+        uri: "http://proxy.example:3128",
+        requestTls: { timeout: expected },
+        proxyTls: { timeout: expected }
+      })
+      tunnel.options.clientFactory("http://proxy.example:3128", { connections: 2 })
+      expect(made.at(-1)).toMatchObject({
+        kind: "Pool",
+        origin: "http://proxy.example:3128",
+        options: { connections: 2, headersTimeout: expected, bodyTimeout: expected }
+      })
+    }
+  })
+
+  it("one dispatcher per way out: the direct one, one tunnel per proxy; each origin routed once", () => {
+    const { made, undici } = recordingUndici()
+    const network = networkOf(undici, { noProxy: "internal.example" }, {
+      HTTPS_PROXY: "http://user:pw@proxy.example:3128",
+      HTTP_PROXY: "http://proxy.example:3128"
+    })
+    const api = network.routeOf("https://api.example")
+    expect(network.routeOf("https://api.example")).toBe(api)
+    expect(api.route).toEqual({
+      host: "api.example",
+      port: 443,
+      https: true,
+      proxy: "http://proxy.example:3128",
+      clientCertificate: false
+    })
+    expect(network.routeOf("http://other.example:8080").dispatcher).toBe(api.dispatcher)
+    expect(network.routeOf("http://other.example:8080").route).toMatchObject({ port: 8080, https: false })
+    expect(network.routeOf("http://api.example").route.port).toBe(80)
+    const direct = network.routeOf("https://internal.example")
+    expect(direct.route.proxy).toBeUndefined()
+    expect(direct.dispatcher).not.toBe(api.dispatcher)
+    expect(made.filter((record) => record.kind === "ProxyAgent")).toHaveLength(1)
+    // The credentials go to undici as the Proxy-Authorization value, never in the URL.
+    expect(made.find((record) => record.kind === "ProxyAgent")!.options.token).toBe(
+      `Basic ${Buffer.from("user:pw").toString("base64")}`
+    )
+    // More origins than are kept are still routed, each the same way.
+    for (let i = 0; i < 100; i++) {
+      expect(network.routeOf(`https://host-${i}.internal.example`).route).toMatchObject({ proxy: undefined })
+    }
+  })
+
+  it("closing waits 2 s for what is still in flight, then destroys", async () => {
+    vi.useFakeTimers()
+    try {
+      const { made, undici } = recordingUndici(true)
+      const network = networkOf(undici, { proxy: "http://proxy.example:3128" })
+      network.routeOf("https://api.example")
+      let closed = false
+      const closing = network.close().then(() => (closed = true))
+      // The Agent and the tunnel (the Pool and Client made to check the options are destroyed at once).
+      const dispatchers = made.filter((record) => record.kind === "Agent" || record.kind === "ProxyAgent")
+      expect(dispatchers).toHaveLength(2)
+      await vi.advanceTimersByTimeAsync(1999)
+      expect(closed).toBe(false)
+      expect(dispatchers.map((record) => record.destroyed)).toEqual([false, false])
+      await vi.advanceTimersByTimeAsync(1)
+      await closing
+      expect(dispatchers.map((record) => record.destroyed)).toEqual([true, true])
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+})
+
 describe("real TLS", () => {
   const serve = (pair: Pki.Pair, more: { readonly host?: string; readonly requestCert?: boolean } = {}) =>
     MockClinicalServer.start({
@@ -262,18 +441,111 @@ describe("real TLS", () => {
     expectFailure(await call(mock, TokenService.get, { ca: pki.clientCa.cert, caOnly: true }), { reason: "Tls" })
   })
 
+  it("with a ca, NODE_EXTRA_CA_CERTS's certificates are kept beside it (Node drops them when given a ca); caOnly drops them", async () => {
+    await using mock = await serve(pki.server)
+    // The server's CA in NODE_EXTRA_CA_CERTS alone, another CA as ca (the environment as the transport reads it).
+    const extra = { NODE_EXTRA_CA_CERTS: pki.ca.certFile }
+    expect(Exit.isSuccess(await call(mock, medications(mock), { ca: pki.clientCa.certFile }, extra))).toBe(true)
+    expectFailure(await call(mock, TokenService.get, { ca: pki.clientCa.certFile, caOnly: true }, extra), {
+      reason: "Tls"
+    })
+    // Unreadable, it is left out as Node leaves it out (with a warning of its own): the ca alone is added.
+    const missing = { NODE_EXTRA_CA_CERTS: Path.join(pki.dir, "no-such.pem") }
+    expect(Exit.isSuccess(await call(mock, medications(mock), { ca: pki.ca.certFile }, missing))).toBe(true)
+    expectFailure(await call(mock, TokenService.get, { ca: pki.clientCa.certFile }, { NODE_EXTRA_CA_CERTS: "" }), {
+      reason: "Tls"
+    })
+  })
+
   it("a ca that names no usable file, or holds no certificate, fails the layer saying so", async () => {
     await using mock = await serve(pki.server)
     const large = Path.join(pki.dir, "large.pem")
     Fs.writeFileSync(large, "x".repeat(1024 * 1024 + 1))
+    // A mebibyte of blocks shaped like certificates, none of them one; and one such block after the real CA.
+    const block = `-----BEGIN CERTIFICATE-----\n${
+      Buffer.from("not a certificate at all").toString("base64")
+    }\n-----END CERTIFICATE-----\n`
+    const junk = Path.join(pki.dir, "junk.pem")
+    Fs.writeFileSync(junk, block.repeat(Math.floor(1024 * 1024 / block.length)))
+    const blocks = Math.floor(1024 * 1024 / block.length)
     const cases: ReadonlyArray<readonly [string, string]> = [
       [large, "names a file larger than 1 MiB"],
+      [junk, `holds a PEM block that is not a certificate (block 1 of ${blocks})`],
+      [`${pki.ca.cert}\n${block}`, "holds a PEM block that is not a certificate (block 2 of 2)"],
       [pki.dir, "names something that is not a file"],
       [Path.join(pki.dir, "missing.pem"), "names a file that cannot be read (ENOENT)"],
       [pki.client.keyFile, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"]
     ]
     for (const [ca, reason] of cases) {
       expectFailure(await call(mock, TokenService.get, { ca }), { _tag: "InvalidConfig", setting: "ca", reason })
+    }
+  })
+
+  it("agentOptions.connect beside ca, a client certificate and a proxy: its TLS options reach the connection, direct and tunnelled", async () => {
+    // The URL names 127.0.0.1, the certificate localhost: undici's connect option servername says which name to check.
+    await using mock = await serve(pki.server, { host: "127.0.0.1" })
+    const servername: HttpTransport.UndiciOptions = { ca: pki.ca.cert, connect: { servername: "localhost" } }
+    const clientCertificate = { cert: pki.client.certFile, key: pki.client.keyFile }
+    const before = proxy.tunnels().length
+    for (const options of [servername, { ...servername, clientCertificate }, { ...servername, proxy: proxy.url }]) {
+      const exit = await call(mock, medications(mock), options)
+      expect(Exit.isSuccess(exit), JSON.stringify(failureOf(exit))).toBe(true)
+    }
+    expect(proxy.tunnels().slice(before)).toContain(new URL(mock.url).host)
+  })
+
+  it("a connector function cannot take ca, a client certificate or a proxy's tunnels: refused, not dropped", async () => {
+    await using mock = await serve(pki.server)
+    const connect = (() => {}) as unknown as NonNullable<HttpTransport.UndiciOptions["connect"]>
+    const cases: ReadonlyArray<readonly [HttpTransport.UndiciOptions, Env]> = [
+      [{ connect, ca: pki.ca.cert }, {}],
+      [{ connect, clientCertificate: { cert: pki.client.certFile, key: pki.client.keyFile } }, {}],
+      [{ connect, proxy: proxy.url }, {}],
+      [{ connect }, { HTTPS_PROXY: proxy.url }]
+    ]
+    for (const [options, env] of cases) {
+      expectFailure(await call(mock, TokenService.get, options, env), {
+        _tag: "InvalidConfig",
+        setting: "agentOptions.connect",
+        reason: expect.stringMatching(/^is a function: /)
+      })
+    }
+  })
+
+  it("undici options undici refuses fail the layer, naming the option, before any request", async () => {
+    await using mock = await serve(pki.server)
+    const cases: ReadonlyArray<readonly [object, string, RegExp]> = [
+      [
+        { connect: 5 },
+        "agentOptions.connect",
+        /^must be undici's connect options \(an object\) or a connector function$/
+      ],
+      [{ connect: "x" }, "agentOptions.connect", /^must be undici's connect options/],
+      [{ keepAliveTimeout: -5 }, "agentOptions.keepAliveTimeout", /^was refused by undici: .*keepAliveTimeout/],
+      [{ headersTimeout: "x" }, "agentOptions.headersTimeout", /^was refused by undici: .*headersTimeout/],
+      [{ connections: -1 }, "agentOptions.connections", /^was refused by undici: .*connections/],
+      [{ socketTimeout: 5 }, "agentOptions.socketTimeout", /^was refused by undici: .*socketTimeout/]
+    ]
+    await mock.resetCounters()
+    for (const [options, setting, reason] of cases) {
+      expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert, ...options }), {
+        _tag: "InvalidConfig",
+        setting,
+        reason: expect.stringMatching(reason)
+      })
+    }
+    expect((await mock.counters()).tokenRequests).toBe(0)
+    // The Promise client: its first call rejects with the same.
+    const clinical = createClinicalClient({
+      baseUrl: mock.url,
+      applicationId: mock.applicationId,
+      ca: pki.ca.cert,
+      agentOptions: { connect: 5 } as never
+    })
+    try {
+      await expect(clinical.token()).rejects.toMatchObject({ _tag: "InvalidConfig", setting: "agentOptions.connect" })
+    } finally {
+      await clinical.close()
     }
   })
 
@@ -292,6 +564,16 @@ describe("real TLS", () => {
     expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert }), {
       reason: "Tls",
       detail: expect.stringMatching(/^the server's certificate has expired \(CERT_HAS_EXPIRED\)/)
+    })
+  })
+
+  it("a certificate not valid yet is refused as such, pointing at the clock", async () => {
+    await using mock = await serve(pki.notYetValid)
+    expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert }), {
+      _tag: "TransportError",
+      reason: "Tls",
+      requestSent: false,
+      detail: "the server's certificate is not valid yet (CERT_NOT_YET_VALID): check this machine's clock"
     })
   })
 
@@ -387,7 +669,7 @@ describe("the privacy suite over proxy, TLS and a client certificate", () => {
   })
 })
 
-describe("the settings reach the transport, from options and from CLINICAL_* variables", () => {
+describe("the settings reach the transport, from options and from CLINICAL_* variables", { timeout: 60_000 }, () => {
   let mock: MockClinicalServer.Started
   beforeAll(async () => {
     mock = await MockClinicalServer.start({
@@ -484,7 +766,8 @@ describe("the settings reach the transport, from options and from CLINICAL_* var
   })
 })
 
-describe("effect-clinical probe through the proxy, over TLS", () => {
+// Child processes (the built executable, node): the suite's budget for them, as in Cli.test.ts.
+describe("effect-clinical probe through the proxy, over TLS", { timeout: 60_000 }, () => {
   it("reports the proxy in use (never its credentials), the TLS version and the server certificate's issuer and expiry", async () => {
     await using mock = await MockClinicalServer.start({ tls: { cert: pki.server.cert, key: pki.server.key } })
     const env = {
@@ -518,5 +801,21 @@ describe("effect-clinical probe through the proxy, over TLS", () => {
       env: { ...Cli.settingsFor(plain.url), CLINICAL_PROXY: "none" }
     })
     expect(JSON.parse(direct.stdout).connection).toEqual({ proxy: null, tls: null })
+  })
+
+  it("reports the TLS through the tunnel when the server is trusted by NODE_EXTRA_CA_CERTS, the proxy on the same host name", async () => {
+    await using mock = await MockClinicalServer.start({ tls: { cert: pki.server.cert, key: pki.server.key } })
+    // The proxy named as the service is (localhost): its own connection, plain, is another origin.
+    const proxyUrl = proxy.url.replace("127.0.0.1", "localhost")
+    const before = proxy.tunnels().length
+    const ran = await Cli.run(["probe", "--json"], {
+      env: { ...Cli.settingsFor(mock.url), HTTPS_PROXY: proxyUrl, NODE_EXTRA_CA_CERTS: pki.ca.certFile }
+    })
+    expect(ran.code, ran.stderr).toBe(0)
+    expect(JSON.parse(ran.stdout).connection).toEqual({
+      proxy: `http://localhost:${proxy.port}`,
+      tls: { version: "TLSv1.3", issuer: "CN=effect-clinical test CA", expires: expect.any(String) }
+    })
+    expect(proxy.tunnels().length).toBeGreaterThan(before)
   })
 })

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest"
 import { classify, type Route } from "../src/internal/transport/connectFailure.js"
 import * as Proxy from "../src/internal/transport/proxy.js"
 import * as Trust from "../src/internal/transport/trust.js"
+import { neverConnected } from "../src/internal/transport/wire.js"
 
 const endpoint = (text: string) => Either.getOrThrow(Proxy.proxyEndpoint(text))
 
@@ -21,6 +22,36 @@ describe("a proxy URL", () => {
     expect(endpoint("https://proxy.example")).toEqual({ origin: "https://proxy.example:443", authorization: undefined })
     expect(endpoint("http://proxy.example/").origin).toBe("http://proxy.example:80")
     expect(endpoint("http://[::1]:8080").origin).toBe("http://[::1]:8080")
+  })
+
+  it("a user alone, or a password alone, is sent as the Basic authorization too", () => {
+    const basic = (credentials: string) => `Basic ${Buffer.from(credentials).toString("base64")}`
+    expect(Redacted.value(endpoint("http://alice@proxy.example:3128").authorization!)).toBe(basic("alice:"))
+    expect(Redacted.value(endpoint("http://:s3cret@proxy.example:3128").authorization!)).toBe(basic(":s3cret"))
+    expect(Redacted.value(endpoint("http://alice:@proxy.example:3128").authorization!)).toBe(basic("alice:"))
+    expect(endpoint("http://@proxy.example:3128").authorization).toBeUndefined()
+  })
+
+  it.each([
+    ["http://user:pa#ss@proxy.example:3128", "#", "%23"],
+    ["http://user:12#34@proxy.example:3128", "#", "%23"],
+    ["http://user:p@ss@proxy.example:3128", "@", "%40"],
+    ["http://alice@corp:pw@proxy.example:3128", "@", "%40"],
+    ["http://user:pa/ss@proxy.example:3128", "/", "%2F"],
+    ["http://user:pa?ss@proxy.example:3128", "?", "%3F"]
+  ])(
+    "%j: a %s left as it is in the user or password is refused, saying to percent-encode it",
+    (text, character, code) => {
+      expect(Proxy.proxyEndpoint(text)).toEqual(
+        Either.left(`has a '${character}' in its user or password: percent-encode it (${code})`)
+      )
+    }
+  )
+
+  it("credentials percent-encoded are taken as they decode", () => {
+    const proxy = endpoint("http://us%40er:p%40ss%23%2F%3F@proxy.example:3128")
+    expect(proxy.origin).toBe("http://proxy.example:3128")
+    expect(Redacted.value(proxy.authorization!)).toBe(`Basic ${Buffer.from("us@er:p@ss#/?").toString("base64")}`)
   })
 
   it.each([
@@ -87,6 +118,33 @@ describe("NO_PROXY", () => {
   ])("%j for %s: %s", (noProxy, target, expected) => {
     expect(bypassed(noProxy, target)).toBe(expected)
   })
+
+  // curl's rules (lib/noproxy.c): a name is matched by a name entry (the name itself, or a domain at
+  // a dot boundary); an address only by an address or network of its own family.
+  it.each([
+    ["1", "http://127.0.0.1:9000"],
+    [".0.0.1", "http://127.0.0.1:9000"],
+    ["0.0.1", "http://127.0.0.1:9000"],
+    ["*.1", "http://127.0.0.1:9000"],
+    ["localhost", "http://127.0.0.1:9000"],
+    ["::/0", "http://127.0.0.1:9000"],
+    ["::ffff:0:0/96", "http://127.0.0.1:9000"],
+    ["127.0.0.0/8", "http://[::ffff:127.0.0.1]:9000"],
+    ["1", "http://[::1]:9000"],
+    ["127.0.0.1", "http://127.0.0.1.example:9000"]
+  ])("%j does not send %s around the proxy (curl does not)", (noProxy, target) => {
+    expect(bypassed(noProxy, target)).toBe(false)
+  })
+
+  it.each([
+    ["127.0.0.1", "http://127.0.0.1:9000"],
+    ["127.0.0.0/8", "http://127.0.0.1:9000"],
+    ["0.0.0.0/0", "http://127.0.0.1:9000"],
+    ["::/0", "http://[::1]:9000"],
+    ["1.example", "https://api.1.example"]
+  ])("%j sends %s around the proxy", (noProxy, target) => {
+    expect(bypassed(noProxy, target)).toBe(true)
+  })
 })
 
 describe("the routes of a setting in an environment", () => {
@@ -119,6 +177,12 @@ describe("the routes of a setting in an environment", () => {
     expect(via(routes(explicit, env), "https://api.example")).toBe("http://q:2")
     expect(via(routes(explicit, env, "api.example"), "https://internal.example")).toBe("http://q:2")
     expect(via(routes(explicit, env, "api.example"), "https://api.example")).toBeUndefined()
+    // http targets too, from either setting.
+    expect(via(routes(Proxy.FROM_ENVIRONMENT, { ...env, HTTP_PROXY: "http://p:1" }), "http://internal.example")).toBe(
+      undefined
+    )
+    expect(via(routes(explicit, env), "http://internal.example:8080")).toBeUndefined()
+    expect(via(routes(explicit, env), "http://api.example:8080")).toBe("http://q:2")
   })
 
   it("no proxy at all: the environment is not read", () => {
@@ -164,6 +228,23 @@ describe("what TLS trusts and presents", () => {
     expect(Trust.trustedCas("not a certificate", false, undefined)).toEqual(
       Either.left("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
     )
+    // Shaped like a certificate, but none: refused, naming the block, never showing it.
+    const junk = `-----BEGIN CERTIFICATE-----\n${
+      Buffer.from("s3cret-ish text").toString("base64")
+    }\n-----END CERTIFICATE-----`
+    for (
+      const [pem, reason] of [
+        [junk, "holds a PEM block that is not a certificate (block 1 of 1)"],
+        [`${PEM}\n${junk}\n${PEM}`, "holds a PEM block that is not a certificate (block 2 of 3)"],
+        // A certificate with one of its lines lost.
+        [
+          `${PEM}\n${PEM.split("\n").filter((_, line) => line !== 3).join("\n")}`,
+          "holds a PEM block that is not a certificate (block 2 of 2)"
+        ]
+      ] as const
+    ) {
+      expect(Trust.trustedCas(pem, true, undefined)).toEqual(Either.left(reason))
+    }
   })
 
   it("a client certificate: cert and key, or a pfx, with an optional passphrase; each refusal says which", () => {
@@ -190,7 +271,7 @@ describe("what TLS trusts and presents", () => {
 })
 
 describe("what a failure to connect tells the user to check", () => {
-  const direct: Route = { host: "api.example", https: true, proxy: undefined, clientCertificate: false }
+  const direct: Route = { host: "api.example", port: 8443, https: true, proxy: undefined, clientCertificate: false }
   const proxied: Route = { ...direct, proxy: "http://proxy.example:3128" }
   const error = (code: string, message = "", extra: object = {}) =>
     Object.assign(new Error(message), { code, ...extra })
@@ -234,6 +315,13 @@ describe("what a failure to connect tells the user to check", () => {
       ],
       ["an expired certificate", error("CERT_HAS_EXPIRED"), direct, "Tls", /has expired/],
       [
+        "a certificate not valid yet",
+        error("CERT_NOT_YET_VALID"),
+        direct,
+        "Tls",
+        /^the server's certificate is not valid yet \(CERT_NOT_YET_VALID\): check this machine's clock$/
+      ],
+      [
         "a client certificate wanted",
         error("ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED"),
         direct,
@@ -266,14 +354,14 @@ describe("what a failure to connect tells the user to check", () => {
         error("UND_ERR_ABORTED", "Proxy response (403) !== 200 when HTTP Tunneling"),
         proxied,
         "Proxy",
-        /refused to connect to api\.example \(HTTP 403\)/
+        /^the proxy http:\/\/proxy\.example:3128 refused to connect to api\.example:8443 \(HTTP 403\): ask for api\.example:8443 to be allowed$/
       ],
       [
         "the proxy failing to reach it",
         error("UND_ERR_ABORTED", "Proxy response (502) !== 200 when HTTP Tunneling"),
         proxied,
         "Proxy",
-        /could not open a tunnel to api\.example \(HTTP 502\)/
+        /could not open a tunnel to api\.example:8443 \(HTTP 502\)/
       ],
       [
         "the proxy refusing the connection",
@@ -310,6 +398,58 @@ describe("what a failure to connect tells the user to check", () => {
     expect(classified!.detail).toMatch(detail)
   })
 
+  // Every code of each kind: a code left out of its set would be described as the network's.
+  it.each(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NONAME", "EAI_NODATA"])(
+    "%s is a name that does not resolve",
+    (code) => {
+      expect(classify(error(code), direct)).toEqual({
+        reason: "Dns",
+        detail: `the host name api.example could not be resolved (${code}): check the name and this machine's DNS`,
+        requestSent: false
+      })
+    }
+  )
+
+  it.each([
+    "SELF_SIGNED_CERT_IN_CHAIN",
+    "DEPTH_ZERO_SELF_SIGNED_CERT",
+    "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+    "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+    "UNABLE_TO_GET_ISSUER_CERT",
+    "CERT_UNTRUSTED",
+    "CERT_SIGNATURE_FAILURE"
+  ])("%s is a certificate not signed by a CA this client trusts", (code) => {
+    expect(classify(error(code), direct)).toEqual({
+      reason: "Tls",
+      detail:
+        `the server's certificate is not signed by a CA this client trusts (${code}): give your network's CA as ca (CLINICAL_CA_FILE) or in NODE_EXTRA_CA_CERTS`,
+      requestSent: false
+    })
+  })
+
+  it.each([
+    "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
+    "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
+    "ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+    "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA",
+    "ERR_SSL_TLSV1_ALERT_ACCESS_DENIED",
+    "ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED",
+    "ERR_SSL_SSLV3_ALERT_CERTIFICATE_REVOKED"
+  ])("%s is the server refusing this client's certificate, or wanting one", (code) => {
+    expect(classify(error(code), { ...direct, clientCertificate: true })).toEqual({
+      reason: "Tls",
+      detail:
+        `the server refused this client's certificate (${code}): check that clientCertificate is the one issued for this service, and not expired`,
+      requestSent: false
+    })
+    expect(classify(error(code), direct)).toEqual({
+      reason: "Tls",
+      detail:
+        `the server requires a client certificate (${code}): set clientCertificate (CLINICAL_CLIENT_CERT_FILE and CLINICAL_CLIENT_KEY_FILE)`,
+      requestSent: false
+    })
+  })
+
   it("a connection closed after the handshake, over https, hints at the client certificate: one to set, or the one set", () => {
     const closed = error("UND_ERR_SOCKET", "other side closed")
     expect(classify(closed, direct)).toEqual({
@@ -333,5 +473,46 @@ describe("what a failure to connect tells the user to check", () => {
     expect(classify("a string", direct)).toBeUndefined()
     // A proxy's answer without a proxy in the route is not read as one.
     expect(classify(error("UND_ERR_ABORTED", "Proxy response (407) !== 200"), direct)).toBeUndefined()
+  })
+})
+
+describe("whether a failure surely came before the request reached a server (requestSent: false)", () => {
+  const error = (code: string | undefined, cause?: unknown) => Object.assign(new Error("x"), { code, cause })
+  /** `inner` wrapped in `depth` errors without a code, as fetch and undici wrap theirs. */
+  const wrapped = (inner: unknown, depth: number): unknown =>
+    depth === 0 ? inner : wrapped(error(undefined, inner), depth - 1)
+
+  it.each([
+    "ECONNREFUSED",
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "EHOSTUNREACH",
+    "ENETUNREACH",
+    "EADDRNOTAVAIL",
+    "UND_ERR_CONNECT_TIMEOUT"
+  ])("%s: no connection was made", (code) => {
+    expect(neverConnected(error(code))).toBe(true)
+  })
+
+  it("a connection that was made, or anything else, may have reached it", () => {
+    for (const code of ["ECONNRESET", "UND_ERR_SOCKET", "EPIPE", "ETIMEDOUT", undefined]) {
+      expect(neverConnected(error(code))).toBe(false)
+    }
+    for (const cause of [undefined, null, "ECONNREFUSED", 5, { code: 5 }]) expect(neverConnected(cause)).toBe(false)
+  })
+
+  it("the code is looked for down the cause chain, eight errors deep at most", () => {
+    expect(neverConnected(wrapped(error("ECONNREFUSED"), 7))).toBe(true)
+    expect(neverConnected(wrapped(error("ECONNREFUSED"), 8))).toBe(false)
+    // Any error of the chain that names such a code counts, whatever wraps it.
+    expect(neverConnected(error("ECONNRESET", error("ECONNREFUSED")))).toBe(true)
+  })
+
+  it("several addresses tried (an AggregateError): only when every one of them was never connected", () => {
+    const refused = error("ECONNREFUSED")
+    expect(neverConnected(new AggregateError([refused, error("EHOSTUNREACH")]))).toBe(true)
+    expect(neverConnected(wrapped(new AggregateError([refused, refused]), 2))).toBe(true)
+    expect(neverConnected(new AggregateError([refused, error("ECONNRESET")]))).toBe(false)
+    expect(neverConnected(new AggregateError([]))).toBe(false)
   })
 })

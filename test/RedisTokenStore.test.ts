@@ -155,6 +155,23 @@ for (const kind of ["ioredis", "node-redis"] as const) {
       }
     })
 
+    it("a pause, a lease or a token of less than a millisecond is still recorded: TTLs are rounded up (Redis refuses PX 0)", async () => {
+      const { redis } = await open(kind)
+      const store = storeOf(redis)
+      // A pause the endpoint asked for must last at least that long: recorded, not refused as PX 0
+      // (a pause is capped at maxRetryAfter, which may be "500 micros").
+      await run(store.pause!(KEY, 429, 0.4))
+      expect(await run(store.acquireLease(KEY, "a", 0.4))).toBe(true)
+      expect(await run(store.publish(KEY, 0, entry, 0.4, "a"))).toBe(1)
+      // Redis's expiry is in whole milliseconds: a pause of 8000.4 ms ends 8001 ms or more after the
+      // call began, by Redis's clock.
+      const [seconds, micros] = (await redis.send(["TIME"])) as [string, string]
+      const before = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+      await run(store.pause!(KEY, 503, 8000.4))
+      const expiresAt = Number(await redis.send(["PEXPIRETIME", `effect-clinical:{${KEY}}:pause`]))
+      expect(expiresAt - before).toBeGreaterThanOrEqual(8001)
+    })
+
     it("sealed, the token is not in Redis in any form, and the key names hold a hash, never the ApplicationId", async () => {
       const { redis } = await open(kind)
       const sealingKey = Redacted.make(Keys.sealingKey(7).toString("base64"))

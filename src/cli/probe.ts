@@ -99,20 +99,25 @@ export const tlsOf = (socket: unknown): Connection["tls"] | undefined => {
 
 /**
  * Runs `effect` while recording the TLS of each connection undici makes (its diagnostics channel),
- * by host name: the connection is the transport's own, through the proxy or not.
+ * by origin (`https://host:port`): the connection is the transport's own, through the proxy or not.
+ * Not by host name: a proxy on the service's host (`localhost`) connects first, in plain HTTP, and
+ * would stand for the service's connection.
  */
 const recordingConnections = <A, E, R>(
-  effect: (tlsByHost: ReadonlyMap<string, Connection["tls"]>) => Effect.Effect<A, E, R>
+  effect: (tlsByOrigin: ReadonlyMap<string, Connection["tls"]>) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> => {
-  const tlsByHost = new Map<string, Connection["tls"]>()
+  const tlsByOrigin = new Map<string, Connection["tls"]>()
   const onConnected = (message: unknown) => {
-    const { connectParams, socket } = message as { connectParams?: { hostname?: unknown }; socket?: unknown }
-    const host = connectParams?.hostname
-    if (typeof host === "string" && !tlsByHost.has(host)) tlsByHost.set(host, tlsOf(socket) ?? null)
+    const { connectParams, socket } = message as {
+      connectParams?: { protocol?: unknown; host?: unknown }
+      socket?: unknown
+    }
+    const origin = `${String(connectParams?.protocol)}//${String(connectParams?.host)}`
+    if (!tlsByOrigin.has(origin)) tlsByOrigin.set(origin, tlsOf(socket) ?? null)
   }
   return Effect.acquireUseRelease(
     Effect.sync(() => DiagnosticsChannel.subscribe(CONNECTED, onConnected)),
-    () => effect(tlsByHost),
+    () => effect(tlsByOrigin),
     () => Effect.sync(() => DiagnosticsChannel.unsubscribe(CONNECTED, onConnected))
   )
 }
@@ -188,11 +193,11 @@ export const fieldNamesOf = (
 export const run = (
   personUid: Redacted.Redacted<string> | undefined
 ): Effect.Effect<Report, HttpError, ClinicalConfig.ClinicalConfig | HttpTransport> =>
-  recordingConnections((tlsByHost) => questions(personUid, tlsByHost))
+  recordingConnections((tlsByOrigin) => questions(personUid, tlsByOrigin))
 
 const questions = (
   personUid: Redacted.Redacted<string> | undefined,
-  tlsByHost: ReadonlyMap<string, Connection["tls"]>
+  tlsByOrigin: ReadonlyMap<string, Connection["tls"]>
 ): Effect.Effect<Report, HttpError, ClinicalConfig.ClinicalConfig | HttpTransport> =>
   Effect.gen(function*() {
     const config = yield* ClinicalConfig.ClinicalConfig
@@ -284,7 +289,7 @@ const questions = (
       wrongMethod: { method: "GET", status: wrongMethod.response.status },
       personuidBinds,
       medicationFields,
-      connection: { proxy: proxyOf(config, url), tls: tlsByHost.get(new URL(url).hostname) ?? null },
+      connection: { proxy: proxyOf(config, url), tls: tlsByOrigin.get(new URL(url).origin) ?? null },
       notes
     } satisfies Report
   })

@@ -1,7 +1,7 @@
 /**
  * A throwaway public-key infrastructure for the TLS tests, made with `openssl` at run time in a
  * directory only this user can read: a CA and the server's certificate it signs (for `localhost`
- * alone), one already expired, a CA of client certificates and a client's certificate (its key
+ * alone), one already expired, one valid only from tomorrow, a CA of client certificates and a client's certificate (its key
  * plain, encrypted, and as PKCS#12), and a stranger's CA with a client certificate of its own.
  * Elliptic-curve keys: quick to make.
  */
@@ -25,6 +25,8 @@ export interface Pki {
   readonly server: Pair
   /** The same, expired yesterday. */
   readonly expired: Pair
+  /** The same, valid only from tomorrow. */
+  readonly notYetValid: Pair
   /** The CA of client certificates the server takes. */
   readonly clientCa: Pair
   readonly client: Pair
@@ -87,6 +89,55 @@ const signed = (
   ])
 }
 
+/**
+ * A certificate signed by `ca` whose validity starts a day from now: `openssl ca`, since OpenSSL 3.0's
+ * `x509 -req` counts days from now only.
+ */
+const signedFromTomorrow = (dir: string, name: string, keyName: string, ca: string, extensions: string) => {
+  openssl(dir, ["req", "-new", "-key", `${keyName}.key`, "-out", `${name}.csr`, "-subj", "/CN=localhost"])
+  Fs.writeFileSync(Path.join(dir, `${name}.ext`), extensions)
+  Fs.writeFileSync(Path.join(dir, "index.txt"), "")
+  Fs.writeFileSync(
+    Path.join(dir, `${name}.cnf`),
+    [
+      "[ca]",
+      "default_ca = here",
+      "[here]",
+      "database = index.txt",
+      "new_certs_dir = .",
+      "serial = ca.srl",
+      "default_md = sha256",
+      "policy = any",
+      "unique_subject = no",
+      "[any]",
+      "commonName = supplied"
+    ].join("\n")
+  )
+  const at = (daysFromNow: number) =>
+    new Date(Date.now() + daysFromNow * 86_400_000).toISOString().replace(/[-:T]/g, "").replace(/\.\d+Z$/, "Z")
+  openssl(dir, [
+    "ca",
+    "-batch",
+    "-notext",
+    "-config",
+    `${name}.cnf`,
+    "-cert",
+    `${ca}.pem`,
+    "-keyfile",
+    `${ca}.key`,
+    "-in",
+    `${name}.csr`,
+    "-out",
+    `${name}.pem`,
+    "-startdate",
+    at(1),
+    "-enddate",
+    at(2),
+    "-extfile",
+    `${name}.ext`
+  ])
+}
+
 /** Makes every certificate of {@link Pki} (about a second). */
 export const make = (): Pki => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-pki-"))
@@ -96,6 +147,7 @@ export const make = (): Pki => {
   selfSigned(dir, "ca", "/CN=effect-clinical test CA")
   signed(dir, "server", "server", "ca", "/CN=localhost", serverExt, "2")
   signed(dir, "expired", "server", "ca", "/CN=localhost", serverExt, "-1")
+  signedFromTomorrow(dir, "not-yet-valid", "server", "ca", serverExt)
   selfSigned(dir, "client-ca", "/CN=effect-clinical test client CA")
   signed(dir, "client", "client", "client-ca", "/CN=effect-clinical test client", clientExt, "2")
   selfSigned(dir, "stranger-ca", "/CN=a stranger's CA")
@@ -127,6 +179,7 @@ export const make = (): Pki => {
     ca: read(dir, "ca"),
     server: read(dir, "server"),
     expired: read(dir, "expired", "server"),
+    notYetValid: read(dir, "not-yet-valid", "server"),
     clientCa: read(dir, "client-ca"),
     client: read(dir, "client"),
     clientEncryptedKeyFile: Path.join(dir, "client-encrypted.key"),

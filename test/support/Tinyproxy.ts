@@ -25,7 +25,9 @@ export interface Tinyproxy {
 }
 
 export const start = async (
-  credentials: { readonly user: string; readonly password: string } = { user: "clinic", password: "pr0xy-Pa55w0rd" }
+  credentials: { readonly user: string; readonly password: string } = { user: "clinic", password: "pr0xy-Pa55w0rd" },
+  /** More lines of its configuration (`ConnectPort 443`: tunnels to that port alone). */
+  more: ReadonlyArray<string> = []
 ): Promise<Tinyproxy> => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-clinical-tinyproxy-"))
   const port = await freePort()
@@ -42,7 +44,8 @@ export const start = async (
       "MaxClients 200",
       `BasicAuth ${credentials.user} ${credentials.password}`,
       "Allow 127.0.0.1",
-      "DisableViaHeader Yes"
+      "DisableViaHeader Yes",
+      ...more
     ].join("\n"),
     { mode: 0o600 }
   )

@@ -11,8 +11,9 @@
  * 3. Else another instance is fetching: wait for its publication, polling with jitter, taking the
  *    lease if it is given back without one. The wait restarts whenever the lease changes hands;
  *    after a whole lease's length with the same holder, ask alone, and offer the token to the store.
- *    In all, an instance waits at most {@link MAX_WAIT_LEASES} leases' lengths, however often the
- *    lease changes hands; then it goes on as when the store fails (alone, or it fails).
+ *    A lease that changes hands again and again without a token published (holders failing one
+ *    after another, or someone rewriting it) is waited on for {@link CHURN_MILLIS} at most; then
+ *    the instance goes on as when the store fails (alone, or it fails).
  *
  * The store holds a value no instance can read (a generation that is not a number, a token no
  * instance wrote): the leaseholder replaces it with its publication, and says so. A token sealed
@@ -149,37 +150,58 @@ export const pausedError = (
   return status === 429 ? new RateLimited(fields) : new ServerError(fields)
 }
 
-/** Whom an instance is waiting for, since when. */
+/** Whom an instance is waiting for, since when, and how the lease has changed hands meanwhile. */
 export interface Waiting {
   readonly holder: string
   readonly since: number
+  /** Since when the lease has been changing hands in this wait (its first change seen), and how often. */
+  readonly churn: { readonly since: number; readonly changes: number } | undefined
 }
+
+/** What an instance does after finding another instance with the lease. */
+export type WaitStep =
+  | { readonly _tag: "Poll"; readonly waiting: Waiting }
+  /** One holder for a whole lease: it will not publish; ask alone, and offer the token. */
+  | { readonly _tag: "AskAlone" }
+  /** The lease changing hands without a token published, for too long: go on as when the store fails. */
+  | { readonly _tag: "Churned"; readonly changes: number; readonly millis: number }
+
+/**
+ * Most changes of hands a wait takes in its stride: one is a holder that died replaced by another,
+ * which then has its whole lease to publish. From the second on, the lease is churning.
+ */
+export const CHURN_CHANGES = 2
+
+/**
+ * Longest an instance waits, from the lease's first change of hands, on a lease that keeps
+ * changing hands without a token being published: then it gives up (else a lease re-taken by a
+ * new holder every 100 ms would hold every call to its deadline).
+ */
+export const CHURN_MILLIS = 1000
 
 /**
  * The wait after finding `holder` with the lease at `now`: it starts again when the lease changed
- * hands (a new holder has its whole lease to publish), and is over (`undefined`: ask alone) after
- * a whole lease's length with one holder.
+ * hands (a new holder has its whole lease to publish), is over after a whole lease's length with
+ * one holder (ask alone), and is given up a {@link CHURN_MILLIS} after the lease first changed
+ * hands once it has changed hands {@link CHURN_CHANGES} times.
  */
-export const waited = (
+export const waitStep = (
   waiting: Waiting | undefined,
   holder: string,
   now: number,
   leaseMillis: number
-): Waiting | undefined => {
-  if (waiting === undefined || waiting.holder !== holder) return { holder, since: now }
-  return now - waiting.since >= leaseMillis ? undefined : waiting
+): WaitStep => {
+  if (waiting === undefined) return { _tag: "Poll", waiting: { holder, since: now, churn: undefined } }
+  const changed = waiting.holder !== holder
+  const churn = changed
+    ? { since: waiting.churn?.since ?? now, changes: (waiting.churn?.changes ?? 0) + 1 }
+    : waiting.churn
+  if (churn !== undefined && churn.changes >= CHURN_CHANGES && now - churn.since >= CHURN_MILLIS) {
+    return { _tag: "Churned", changes: churn.changes, millis: now - churn.since }
+  }
+  if (changed) return { _tag: "Poll", waiting: { holder, since: now, churn } }
+  return now - waiting.since >= leaseMillis ? { _tag: "AskAlone" } : { _tag: "Poll", waiting }
 }
-
-/**
- * Most lease lengths an instance waits for others in all, however often the lease changes hands:
- * a holder that dies costs a lease, the next one's fetch at most another, and anyone who can write
- * the store could otherwise keep an instance waiting for good by rewriting the lease every moment.
- */
-export const MAX_WAIT_LEASES = 3
-
-/** Whether a wait for others that began at `started` has gone on too long at `now`: then the instance stops waiting. */
-export const waitedTooLong = (started: number, now: number, leaseMillis: number): boolean =>
-  now - started >= MAX_WAIT_LEASES * leaseMillis
 
 /** Longest an operation waits for the store's client to make its first connection, before its own timeout. */
 export const FIRST_CONNECTION_MILLIS = 2_000
@@ -283,7 +305,7 @@ class Sharer implements Sharing {
   }
 
   obtain(avoid: ReadonlyArray<string>): Effect.Effect<IssuedToken, HttpError> {
-    return this.shared(avoid, 0, undefined, undefined)
+    return this.shared(avoid, 0, undefined)
   }
 
   invalidate(fingerprint: string): Effect.Effect<void> {
@@ -431,15 +453,11 @@ class Sharer implements Sharing {
     })
   }
 
-  /**
-   * Reads, and acts on what it finds; `waiting` says whom this instance waits for, since when, and
-   * `started` since when it has waited for anyone.
-   */
+  /** Reads, and acts on what it finds; `waiting` says whom this instance waits for, since when. */
   private shared(
     avoid: ReadonlyArray<string>,
     poll: number,
-    waiting: Waiting | undefined,
-    started: number | undefined
+    waiting: Waiting | undefined
   ): Effect.Effect<IssuedToken, HttpError> {
     return Effect.flatMap(Effect.either(this.read), (found) => {
       if (Either.isLeft(found)) return this.alone(found.left)
@@ -462,11 +480,11 @@ class Sharer implements Sharing {
                 ? this.alone(acquired.left, snapshot.generation)
                 : acquired.right
                 ? this.asLeaseholder(avoid, found.right)
-                // Another instance took it first: a new holder, a new wait.
-                : this.shared(avoid, poll, undefined, started)
+                // Another instance took it first: a new holder, which the next read finds.
+                : this.shared(avoid, poll, waiting)
           )
         case "Wait":
-          return this.waitFor(step.holder, avoid, poll, waiting, started ?? readAt, found.right)
+          return this.waitFor(step.holder, avoid, poll, waiting, found.right)
       }
     })
   }
@@ -477,32 +495,30 @@ class Sharer implements Sharing {
     avoid: ReadonlyArray<string>,
     poll: number,
     waiting: Waiting | undefined,
-    since: number,
     { readAt, snapshot }: Read
   ): Effect.Effect<IssuedToken, HttpError> {
-    // The lease changing hands for too long (holders failing one after another, or someone
-    // rewriting it): on alone, or fail, as when the store fails.
-    if (waitedTooLong(since, readAt, this.lease)) {
-      const error = new TokenStoreError({
-        operation: "token",
-        reason: "Timeout",
-        detail: `waited ${readAt - since} ms for other instances to publish a token while the lease changed hands`
-      })
-      // Counted and logged as a failure of the store, which is then left alone for a while.
-      return Effect.zipRight(this.failure(error), this.alone(error, snapshot.generation))
+    const step = waitStep(waiting, holder, readAt, this.lease)
+    switch (step._tag) {
+      case "Churned": {
+        const error = new TokenStoreError({
+          operation: "token",
+          reason: "Timeout",
+          detail: `the lease changed hands ${step.changes} times in ${step.millis} ms without a token published`
+        })
+        // Counted and logged as a failure of the store, which is then left alone for a while.
+        return Effect.zipRight(this.failure(error), this.alone(error, snapshot.generation))
+      }
+      case "AskAlone":
+        return Effect.flatMap(
+          this.request,
+          (issued) => Effect.orElseSucceed(this.publish(issued, snapshot.generation), () => issued)
+        )
+      case "Poll":
+        return Random.next.pipe(
+          Effect.flatMap((random) => Effect.sleep(pollDelayMillis(poll, random))),
+          Effect.zipRight(Effect.suspend(() => this.shared(avoid, poll + 1, step.waiting)))
+        )
     }
-    const next = waited(waiting, holder, readAt, this.lease)
-    // One holder for a whole lease (holders failing one after another): ask alone, and offer it.
-    if (next === undefined) {
-      return Effect.flatMap(
-        this.request,
-        (issued) => Effect.orElseSucceed(this.publish(issued, snapshot.generation), () => issued)
-      )
-    }
-    return Random.next.pipe(
-      Effect.flatMap((random) => Effect.sleep(pollDelayMillis(poll, random))),
-      Effect.zipRight(Effect.suspend(() => this.shared(avoid, poll + 1, next, since)))
-    )
   }
 }
 

@@ -7,9 +7,11 @@
  */
 import type { TransportError } from "../../ClinicalError.js"
 
-/** Where a request was going: its host, the proxy it went through (origin only), whether a client certificate was offered. */
+/** Where a request was going: its host and port, the proxy it went through (origin only), whether a client certificate was offered. */
 export interface Route {
   readonly host: string
+  /** The target's port, its scheme's default when the URL names none: a proxy may allow some ports alone. */
+  readonly port: number
   readonly https: boolean
   readonly proxy: string | undefined
   readonly clientCertificate: boolean
@@ -79,16 +81,22 @@ const CLIENT_CERTIFICATE_REFUSED = new Set([
 
 const unsent = (reason: Classified["reason"], detail: string): Classified => ({ reason, detail, requestSent: false })
 
-/** What the proxy's answer to the tunnel request means. */
-const proxyRefusal = (status: number, route: Route): Classified =>
-  unsent(
+/**
+ * What the proxy's answer to the tunnel request means. A refusal names the port too: proxies
+ * commonly allow tunnels to port 443 alone (tinyproxy's `ConnectPort`, squid's `SSL_ports`), and it
+ * is the host and port that the proxy's administrators are asked to allow.
+ */
+const proxyRefusal = (status: number, route: Route): Classified => {
+  const target = `${route.host}:${route.port}`
+  return unsent(
     "Proxy",
     status === 407 || status === 401
       ? `the proxy ${route.proxy} refused the credentials (HTTP ${status}): check the proxy's user and password`
       : status === 403
-      ? `the proxy ${route.proxy} refused to connect to ${route.host} (HTTP 403): ask for ${route.host} to be allowed`
-      : `the proxy ${route.proxy} could not open a tunnel to ${route.host} (HTTP ${status})`
+      ? `the proxy ${route.proxy} refused to connect to ${target} (HTTP 403): ask for ${target} to be allowed`
+      : `the proxy ${route.proxy} could not open a tunnel to ${target} (HTTP ${status})`
   )
+}
 
 /** Whether the failing connection was the one to the proxy: its host or port is the proxy's. */
 const atProxy = (found: Found, route: Route): boolean => {

@@ -212,6 +212,63 @@ const CLOSE_GRACE_MILLIS = 2000
 /** undici's connect timeout when none is set: the longest a proxy may take to answer a tunnel request too. */
 const DEFAULT_CONNECT_TIMEOUT_MILLIS = 10_000
 
+/**
+ * The connector options of the service's connections: the contexts the settings give, under the
+ * application's `agentOptions.connect` (an object of undici's connect options). A connector
+ * function is taken as it is when nothing is to be added to it; with a CA, a client certificate or
+ * a proxy's tunnels (which connect with options, never a function) it would be dropped, so it is
+ * refused. Anything else is refused as undici refuses it, by name.
+ */
+const connectOf = (
+  given: Undici.Agent.Options["connect"],
+  contexts: Contexts,
+  routes: Proxy.Routes
+): Either.Either<NonNullable<Undici.Agent.Options["connect"]>, InvalidConfig> => {
+  if (typeof given === "function") {
+    if (contexts.any) {
+      return Either.left(
+        refused("agentOptions.connect", "is a function: ca and clientCertificate cannot be added to it")
+      )
+    }
+    return routes.http === undefined && routes.https === undefined
+      ? Either.right(given)
+      : Either.left(
+        refused(
+          "agentOptions.connect",
+          "is a function: a proxy's tunnels cannot use it (give undici's connect options as an object, or set proxy to none)"
+        )
+      )
+  }
+  if (given !== undefined && given !== null && typeof given !== "object") {
+    return Either.left(
+      refused("agentOptions.connect", "must be undici's connect options (an object) or a connector function")
+    )
+  }
+  return Either.right({ ...contexts.target, ...given })
+}
+
+/** Where a client is made to have its options checked; it never connects. */
+const CHECKED_ORIGIN = "http://localhost"
+
+/**
+ * Throws what undici throws for options it refuses, when the layer is built rather than at the
+ * first request: an `Agent` checks a few of its options, each connection's `Client` the rest (a
+ * negative `keepAliveTimeout`, say, failed every request with a network error).
+ */
+const refusedByUndici = (undici: typeof Undici, options: Undici.Agent.Options): void => {
+  new undici.Pool(CHECKED_ORIGIN, options).destroy().catch(() => {})
+  new undici.Client(CHECKED_ORIGIN, options).destroy().catch(() => {})
+}
+
+/**
+ * The option undici's refusal names (the first word of its message that is an option given), as
+ * `agentOptions.<name>`; `agentOptions` when it names none.
+ */
+export const refusedOption = (message: string, options: object): string => {
+  const named = message.match(/[A-Za-z_$][\w$]*/g)?.find((word) => Object.hasOwn(options, word))
+  return named === undefined ? "agentOptions" : `agentOptions.${named}`
+}
+
 /** Splits the options into undici's and the network's. */
 const splitOptions = (
   options: UndiciOptions
@@ -245,14 +302,8 @@ export const make = (
     )
     const contexts = yield* contextsOf(network, env)
     const clientCertificate = network.clientCertificate !== undefined
-    if (typeof agentOptions.connect === "function" && contexts.any) {
-      return yield* Either.left(
-        refused("agentOptions.connect", "is a function: ca and clientCertificate cannot be added to it")
-      )
-    }
-    const connect = typeof agentOptions.connect === "function"
-      ? agentOptions.connect
-      : { ...contexts.target, ...agentOptions.connect }
+    const connect = yield* connectOf(agentOptions.connect, contexts, routes)
+    refusedByUndici(undici, { ...agentOptions, connect })
     const direct = new undici.Agent({ ...agentOptions, connect })
     const connectTimeout = agentOptions.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MILLIS
     const tunnels = new Map<string, Undici.Dispatcher>()
@@ -264,7 +315,8 @@ export const make = (
           ...rest,
           uri: proxy.origin,
           ...(proxy.authorization === undefined ? {} : { token: Redacted.value(proxy.authorization) }),
-          requestTls: { ...contexts.target, timeout: connectTimeout, ...(typeof connect === "object" ? connect : {}) },
+          // The service's TLS: the contexts and the application's connect options (a function is refused above).
+          requestTls: { timeout: connectTimeout, ...(connect as Undici.buildConnector.BuildOptions) },
           proxyTls: { ...contexts.proxy, timeout: connectTimeout },
           // The tunnel request itself: a proxy that accepts the connection and never answers is
           // given the connect timeout, not undici's 300 s wait for headers.
@@ -284,7 +336,13 @@ export const make = (
         const proxy = Proxy.proxyFor(routes, url)
         found = {
           dispatcher: proxy === undefined ? direct : tunnelThrough(proxy),
-          route: { host: url.hostname, https: url.protocol === "https:", proxy: proxy?.origin, clientCertificate }
+          route: {
+            host: url.hostname,
+            port: url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port),
+            https: url.protocol === "https:",
+            proxy: proxy?.origin,
+            clientCertificate
+          }
         }
         if (routed.size < 64) routed.set(origin, found)
       }
@@ -313,7 +371,11 @@ export const acquire = (
       : Effect.flatMap(Effect.promise(() => import("undici")), (undici) =>
         Effect.flatten(Effect.try({
           try: () => make(undici, options, env ?? process.env),
-          catch: (cause) => invalidArgument("agentOptions", `were refused by undici: ${describe(cause)}`)
+          catch: (cause) =>
+            invalidArgument(
+              refusedOption(cause instanceof Error ? cause.message : "", options ?? {}),
+              `was refused by undici: ${describe(cause)}`
+            )
         }))),
     (built) => Effect.promise(() => built.close())
   )

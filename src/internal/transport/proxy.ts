@@ -38,6 +38,22 @@ export const DIRECT: ProxySetting = { _tag: "Direct" }
 /** Longest proxy URL read: a URL is a line, not a file. */
 const MAX_PROXY_URL_LENGTH = 2048
 
+/** The characters that end a URL's credentials early when left as they are, percent-encoded. */
+const PERCENT_ENCODED: Readonly<Record<string, string>> = { "@": "%40", "#": "%23", "/": "%2F", "?": "%3F" }
+
+/**
+ * The first character of the credentials (what comes before the URL's last `@`) that would end
+ * them early, if any: a URL parser reads `http://user:pa#ss@proxy:3128` as the host `user` with a
+ * fragment, and curl takes the first `@` of `user:p@ss@proxy` where WHATWG's parser takes the last,
+ * so the same variable means two proxies to two programs. Refused rather than guessed at.
+ */
+const unencodedInCredentials = (text: string): string | undefined => {
+  const start = text.indexOf("://")
+  const end = text.lastIndexOf("@")
+  if (start < 0 || end <= start) return undefined
+  return /[@#/?]/.exec(text.slice(start + 3, end))?.[0]
+}
+
 /**
  * A proxy URL read: `http://` or `https://`, a host, a port (default 80 or 443), no path, query or
  * fragment; credentials percent-encoded as in any URL. The reason never shows the URL (it may hold
@@ -47,6 +63,12 @@ export const proxyEndpoint = (value: unknown): Either.Either<ProxyEndpoint, stri
   const text = Redacted.isRedacted(value) ? Redacted.value(value) : value instanceof URL ? value.href : value
   if (typeof text !== "string" || text.trim() === "" || text.length > MAX_PROXY_URL_LENGTH) {
     return Either.left("must be a proxy URL such as http://proxy.example:3128")
+  }
+  const unencoded = unencodedInCredentials(text.trim())
+  if (unencoded !== undefined) {
+    return Either.left(
+      `has a '${unencoded}' in its user or password: percent-encode it (${PERCENT_ENCODED[unencoded]})`
+    )
   }
   let url: URL
   try {
@@ -95,7 +117,12 @@ export const proxySetting = (value: unknown): Either.Either<ProxySetting, string
 type Rule =
   | { readonly _tag: "All" }
   | { readonly _tag: "Domain"; readonly domain: string; readonly port: number | undefined }
-  | { readonly _tag: "Network"; readonly block: Net.BlockList; readonly port: number | undefined }
+  | {
+    readonly _tag: "Network"
+    readonly block: Net.BlockList
+    readonly family: "ipv4" | "ipv6"
+    readonly port: number | undefined
+  }
 
 /** What `NO_PROXY` says, read once. */
 export interface Bypass {
@@ -106,14 +133,22 @@ export const NO_BYPASS: Bypass = { rules: [] }
 
 const PORT = /^(.*):(\d{1,5})$/
 
-const network = (address: string, prefix: number | undefined): Net.BlockList | undefined => {
-  const family = Net.isIPv4(address) ? "ipv4" : Net.isIPv6(address) ? "ipv6" : undefined
+/** The family of an IP address, or `undefined` for a name. */
+const familyOf = (host: string): "ipv4" | "ipv6" | undefined =>
+  Net.isIPv4(host) ? "ipv4" : Net.isIPv6(host) ? "ipv6" : undefined
+
+const network = (
+  address: string,
+  prefix: number | undefined,
+  port: number | undefined
+): Rule | undefined => {
+  const family = familyOf(address)
   if (family === undefined) return undefined
   const bits = prefix ?? (family === "ipv4" ? 32 : 128)
   if (!(bits >= 0 && bits <= (family === "ipv4" ? 32 : 128))) return undefined
   const block = new Net.BlockList()
   block.addSubnet(address, bits, family)
-  return block
+  return { _tag: "Network", block, family, port }
 }
 
 const ruleOf = (entry: string): Rule | undefined => {
@@ -136,8 +171,7 @@ const ruleOf = (entry: string): Rule | undefined => {
   if (extra === undefined && address !== undefined && Net.isIP(address) !== 0) {
     // A prefix is digits: `10.0.0.0/` is no network (Number("") would make it /0, every address).
     if (prefix !== undefined && !/^\d{1,3}$/.test(prefix)) return undefined
-    const block = network(address, prefix === undefined ? undefined : Number(prefix))
-    return block === undefined ? undefined : { _tag: "Network", block, port }
+    return network(address, prefix === undefined ? undefined : Number(prefix), port)
   }
   // `*.example.com`, `.example.com` and `example.com.` all name example.com and its subdomains.
   const domain = host.replace(/^\*?\./, "").replace(/\.$/, "").toLowerCase()
@@ -158,23 +192,23 @@ export const bypassOf = (text: string | undefined): Bypass => {
 
 const DEFAULT_PORT: Readonly<Record<string, number>> = { "http:": 80, "https:": 443 }
 
-/** Whether `NO_PROXY`'s rules send a target straight to it. */
+/**
+ * Whether `NO_PROXY`'s rules send a target straight to it, as curl decides (its `lib/noproxy.c`):
+ * a host name by a name entry, itself or a domain it is under (at a dot boundary); an IP address
+ * only by an address or network of its own family (`1` is no suffix of `127.0.0.1`, and `::/0`
+ * holds no IPv4 address).
+ */
 export const bypasses = (bypass: Bypass, target: URL): boolean => {
   if (bypass.rules.length === 0) return false
   const host = target.hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase()
   const port = target.port === "" ? DEFAULT_PORT[target.protocol] : Number(target.port)
-  const family = Net.isIPv4(host) ? "ipv4" : Net.isIPv6(host) ? "ipv6" : undefined
+  const family = familyOf(host)
   return bypass.rules.some((rule) => {
-    switch (rule._tag) {
-      case "All":
-        return true
-      case "Domain":
-        return (rule.port === undefined || rule.port === port) &&
-          (host === rule.domain || host.endsWith(`.${rule.domain}`))
-      case "Network":
-        return (rule.port === undefined || rule.port === port) && family !== undefined &&
-          rule.block.check(host, family)
-    }
+    if (rule._tag === "All") return true
+    if (rule.port !== undefined && rule.port !== port) return false
+    return rule._tag === "Domain"
+      ? family === undefined && (host === rule.domain || host.endsWith(`.${rule.domain}`))
+      : family === rule.family && rule.block.check(host, family)
   })
 }
 

@@ -10,6 +10,7 @@
  */
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
+import { X509Certificate } from "node:crypto"
 import * as Tls from "node:tls"
 
 /** PEM text, or a file's path: a value holding a PEM header is the PEM itself. */
@@ -108,6 +109,20 @@ export const certificatesOf = (pem: string): ReadonlyArray<string> => {
 }
 
 /**
+ * Whether a PEM block is a certificate Node can read. Node's TLS takes a `ca` of blocks that are
+ * not certificates without a word (and trusts nothing by them): a CA file of junk would otherwise
+ * be accepted, and every handshake fail later as "not signed by a CA this client trusts".
+ */
+const isCertificate = (pem: string): boolean => {
+  try {
+    new X509Certificate(pem)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
  * The CAs a client trusts, given the `ca` setting's certificates (PEM): with `caOnly`, those alone;
  * else Node's bundled roots, the certificates of `NODE_EXTRA_CA_CERTS` (its file's text, when set)
  * and those.
@@ -119,6 +134,10 @@ export const trustedCas = (
 ): Either.Either<ReadonlyArray<string>, string> => {
   const given = certificatesOf(ca)
   if (given.length === 0) return Either.left("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+  const unreadable = given.findIndex((pem) => !isCertificate(pem))
+  if (unreadable >= 0) {
+    return Either.left(`holds a PEM block that is not a certificate (block ${unreadable + 1} of ${given.length})`)
+  }
   return Either.right(
     caOnly ? given : [...Tls.rootCertificates, ...certificatesOf(extraCertificates ?? ""), ...given]
   )
