@@ -1,10 +1,10 @@
 // `npm run mutate`: mutation testing of the decision surface (the pure decisions of the token cache,
 // a call's attempts, retries and batches, the scrubber, the request body, the batch checkpoint; the
 // fleet's token sharing and its Redis store; the person operations, the Promise client, the CLI's
-// batch; the queue: its decisions and seal, and its interpreters over a real redis-server the
-// tests start, the shards and collect on real files) against the in-process tests
-// (vitest.mutate.config.ts). The queue's command line runs only as the built executable: its hand
-// mutants are `npm run mutate:queue-cli`.
+// batch; the queue's decisions and seal, the JSON syntax check) against the in-process tests
+// (vitest.mutate.config.ts). The queue's interpreters and the transport's have runs of their own:
+// `npm run mutate:queue` (over a real redis-server), `npm run mutate:transport`; the queue's
+// command line runs only as the built executable: its hand mutants are `npm run mutate:queue-cli`.
 // The report is printed and written to reports/mutation/.
 export default {
   testRunner: "vitest",
@@ -35,16 +35,6 @@ export default {
     "src/cli/batchJob.ts",
     "src/internal/queue/jobDecision.ts",
     "src/internal/queue/jobSeal.ts",
-    "src/internal/queue/runRecord.ts",
-    "src/internal/queue/runStore.ts",
-    "src/internal/queue/enqueue.ts",
-    "src/internal/queue/queueMeta.ts",
-    "src/internal/queue/queueWorker.ts",
-    "src/internal/queue/jobProcessor.ts",
-    "src/internal/queue/queueError.ts",
-    "src/ClinicalQueue.ts",
-    "src/cli/resultShards.ts",
-    "src/cli/wholeLines.ts",
     "src/internal/jsonSyntax.ts"
   ],
   coverageAnalysis: "perTest",

@@ -58,9 +58,6 @@ export default {
       "test/CallerValues.test.ts",
       "test/BatchJob.test.ts",
       "test/QueueDecisions.test.ts",
-      "test/Queue.test.ts",
-      "test/ResultShards.test.ts",
-      "test/WholeLines.test.ts",
       "test/JsonSyntax.test.ts"
     ]
   }

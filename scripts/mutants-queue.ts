@@ -179,25 +179,55 @@ const chosen = mutants.filter((mutant) => onlyName === "" || mutant.name.include
 const run = (command: string, args: ReadonlyArray<string>) =>
   spawnSync(command, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8", timeout: 30 * 60_000 })
 
-const results: Array<{ readonly name: string; readonly killed: boolean }> = []
-for (const mutant of chosen) {
-  const path = Path.join(root, mutant.file)
-  const original = Fs.readFileSync(path, "utf8")
+// Every mutant's text is checked before any is applied: a text edited away since would otherwise
+// stop the run half-way, or (worse) be counted.
+const locate = (mutant: Mutant) => {
+  const original = Fs.readFileSync(Path.join(root, mutant.file), "utf8")
   const at = original.indexOf(mutant.find)
   if (at < 0 || original.indexOf(mutant.find, at + 1) >= 0) {
     throw new Error(`mutant "${mutant.name}": its text is not found exactly once in ${mutant.file}`)
   }
+  return { original, at }
+}
+chosen.forEach(locate)
+
+/** The chosen tests, run; how many ran and how many failed (a filter that matches none kills nothing). */
+const testsOf = (mutant: Mutant) => {
+  const report = Path.join(root, ".scratch/mutant-report.json")
+  Fs.rmSync(report, { force: true })
+  run("npx", [
+    "vitest",
+    "run",
+    ...mutant.tests,
+    ...(mutant.only === undefined ? [] : ["-t", mutant.only]),
+    "--reporter=json",
+    `--outputFile=${report}`
+  ])
+  const figures = Fs.existsSync(report)
+    ? JSON.parse(Fs.readFileSync(report, "utf8")) as { numPassedTests: number; numFailedTests: number }
+    : { numPassedTests: 0, numFailedTests: 0 }
+  return { ran: figures.numPassedTests + figures.numFailedTests, failed: figures.numFailedTests }
+}
+
+// The unmutated code first: each mutant's tests must run and pass on it, or a kill means nothing.
+execFileSync("npm", ["run", "build"], { cwd: root, stdio: "ignore" })
+for (const mutant of chosen) {
+  const { failed, ran } = testsOf(mutant)
+  if (ran === 0 || failed > 0) {
+    throw new Error(`mutant "${mutant.name}": its tests ran ${ran} and failed ${failed} on the unmutated code`)
+  }
+}
+
+const results: Array<{ readonly name: string; readonly killed: boolean }> = []
+for (const mutant of chosen) {
+  const path = Path.join(root, mutant.file)
+  const { at, original } = locate(mutant)
   Fs.writeFileSync(path, original.slice(0, at) + mutant.replace + original.slice(at + mutant.find.length))
   try {
+    // A mutant that does not build is no bug a test must notice: the run stops on it.
     execFileSync("npm", ["run", "build"], { cwd: root, stdio: "ignore" })
-    const tests = run("npx", [
-      "vitest",
-      "run",
-      ...mutant.tests.filter((test) => Fs.existsSync(Path.join(root, test))),
-      ...(mutant.only === undefined ? [] : ["-t", mutant.only]),
-      "--outputFile.json=.scratch/mutant-report.json"
-    ])
-    const killed = tests.status !== 0
+    const { failed } = testsOf(mutant)
+    const killed = failed > 0
     results.push({ name: mutant.name, killed })
     console.log(`${killed ? "killed  " : "SURVIVED"}  ${mutant.name}`)
   } finally {

@@ -1,0 +1,25 @@
+// `npm run mutate:queue`: the queue's interpreters (enqueue, the run's store and records, the worker
+// and its job processor, ClinicalQueue's wiring, the shards and collect) against the tests that run
+// them on a real redis-server and real files. Its own run, beside `npm run mutate`'s: on 2 cores it
+// takes the better part of an hour. The CLI's part is `npm run mutate:queue-cli` (hand mutants).
+import base from "./stryker.config.mjs"
+
+export default {
+  ...base,
+  vitest: { configFile: "vitest.mutate-queue.config.ts" },
+  mutate: [
+    "src/internal/queue/runRecord.ts",
+    "src/internal/queue/runStore.ts",
+    "src/internal/queue/enqueue.ts",
+    "src/internal/queue/queueMeta.ts",
+    "src/internal/queue/queueWorker.ts",
+    "src/internal/queue/jobProcessor.ts",
+    "src/internal/queue/queueError.ts",
+    "src/ClinicalQueue.ts",
+    "src/cli/resultShards.ts",
+    "src/cli/wholeLines.ts"
+  ],
+  htmlReporter: { fileName: "reports/mutation-queue/index.html" },
+  jsonReporter: { fileName: "reports/mutation-queue/mutation.json" },
+  incrementalFile: "reports/stryker-incremental-queue.json"
+}

@@ -1,0 +1,18 @@
+// `npm run mutate:transport`: the transport's interpreters (what undici is given: routes, tunnels,
+// trust, client certificates; how a connection's failure is read) against the tests that drive them
+// in process, through real TLS and a real tinyproxy.
+import base from "./stryker.config.mjs"
+
+export default {
+  ...base,
+  vitest: { configFile: "vitest.mutate-transport.config.ts" },
+  mutate: [
+    "src/internal/transport/network.ts",
+    "src/internal/transport/proxy.ts",
+    "src/internal/transport/trust.ts",
+    "src/internal/transport/connectFailure.ts"
+  ],
+  htmlReporter: { fileName: "reports/mutation-transport/index.html" },
+  jsonReporter: { fileName: "reports/mutation-transport/mutation.json" },
+  incrementalFile: "reports/stryker-incremental-transport.json"
+}

@@ -1,0 +1,16 @@
+/** The tests `npm run mutate:transport` runs against each mutant (stryker.transport.config.mjs). */
+import mutate from "./vitest.mutate.config.js"
+
+export default {
+  ...mutate,
+  test: {
+    ...mutate.test,
+    include: [
+      "test/NetworkRules.test.ts",
+      "test/Network.test.ts",
+      "test/HttpTransport.test.ts",
+      "test/Arguments.test.ts",
+      "test/Promise.test.ts"
+    ]
+  }
+}
