@@ -167,6 +167,15 @@ describe("the end of a round, state by state", () => {
     })
   })
 
+  it("in slow start the first round over the tolerance cuts at once, and sets good: a second came after the limit had passed twice the capacity", () => {
+    const slowStart = { ...limit, good: Number.POSITIVE_INFINITY }
+    const first = round(known, 50, 12, slowStart)
+    expect(first.limit).toEqual({ limit: 12 * 0.6, good: 12, decreasedAt: 501 })
+    expect(first.state.cut).toEqual({ millis: 50, inFlight: 12, before: slowStart })
+    // Past slow start, one round over is still nothing but that it was.
+    expect(round(known, 50).limit).toBe(limit)
+  })
+
   it("after a cut: slower gives the limit back and takes the round's time as base; clear keeps the cut", () => {
     const cut = round(round(known, 40).state, 40)
     const slower = round(cut.state, 39, 9, cut.limit)

@@ -51,6 +51,8 @@ export interface Figures {
   readonly connectsFirstSecondPerProcess: number | undefined
   /** The most data requests in flight at the service during the window. */
   readonly peakInFlightInWindow: number | undefined
+  /** When that was, ms from the start. */
+  readonly peakInFlightInWindowAt: number | undefined
   /** From the window's end to the first 100 ms in which the service answered at least half its capacity's rate. */
   readonly recoveryMillis: number | undefined
 }
@@ -193,6 +195,7 @@ const figuresOf = (
   let connectMeanRate: number | undefined
   let connectsFirstSecond: number | undefined
   let peakInWindow: number | undefined
+  let peakInWindowAt: number | undefined
   let recovery: number | undefined
   if (window !== undefined) {
     const perSecond = 1000 / BUCKET_MILLIS
@@ -217,7 +220,9 @@ const figuresOf = (
       const inSecond = connects.filter((at) => at >= from && at < from + 1000).length
       connectRate = Math.max(connectRate, inSecond / scenario.processes)
     }
-    peakInWindow = Math.max(0, ...bucketsIn(window.from, window.to).map((b) => b.peakInFlight))
+    const inWindow = bucketsIn(window.from, window.to).map((b) => b.peakInFlight)
+    peakInWindow = Math.max(0, ...inWindow)
+    peakInWindowAt = window.from + inWindow.indexOf(peakInWindow) * BUCKET_MILLIS
     // Half the capacity's rate in a bucket: K / latency requests a ms, for 100 ms.
     const half = (K / LATENCY) * BUCKET_MILLIS / 2
     const after = stats.buckets.slice(Math.floor(window.to / BUCKET_MILLIS))
@@ -241,6 +246,7 @@ const figuresOf = (
     connectMeanRatePerProcess: connectMeanRate,
     connectsFirstSecondPerProcess: connectsFirstSecond,
     peakInFlightInWindow: peakInWindow,
+    peakInFlightInWindowAt: peakInWindowAt,
     recoveryMillis: recovery
   }
 }
@@ -333,7 +339,9 @@ export const describe = (f: Figures): string => {
     rate(f.connectRatePerProcess)
   }/s at most, ${rate(f.connectMeanRatePerProcess)} on average (first second ${
     rate(f.connectsFirstSecondPerProcess)
-  }); peak in flight ${f.peakInFlightInWindow} (K = ${K}); full speed ${f.recoveryMillis ?? "never"} ms after its end`
+  }); peak in flight ${f.peakInFlightInWindow} at ${
+    ((f.peakInFlightInWindowAt ?? 0) / 1000).toFixed(1)
+  } s (K = ${K}); full speed ${f.recoveryMillis ?? "never"} ms after its end`
   return `${f.scenario}: ${f.failedPersons} failed ${JSON.stringify(f.failedByTag)}; 429s ${
     percent(f.throttledShare)
   } of ${f.requests}; ` +

@@ -24,7 +24,7 @@
  * | more | {@link Verdict.Queue} | unchanged | down, by the gradient `tolerance` x base / fastest, between 0.5 and `backoffRatio`; `good` the limit it came at only when the round before cut too (or in slow start) |
  *
  * In slow start the limit grows by half of itself per round trip, and a line shows first in a few
- * answers: there each answer is a round of its own, and the first two that waited end slow start.
+ * answers: there each answer is a round of its own, and the first that waited ends slow start.
  *
  * A `base` measured while requests waited is too long, and lets them wait longer: the service got
  * faster while they waited in line, say, and no round is fast enough to show it. So every
@@ -202,7 +202,12 @@ export const afterRound = (
     // The 429s keep the limit: `base` is kept up to date, nothing more.
     return { state: { ...state, base: Math.min(state.base, fastest.millis), refusing: state.refusing - 1 }, limit }
   }
-  const said = verdict(settings, state.base, fastest, state.cut, state.recentOver !== 0)
+  // In slow start the first answer that waited is enough: the limit grows by half of itself a round
+  // trip, and by the second such answer it had passed twice a service's capacity (17 open at a
+  // service of 8 on loopback). A pause of the client's own ends slow start early, at little cost:
+  // the limit then grows by one a round trip.
+  const slowStart = limit.good === Number.POSITIVE_INFINITY
+  const said = verdict(settings, state.base, fastest, state.cut, slowStart || state.recentOver !== 0)
   const next: State = {
     ...state,
     base: baseAfter(said, state.base, fastest),
