@@ -20,7 +20,13 @@ const limits: ConcurrencyLimit.Settings = { ...ConcurrencyLimit.DEFAULTS, max: 6
 
 describe("the latency signal's settings (chosen on the load model, scripts/load/model.ts)", () => {
   it("tolerance 1.5, rounds of 4 answers at least, base checked every 100 rounds, quiet for 100 after a 429", () => {
-    expect(Queueing.DEFAULTS).toEqual({ tolerance: 1.5, minRound: 4, checkEvery: 100, refusedRounds: 100 })
+    expect(Queueing.DEFAULTS).toEqual({
+      tolerance: 1.5,
+      minRound: 4,
+      checkEvery: 100,
+      refusedRounds: 100,
+      leastWaitMillis: 1
+    })
   })
 })
 
@@ -31,6 +37,14 @@ describe("what a round's fastest answer says, row by row", () => {
     }
     expect(Queueing.verdict(settings, 20, fastest(30.1), undefined, true)).toBe(Queueing.Verdict.Queue)
     expect(Queueing.verdict(settings, 20, fastest(30.1), undefined, false)).toBe(Queueing.Verdict.Once)
+    // A service answering within a millisecond: a millisecond more is noise, however many times
+    // base it is (a base of 0, as a round trip timed in whole ms made it, cut every round after).
+    for (const [base, millis] of [[0, 1], [0.3, 1.3], [0.02, 0.9]] as const) {
+      expect(Queueing.verdict(settings, base, fastest(millis), undefined, true), `${base} -> ${millis}`).toBe(
+        Queueing.Verdict.Clear
+      )
+    }
+    expect(Queueing.verdict(settings, 0.3, fastest(1.31), undefined, true)).toBe(Queueing.Verdict.Queue)
     // Before the first answer, base is unknown: anything is clear.
     expect(Queueing.verdict(settings, Number.POSITIVE_INFINITY, fastest(5000), undefined, true)).toBe(
       Queueing.Verdict.Clear

@@ -6,7 +6,7 @@
  * TestClock with a fixed jitter, so that every count is exact.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Clock, Effect, Layer, Stream } from "effect"
+import { Chunk, Clock, Effect, Fiber, Layer, Stream, TestClock } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import * as Fake from "./support/FakeService.js"
 
@@ -152,4 +152,73 @@ describe.each(["503", "closed"] as const)("a batch against a service down from t
       })),
     60_000
   )
+})
+
+// From a review of the fix above: what its counting must leave alone.
+describe("a token endpoint's failures that are not a service down", () => {
+  it.effect("a 503 with Retry-After: the calls that meet the pause it asked for wait it out, none refused by the circuit", () =>
+    Fake.middleJitter(Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        // The token cache remembers the pause: the 12 calls fail fast inside it, nothing sent. Each
+        // fast failure counted as a failed token request opened the circuit, and three calls failed
+        // with CircuitOpen.
+        yield* fake.scriptToken(Fake.respond(503, {}, { "Retry-After": "5" }))
+        const first = yield* Effect.fork(Effect.either(get))
+        yield* TestClock.adjust("100 millis")
+        const rest = yield* Effect.fork(
+          Effect.all(Array.from({ length: 12 }, () => Effect.either(get)), { concurrency: "unbounded" })
+        )
+        const [one, others] = yield* Fake.runWithClock(Effect.zip(Fiber.join(first), Fiber.join(rest)))
+        expect(Fake.outcomeTags([one, ...others])).toEqual(Array.from({ length: 13 }, () => "Right"))
+        expect(yield* fake.tokenRequests).toHaveLength(2)
+        expect(yield* fake.dataRequests).toHaveLength(13)
+      })
+    )))
+
+  it.effect.each([10, 0])(
+    "a 429 without Retry-After, breaker threshold %i: retries after it are paid from the retry budget",
+    (threshold) =>
+      Fake.middleJitter(Fake.withClient(
+        (fake) =>
+          Effect.gen(function*() {
+            // 300 calls at once, 4 attempts each at most, waiting in waves for shared token
+            // requests. Unpaid, their retries made 901 token requests against an endpoint asking
+            // to slow down, breaker or none (it is told nothing of a 429).
+            yield* fake.scriptToken(...Fake.answering(429, 100_000))
+            const results = yield* Fake.runWithClock(
+              Effect.all(Array.from({ length: 300 }, () => Effect.either(get)), { concurrency: "unbounded" }),
+              "10 millis",
+              100_000
+            )
+            expect(new Set(Fake.outcomeTags(results))).toEqual(new Set(["RateLimited"]))
+            // The first token request, and at most one a retry the budget pays for: its 100, and
+            // half of the 300 first attempts (115 made).
+            expect((yield* fake.tokenRequests).length).toBeLessThanOrEqual(1 + 100 + 150)
+          }),
+        { circuitBreakerThreshold: threshold }
+      )),
+    60_000
+  )
+
+  it.effect("a token endpoint back from an outage refusing the credentials (401): the batch's persons fail Unauthorized at once, not after minutes of probes", () =>
+    Fake.middleJitter(Fake.withClient((fake) =>
+      Effect.gen(function*() {
+        // Ten 503s open the circuit; then the endpoint answers 401 (an ApplicationId rotated during
+        // the outage). Each probe's 401 counted as the service still down, reopened the circuit
+        // with its cool-down doubled, and the 20 persons took 38 s; a 401 is an answer, and closes it.
+        yield* fake.scriptToken(...Fake.answering(503, 10), ...Fake.answering(401, 10_000))
+        const start = yield* Clock.currentTimeMillis
+        const entries = yield* Fake.runWithClock(
+          Stream.runCollect(MedicationService.getMany(Array.from({ length: 20 }, () => Fake.PERSON_UID))),
+          "100 millis",
+          100_000
+        )
+        const took = (yield* Clock.currentTimeMillis) - start
+        const tags = Chunk.toArray(entries).map(({ outcome }) =>
+          outcome._tag === "Failure" ? outcome.error._tag : outcome._tag
+        )
+        expect(tags).toEqual(Array.from({ length: 20 }, () => "Unauthorized"))
+        expect(took).toBeLessThanOrEqual(5000)
+      })
+    )))
 })

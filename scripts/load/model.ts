@@ -346,7 +346,8 @@ const main = () => {
             tolerance,
             minRound,
             checkEvery,
-            refusedRounds
+            refusedRounds,
+            leastWaitMillis: Queueing.DEFAULTS.leastWaitMillis
           }))
         )
       )

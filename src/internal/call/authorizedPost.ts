@@ -44,7 +44,15 @@ import { labelled } from "./attempt.js"
 import { callback } from "./callback.js"
 import * as CallPolicy from "./callPolicy.js"
 import * as Gate from "./gate.js"
-import { latencySample, LoadControl, settingsOf, type Signal, signalOfError, signalOfStatus } from "./loadControl.js"
+import {
+  latencySample,
+  LoadControl,
+  roundTripClock,
+  settingsOf,
+  type Signal,
+  signalOfError,
+  signalOfStatus
+} from "./loadControl.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retryPolicy.js"
 import { SecretBodyRequest, type SecretText } from "./secretText.js"
@@ -446,11 +454,12 @@ class Caller {
               Effect.zipRight(Effect.suspend(() => this.attempt(call, step.progress)))
             )
           case "Retry":
-            // A retry after the token could not be had is not paid from the budget: the calls
-            // waiting for a token share its request (charging each would spend the budget many times
-            // over for one request, and fail calls that never reached the service), and the breaker,
-            // told of each failed token request, bounds them.
-            if (used !== undefined && !this.load.retryAllowed(clock.unsafeCurrentTimeMillis())) {
+            // A retry after the token could not be had as the service down is not paid from the
+            // budget: the breaker bounds it (LoadControl.tokenRetryUnpaid).
+            if (
+              !(used === undefined && this.load.tokenRetryUnpaid(errorOf(outcome)!)) &&
+              !this.load.retryAllowed(clock.unsafeCurrentTimeMillis())
+            ) {
               return this.overBudget(call, progress, errorOf(outcome)!)
             }
             return Metric.increment(this.metricsOf(call.operation).retry(step.cause)).pipe(
@@ -577,8 +586,8 @@ class Caller {
     clock: Clock.Clock
   ): Effect.Effect<HttpTransport.TransportResponse, HttpError> {
     return Effect.suspend(() => {
-      const sentMillis = clock.unsafeCurrentTimeMillis()
-      const number = this.load.sending(progress.attempts === 1, sentMillis)
+      const number = this.load.sending(progress.attempts === 1, clock.unsafeCurrentTimeMillis())
+      const sentMillis = roundTripClock(clock)
       const sentAt = this.load.sentAt(clock)
       const inFlight = this.load.inFlight()
       const told = (signal: Signal, sample?: number) =>
@@ -668,6 +677,7 @@ class Caller {
           attempt = started
           const load = this.load
           const number = load.sending(true, now)
+          const sentMillis = roundTripClock(clock)
           const sentAt = load.sentAt(clock)
           const inFlight = load.inFlight()
           cancel = send(started.request, (outcome) => {
@@ -683,7 +693,7 @@ class Caller {
                 sentAt,
                 response === undefined ? signalOfError(failure!) : signalOfStatus(response.status),
                 clock,
-                response === undefined ? undefined : latencySample(response.status, now),
+                response === undefined ? undefined : latencySample(response.status, sentMillis),
                 inFlight
               )
               holding = false

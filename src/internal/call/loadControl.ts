@@ -14,7 +14,7 @@
  * | 503, an attempt that timed out | an overload | down |
  * | another 5xx, the network failing, a name that did not resolve | nothing | down |
  * | the call's deadline, a certificate or a proxy's refusal | nothing | nothing |
- * | its token could not be had (nothing sent): a 5xx, the network, a timeout | nothing | down (see {@link LoadControl.endedUnsent}) |
+ * | its token could not be had (nothing sent): a 5xx, the network, a timeout, no pause asked for | nothing | down (see {@link LoadControl.endedUnsent}) |
  *
  * When the breaker closes on an answer after being open (the service is back), the limit's last
  * good value from before the outage's failures is restored: it returns to it quickly from where
@@ -79,6 +79,25 @@ export const signalOfError = (error: ClinicalError): Signal => {
       return signalOfStatus(error.status)
   }
 }
+
+/**
+ * Whether a failed token request says the service is down, to the breaker: a 5xx, the network or a
+ * timeout, with no pause asked for. While a pause the endpoint asked for runs (`Retry-After`,
+ * remembered by the token cache), calls fail fast with its error, nothing sent: the pause bounds
+ * that load itself, and counted, those fast failures opened the circuit on one 503.
+ */
+export const tokenFailureSaysDown = (failure: ClinicalError): boolean => {
+  const signal = signalOfError(failure)
+  return (signal === Signal.Down || signal === Signal.Overloaded) &&
+    !("retryAfterMillis" in failure && failure.retryAfterMillis !== undefined)
+}
+
+/**
+ * The clock a round trip is timed by: monotonic, in ms with their fractions. Whole ms of the wall
+ * clock made a 0.6 ms round trip 0 or 1: a `base` of 0, every later round over it, the limit cut
+ * to its floor on a fast service.
+ */
+export const roundTripClock = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos()) / 1_000_000
 
 /**
  * What an answer with `status`, to a request sent at `sentMillis`, gives the latency signal: the
@@ -233,7 +252,7 @@ export class LoadControl {
         const gently = this.settings.latency !== undefined && this.latency.refusing === 0
         state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight(), gently)
         if (sentMillis !== undefined) {
-          this.sampled(number, clock.unsafeCurrentTimeMillis() - sentMillis, inFlightAtSend)
+          this.sampled(number, roundTripClock(clock) - sentMillis, inFlightAtSend)
         }
       } else {
         const decreasedAt = state.decreasedAt
@@ -294,14 +313,18 @@ export class LoadControl {
    * failed token request must not refuse them all); a retry that again finds no token counts as a
    * failure of its own, however many share its request (retries at once would otherwise be one
    * failure a wave, too few to open the circuit before the calls give up). While the circuit is not
-   * closed, the probe that sent nothing failed whatever the token endpoint said, or it would hold
-   * the circuit half-open.
+   * closed, the probe's token request learnt nothing of the data service: refused (a 401, a 400),
+   * the probe is given up and the next call probes (each failing as fast as its credentials say,
+   * not after minutes of cool-downs doubled); anything else reopens the circuit (a 429 and a
+   * pause's fast failure included: the token endpoint asked for less).
    */
   endedUnsent(sentAt: number, failure: ClinicalError, firstAttempt: boolean, clock: Clock.Clock): void {
     const signal = signalOfError(failure)
     if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
-    if (this.breaker._tag !== "Closed") return this.toldBreaker(sentAt, Signal.Down, clock)
-    if (signal !== Signal.Down && signal !== Signal.Overloaded) return
+    if (this.breaker._tag !== "Closed") {
+      return signal === Signal.Answer ? this.interrupted(sentAt, clock) : this.toldBreaker(sentAt, Signal.Down, clock)
+    }
+    if (!tokenFailureSaysDown(failure)) return
     if (firstAttempt && failure === this.lastTokenFailure) return
     this.lastTokenFailure = failure
     this.streakStarting(signal)
@@ -339,6 +362,17 @@ export class LoadControl {
     if (!wasClosed && this.breaker._tag === "Closed" && signal === Signal.Answer && this.limitState !== undefined) {
       Object.assign(this.limitState, ConcurrencyLimit.afterRecovery(this.limitState, this.goodBeforeFailures))
     }
+  }
+
+  /**
+   * Whether a retry after the token failure `failure` goes unpaid by the budget: when the breaker,
+   * told of that failure, bounds such retries (the calls waiting for a token share one request, and
+   * charged each, 64 calls spent the budget that a service down from the start never filled).
+   * Anything else the breaker is not told of (a 429, a pause, a store's failure, the breaker off)
+   * is paid for, or nothing bounds it.
+   */
+  tokenRetryUnpaid(failure: ClinicalError): boolean {
+    return this.settings.breaker !== undefined && tokenFailureSaysDown(failure)
   }
 
   /** Whether a retry may be sent: the budget pays for it (always, with no budget). */

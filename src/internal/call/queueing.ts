@@ -17,7 +17,7 @@
  *
  * | the round's fastest answer took | verdict | base | the limit |
  * |---|---|---|---|
- * | at most `tolerance` x base | {@link Verdict.Clear} | the least of the two | as an answer says |
+ * | at most `tolerance` x base, or base + `leastWaitMillis` | {@link Verdict.Clear} | the least of the two | as an answer says |
  * | more; the last round cut for latency, and this one's fastest went with at most 0.8 of the requests out yet kept more than half of what a line would have lost | {@link Verdict.Slower} | this round's | the cut undone |
  * | more, but the fastest answer's request went alone | {@link Verdict.Slower} | this round's | a cut undone |
  * | more, and neither of the two rounds before was (nor cut) | {@link Verdict.Once} | unchanged | unchanged |
@@ -47,10 +47,22 @@ export interface Settings {
   readonly checkEvery: number
   /** Rounds after a 429 in which latency cuts nothing (see {@link afterOverload}). */
   readonly refusedRounds: number
+  /**
+   * How much longer than `base` (ms) a round's fastest answer may always take: on a service that
+   * answers within a millisecond or two, a wait shorter than this is the timer's and the event
+   * loop's noise, not a line worth a cut.
+   */
+  readonly leastWaitMillis: number
 }
 
 /** The settings the client uses (see scripts/load/model.ts for why). */
-export const DEFAULTS: Settings = { tolerance: 1.5, minRound: 4, checkEvery: 100, refusedRounds: 100 }
+export const DEFAULTS: Settings = {
+  tolerance: 1.5,
+  minRound: 4,
+  checkEvery: 100,
+  refusedRounds: 100,
+  leastWaitMillis: 1
+}
 
 /** What a round says. */
 export const Verdict = {
@@ -102,7 +114,9 @@ export const verdict = (
   cut: Fastest | undefined,
   recentlyOver: boolean
 ): Verdict => {
-  if (fastest.millis <= settings.tolerance * base) return Verdict.Clear
+  if (fastest.millis <= settings.tolerance * base || fastest.millis - base <= settings.leastWaitMillis) {
+    return Verdict.Clear
+  }
   // A request that went alone waited behind none of this client's: the service, or the client, is slower.
   if (fastest.inFlight <= 1) return Verdict.Slower
   if (cut !== undefined && fastest.inFlight <= cut.inFlight * LEVERAGE) {
