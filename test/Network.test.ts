@@ -549,6 +549,25 @@ describe("real TLS", () => {
     }
   })
 
+  it("undici options only its ProxyAgent refuses fail the layer too, when a proxy is set (they died at the first request)", async () => {
+    await using mock = await serve(pki.server)
+    await mock.resetCounters()
+    const withCredentials = "http://user:s3cret@127.0.0.1:9"
+    const cases: ReadonlyArray<readonly [object, Env, string]> = [
+      [{ auth: "Basic eA==", proxy: withCredentials }, {}, "agentOptions.auth"],
+      [{ auth: "Basic eA==" }, { HTTPS_PROXY: withCredentials }, "agentOptions.auth"],
+      // undici's message names no option ("Cannot create property 'proxy-authorization' on
+      // number '5'"): not the proxy setting, whose name the message holds.
+      [{ headers: 5, proxy: withCredentials }, {}, "agentOptions"]
+    ]
+    for (const [options, env, setting] of cases) {
+      const exit = await call(mock, TokenService.get, { ca: pki.ca.cert, ...options }, env)
+      expectFailure(exit, { _tag: "InvalidConfig", setting, reason: expect.stringMatching(/^was refused by undici: /) })
+      expect(JSON.stringify(exit)).not.toContain("s3cret")
+    }
+    expect((await mock.counters()).tokenRequests).toBe(0)
+  })
+
   it("a certificate for another host name is refused, naming the host", async () => {
     await using mock = await serve(pki.server, { host: "127.0.0.1" })
     expectFailure(await call(mock, TokenService.get, { ca: pki.ca.cert }), {

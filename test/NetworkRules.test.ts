@@ -38,7 +38,9 @@ describe("a proxy URL", () => {
     ["http://user:p@ss@proxy.example:3128", "@", "%40"],
     ["http://alice@corp:pw@proxy.example:3128", "@", "%40"],
     ["http://user:pa/ss@proxy.example:3128", "/", "%2F"],
-    ["http://user:pa?ss@proxy.example:3128", "?", "%3F"]
+    ["http://user:pa?ss@proxy.example:3128", "?", "%3F"],
+    // An http URL's parser takes a backslash for a slash.
+    ["http://user:pa\\ss@proxy.example:3128", "\\", "%5C"]
   ])(
     "%j: a %s left as it is in the user or password is refused, saying to percent-encode it",
     (text, character, code) => {
@@ -107,6 +109,13 @@ describe("NO_PROXY", () => {
     ["[::1]:8080", "http://[::1]:8081", false],
     ["fd00::/8", "https://[fd12::1]", true],
     ["*", "https://anything.example", true],
+    [" * ", "https://anything.example", true],
+    // curl: '*' is every host only as the whole value; in a list it is no host's name.
+    ["localhost,*", "https://anything.example", false],
+    ["* localhost", "https://anything.example", false],
+    // A name entry in Unicode names the host as a URL has it (punycode).
+    ["bücher.example", "https://bücher.example", true],
+    ["BÜCHER.example", "https://www.xn--bcher-kva.example", true],
     ["a.example b.example", "https://b.example", true],
     ["", "https://example.com", false],
     ["10.0.0.0/99, ,/", "https://10.0.0.1", false],

@@ -306,23 +306,31 @@ export const make = (
     refusedByUndici(undici, { ...agentOptions, connect })
     const direct = new undici.Agent({ ...agentOptions, connect })
     const connectTimeout = agentOptions.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MILLIS
+    const tunnelOptions = (proxy: Proxy.ProxyEndpoint): Undici.ProxyAgent.Options => {
+      const { connect: _, ...rest } = agentOptions
+      return {
+        ...rest,
+        uri: proxy.origin,
+        ...(proxy.authorization === undefined ? {} : { token: Redacted.value(proxy.authorization) }),
+        // The service's TLS: the contexts and the application's connect options (a function is refused above).
+        requestTls: { timeout: connectTimeout, ...(connect as Undici.buildConnector.BuildOptions) },
+        proxyTls: { ...contexts.proxy, timeout: connectTimeout },
+        // The tunnel request itself: a proxy that accepts the connection and never answers is
+        // given the connect timeout, not undici's 300 s wait for headers.
+        clientFactory: (origin, options) =>
+          new undici.Pool(origin, { ...options, headersTimeout: connectTimeout, bodyTimeout: connectTimeout })
+      }
+    }
+    // Options only a ProxyAgent checks (`auth` beside the URL's credentials, `headers`) are refused
+    // now, not by the first request through the proxy, where they died as a defect.
+    for (const proxy of [routes.http, routes.https]) {
+      if (proxy !== undefined) new undici.ProxyAgent(tunnelOptions(proxy)).destroy().catch(() => {})
+    }
     const tunnels = new Map<string, Undici.Dispatcher>()
     const tunnelThrough = (proxy: Proxy.ProxyEndpoint): Undici.Dispatcher => {
       let tunnel = tunnels.get(proxy.origin)
       if (tunnel === undefined) {
-        const { connect: _, ...rest } = agentOptions
-        tunnel = new undici.ProxyAgent({
-          ...rest,
-          uri: proxy.origin,
-          ...(proxy.authorization === undefined ? {} : { token: Redacted.value(proxy.authorization) }),
-          // The service's TLS: the contexts and the application's connect options (a function is refused above).
-          requestTls: { timeout: connectTimeout, ...(connect as Undici.buildConnector.BuildOptions) },
-          proxyTls: { ...contexts.proxy, timeout: connectTimeout },
-          // The tunnel request itself: a proxy that accepts the connection and never answers is
-          // given the connect timeout, not undici's 300 s wait for headers.
-          clientFactory: (origin, options) =>
-            new undici.Pool(origin, { ...options, headersTimeout: connectTimeout, bodyTimeout: connectTimeout })
-        })
+        tunnel = new undici.ProxyAgent(tunnelOptions(proxy))
         tunnels.set(proxy.origin, tunnel)
       }
       return tunnel
@@ -373,7 +381,7 @@ export const acquire = (
           try: () => make(undici, options, env ?? process.env),
           catch: (cause) =>
             invalidArgument(
-              refusedOption(cause instanceof Error ? cause.message : "", options ?? {}),
+              refusedOption(cause instanceof Error ? cause.message : "", splitOptions(options ?? {}).agent),
               `was refused by undici: ${describe(cause)}`
             )
         }))),

@@ -17,6 +17,7 @@
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as Net from "node:net"
+import * as Url from "node:url"
 
 /** A proxy to go through: where it is, and the credentials it wants (a secret). */
 export interface ProxyEndpoint {
@@ -39,7 +40,14 @@ export const DIRECT: ProxySetting = { _tag: "Direct" }
 const MAX_PROXY_URL_LENGTH = 2048
 
 /** The characters that end a URL's credentials early when left as they are, percent-encoded. */
-const PERCENT_ENCODED: Readonly<Record<string, string>> = { "@": "%40", "#": "%23", "/": "%2F", "?": "%3F" }
+const PERCENT_ENCODED: Readonly<Record<string, string>> = {
+  "@": "%40",
+  "#": "%23",
+  "/": "%2F",
+  "?": "%3F",
+  // An http URL's parser takes it for a slash.
+  "\\": "%5C"
+}
 
 /**
  * The first character of the credentials (what comes before the URL's last `@`) that would end
@@ -51,7 +59,7 @@ const unencodedInCredentials = (text: string): string | undefined => {
   const start = text.indexOf("://")
   const end = text.lastIndexOf("@")
   if (start < 0 || end <= start) return undefined
-  return /[@#/?]/.exec(text.slice(start + 3, end))?.[0]
+  return /[@#/?\\]/.exec(text.slice(start + 3, end))?.[0]
 }
 
 /**
@@ -152,7 +160,6 @@ const network = (
 }
 
 const ruleOf = (entry: string): Rule | undefined => {
-  if (entry === "*") return { _tag: "All" }
   let host = entry
   let port: number | undefined
   // `[::1]:8080`, `host:8080`; a bare IPv6 address has colons of its own and no port.
@@ -173,14 +180,18 @@ const ruleOf = (entry: string): Rule | undefined => {
     if (prefix !== undefined && !/^\d{1,3}$/.test(prefix)) return undefined
     return network(address, prefix === undefined ? undefined : Number(prefix), port)
   }
-  // `*.example.com`, `.example.com` and `example.com.` all name example.com and its subdomains.
-  const domain = host.replace(/^\*?\./, "").replace(/\.$/, "").toLowerCase()
+  // `*.example.com`, `.example.com` and `example.com.` all name example.com and its subdomains; a
+  // name in Unicode is matched as a URL holds it (punycode); `*` in a list names no host (curl).
+  const name = host.replace(/^\*?\./, "").replace(/\.$/, "")
+  const domain = /^[\x00-\x7f]*$/.test(name) ? name.toLowerCase() : Url.domainToASCII(name)
   return domain === "" || prefix !== undefined ? undefined : { _tag: "Domain", domain, port }
 }
 
 /** `NO_PROXY`'s rules; entries that mean nothing are skipped, as curl skips them. */
 export const bypassOf = (text: string | undefined): Bypass => {
   if (text === undefined) return NO_BYPASS
+  // Every host only as the whole value, as curl reads it.
+  if (text.trim() === "*") return { rules: [{ _tag: "All" }] }
   const rules: Array<Rule> = []
   for (const entry of text.split(/[\s,]+/)) {
     if (entry === "") continue
