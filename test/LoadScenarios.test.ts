@@ -51,9 +51,12 @@ describe("load scenarios on loopback", { timeout: 120_000 }, () => {
     expect(figures.requestsPerPerson).toBeLessThanOrEqual(1.5)
   })
 
-  it("5: 30% of requests failing with 500 at random: no person failed, at most 1.6 requests a person", async () => {
+  it("5: 30% of requests failing with 500 at random: at most two persons failed (chance), at most 1.6 requests a person", async () => {
     const figures = await run(scenario("5"))
-    expect(figures.failedPersons).toBe(0)
+    // A person fails when all eight of its attempts (four, then four more as a new call) draw a
+    // 500: 0.3^8, about 1 in 15,000. Of 1,200 persons none fails in 92% of runs, and at most two
+    // in all but 1 run of 13,000: "none" would fail one run in thirteen (it did at the benchmark's 3,000).
+    expect(figures.failedPersons).toBeLessThanOrEqual(2)
     expect(figures.requestsPerPerson).toBeLessThanOrEqual(1.6)
   })
 

@@ -6,7 +6,7 @@
  * sees: the call's answer, or the typed error and what it says to check; and that the proxy's
  * password, the key's passphrase and the client's secrets are in no output.
  */
-import { Cause, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { Cause, Duration, Effect, Exit, Layer, Option, Redacted } from "effect"
 import { ClinicalClient, type ClinicalConfig, HttpTransport, MedicationService, TokenService } from "effect-clinical"
 import { createClinicalClient, createClinicalClientFromEnv } from "effect-clinical/promise"
 import { MockClinicalServer } from "effect-clinical/testing"
@@ -19,6 +19,7 @@ import { promisify } from "node:util"
 import type * as Undici from "undici"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import * as Network from "../src/internal/transport/network.js"
+import * as Proxy from "../src/internal/transport/proxy.js"
 import { fromNetwork } from "../src/internal/transport/undici.js"
 import * as Cli from "./support/Cli.js"
 import * as Leaks from "./support/Leaks.js"
@@ -41,6 +42,9 @@ afterAll(async () => {
 })
 
 type Env = Readonly<Record<string, string>>
+
+/** The real undici, for what `Network.make` checks: it makes dispatchers and never connects them. */
+const undiciForChecks = await import("undici")
 
 /** The default transport over `options`, reading `env` where it would read the process's environment. */
 const transport = (options: HttpTransport.UndiciOptions, env: Env) =>
@@ -379,15 +383,35 @@ describe("what undici is given (an undici of records: what the real one does wit
     const direct = network.routeOf("https://internal.example")
     expect(direct.route.proxy).toBeUndefined()
     expect(direct.dispatcher).not.toBe(api.dispatcher)
-    expect(made.filter((record) => record.kind === "ProxyAgent")).toHaveLength(1)
+    // Those made to check the options when the layer was built are destroyed at once.
+    const tunnels = made.filter((record) => record.kind === "ProxyAgent" && !record.destroyed)
+    expect(tunnels).toHaveLength(1)
     // The credentials go to undici as the Proxy-Authorization value, never in the URL.
-    expect(made.find((record) => record.kind === "ProxyAgent")!.options.token).toBe(
+    expect(tunnels[0]!.options.token).toBe(
       `Basic ${Buffer.from("user:pw").toString("base64")}`
     )
     // More origins than are kept are still routed, each the same way.
     for (let i = 0; i < 100; i++) {
       expect(network.routeOf(`https://host-${i}.internal.example`).route).toMatchObject({ proxy: undefined })
     }
+  })
+
+  it("closing what closes at once destroys nothing later; 64 origins are kept routed, more are routed each time", async () => {
+    vi.useFakeTimers()
+    try {
+      const { made, undici } = recordingUndici()
+      const network = networkOf(undici, {})
+      await network.close()
+      await vi.advanceTimersByTimeAsync(5000)
+      expect(made.filter((record) => record.kind === "Agent").map((record) => record.destroyed)).toEqual([false])
+    } finally {
+      vi.useRealTimers()
+    }
+    const { undici } = recordingUndici()
+    const network = networkOf(undici, {})
+    for (let i = 0; i < 64; i++) network.routeOf(`https://host-${i}.example`)
+    expect(network.routeOf("https://host-63.example")).toBe(network.routeOf("https://host-63.example"))
+    expect(network.routeOf("https://host-64.example")).not.toBe(network.routeOf("https://host-64.example"))
   })
 
   it("closing waits 2 s for what is still in flight, then destroys", async () => {
@@ -398,8 +422,10 @@ describe("what undici is given (an undici of records: what the real one does wit
       network.routeOf("https://api.example")
       let closed = false
       const closing = network.close().then(() => (closed = true))
-      // The Agent and the tunnel (the Pool and Client made to check the options are destroyed at once).
-      const dispatchers = made.filter((record) => record.kind === "Agent" || record.kind === "ProxyAgent")
+      // The Agent and the tunnel (the Pool, Client and ProxyAgent made to check the options are destroyed at once).
+      const dispatchers = made.filter((record) =>
+        (record.kind === "Agent" || record.kind === "ProxyAgent") && !record.destroyed
+      )
       expect(dispatchers).toHaveLength(2)
       await vi.advanceTimersByTimeAsync(1999)
       expect(closed).toBe(false)
@@ -409,6 +435,120 @@ describe("what undici is given (an undici of records: what the real one does wit
       expect(dispatchers.map((record) => record.destroyed)).toEqual([true, true])
     } finally {
       vi.useRealTimers()
+    }
+  })
+})
+
+// From the transport's mutation run (npm run mutate:transport): the wiring no test said yet.
+describe("what a client's network settings become, before any connection", () => {
+  const refusal = (options: unknown, env: Env = {}) => {
+    const built = Network.make(undiciForChecks, options as HttpTransport.UndiciOptions, env)
+    return built._tag === "Left" ? { setting: built.left.setting, reason: built.left.reason } : undefined
+  }
+  const dir = Fs.mkdtempSync(Path.join(Fs.realpathSync(process.env.TMPDIR ?? "/tmp"), "network-settings-"))
+  afterAll(() => Fs.rmSync(dir, { recursive: true, force: true }))
+
+  it("the settings given become options; those not given stay out, for undici's defaults", () => {
+    const base = { proxy: Proxy.DIRECT, caOnly: false }
+    const none = Network.optionsOf({
+      ...base,
+      noProxy: undefined,
+      ca: undefined,
+      clientCertificate: undefined,
+      connections: undefined,
+      keepAliveTimeout: undefined,
+      connectTimeout: undefined
+    })
+    expect(Object.keys(none).sort()).toEqual(["caOnly", "proxy"])
+    const certificate = { _tag: "Pem", cert: "c.pem", key: Redacted.make("k.pem"), passphrase: undefined } as const
+    const all = Network.optionsOf({
+      ...base,
+      noProxy: "internal.example",
+      ca: "ca.pem",
+      clientCertificate: certificate,
+      connections: 4,
+      keepAliveTimeout: Duration.seconds(3),
+      connectTimeout: Duration.seconds(2)
+    })
+    expect(all).toEqual({
+      ...base,
+      noProxy: "internal.example",
+      ca: "ca.pem",
+      clientCertificate: certificate,
+      connections: 4,
+      keepAliveTimeout: 3000,
+      keepAliveMaxTimeout: 3000,
+      connectTimeout: 2000
+    })
+  })
+
+  it("each refusal names its setting: ca, caOnly, clientCertificate, proxy", () => {
+    expect(refusal({ ca: 5 })).toEqual({
+      setting: "ca",
+      reason: "must be the CA's certificates as PEM text, or the path of a PEM file"
+    })
+    expect(refusal({ caOnly: true })).toEqual({ setting: "caOnly", reason: "needs ca: the CA to trust alone" })
+    expect(refusal({ clientCertificate: null })).toEqual({
+      setting: "clientCertificate",
+      reason: "must be { cert, key, passphrase? } or { pfx, passphrase? }"
+    })
+    expect(refusal({ proxy: "ftp://proxy.example" })).toEqual({
+      setting: "proxy",
+      reason: "must start with http:// or https://"
+    })
+    // Node's TLS refusing the certificate and key is the client certificate's refusal, beside a ca.
+    expect(refusal({ ca: Tls.rootCertificates[0], clientCertificate: { cert: "-----BEGIN x", key: "-----BEGIN y" } }))
+      .toEqual({
+        setting: "clientCertificate",
+        reason: "is not a PEM certificate and key, or a PKCS#12 bundle, that Node can read"
+      })
+  })
+
+  it("a file a setting names: read up to 1 MiB; a larger one, a directory or a missing one refused by name", () => {
+    const exactly = Path.join(dir, "exactly.p12")
+    Fs.writeFileSync(exactly, Buffer.alloc(1024 * 1024, 1))
+    const larger = Path.join(dir, "larger.p12")
+    Fs.writeFileSync(larger, Buffer.alloc(1024 * 1024 + 1, 1))
+    expect(refusal({ clientCertificate: { pfx: exactly } })?.reason).not.toMatch(/larger/)
+    expect(refusal({ clientCertificate: { pfx: larger } })).toEqual({
+      setting: "clientCertificate.pfx",
+      reason: "names a file larger than 1 MiB"
+    })
+    expect(refusal({ ca: dir })).toEqual({ setting: "ca", reason: "names something that is not a file" })
+    expect(refusal({ ca: Path.join(dir, "missing.pem") })).toEqual({
+      setting: "ca",
+      reason: "names a file that cannot be read (ENOENT)"
+    })
+  })
+
+  it("a connector function is kept when nothing is to be added to it; refused beside any proxy; options merged", () => {
+    const connector = (() => {}) as unknown as Undici.buildConnector.connector
+    expect(refusal({ connect: connector })).toBeUndefined()
+    expect(refusal({ connect: connector }, { HTTP_PROXY: "http://proxy.example:3128" })?.setting).toBe(
+      "agentOptions.connect"
+    )
+    expect(refusal({ connect: null })).toBeUndefined()
+    expect(refusal({ connect: { timeout: 5 } })).toBeUndefined()
+  })
+
+  it("undici's refusal is named by the option its message names, else agentOptions", () => {
+    expect(Network.refusedOption("invalid keepAliveTimeout", { keepAliveTimeout: -5 })).toBe(
+      "agentOptions.keepAliveTimeout"
+    )
+    expect(Network.refusedOption("invalid value", { keepAliveTimeout: -5 })).toBe("agentOptions")
+    expect(Network.refusedOption("", {})).toBe("agentOptions")
+    expect(Network.refusedOption("-- 42 --", { a: 1 })).toBe("agentOptions")
+  })
+
+  it("agentOptions that are not an object fail the layer", async () => {
+    for (const options of [5, null, "x"]) {
+      const exit = await Effect.runPromiseExit(Effect.scoped(Network.acquire(options as never)))
+      expect(Exit.isFailure(exit) ? Cause.failureOption(exit.cause).pipe(Option.getOrUndefined) : undefined)
+        .toMatchObject({
+          _tag: "InvalidConfig",
+          setting: "agentOptions",
+          reason: "must be an object of undici Agent options"
+        })
     }
   })
 })

@@ -485,6 +485,150 @@ describe("what a failure to connect tells the user to check", () => {
   })
 })
 
+// From the transport's mutation run (npm run mutate:transport): what no test said yet.
+describe("what a failure to connect says, read from each place undici puts it", () => {
+  const direct: Route = { host: "api.example", port: 8443, https: true, proxy: undefined, clientCertificate: false }
+  const proxied: Route = { ...direct, proxy: "http://proxy.example:3128" }
+  const error = (code: unknown, message = "", extra: object = {}) =>
+    Object.assign(new Error(message), { code, ...extra })
+  const nested = (inner: unknown, depth: number): unknown =>
+    depth === 0 ? inner : Object.assign(new Error("wrapped"), { cause: nested(inner, depth - 1) })
+  const unresolved = /^the host name api\.example could not be resolved \(ENOTFOUND\)/
+
+  it("the code is read eight errors deep at most; a cause that is no object ends the search", () => {
+    expect(classify(nested(error("ENOTFOUND"), 7), direct)?.detail).toMatch(unresolved)
+    expect(classify(nested(error("ENOTFOUND"), 8), direct)).toBeUndefined()
+    expect(classify(Object.assign(new Error("x"), { cause: null }), direct)).toBeUndefined()
+    expect(classify(Object.assign(new Error("x"), { cause: "ENOTFOUND" }), direct)).toBeUndefined()
+    expect(classify(null, direct)).toBeUndefined()
+  })
+
+  it("a code that is not text is passed over for one down the chain", () => {
+    expect(classify(error(5, "", { cause: error("ENOTFOUND") }), direct)?.detail).toMatch(unresolved)
+  })
+
+  it("an error with no code anywhere is still read for a proxy's answer", () => {
+    expect(classify(new Error("Proxy response (403) !== 200 when HTTP Tunneling"), proxied)).toMatchObject({
+      reason: "Proxy"
+    })
+    expect(classify(new Error("Proxy Authentication Required (407)"), proxied)?.detail).toMatch(/407/)
+  })
+
+  it("the proxy's connection is known by its host, or by its port, the scheme's when the URL has none", () => {
+    const refusedAtProxy = (found: object, proxy: string) =>
+      classify(error("ECONNREFUSED", "", found), { ...direct, proxy })?.detail
+    expect(refusedAtProxy({ hostname: "10.0.0.9", port: 80 }, "http://proxy.example")).toBe(
+      "the proxy http://proxy.example refused the connection (ECONNREFUSED)"
+    )
+    expect(refusedAtProxy({ hostname: "10.0.0.9", port: 443 }, "https://proxy.example")).toBe(
+      "the proxy https://proxy.example refused the connection (ECONNREFUSED)"
+    )
+    expect(refusedAtProxy({ hostname: "10.0.0.9", port: 443 }, "http://proxy.example")).toBeUndefined()
+    expect(refusedAtProxy({ host: "proxy.example" }, "http://proxy.example:3128")).toMatch(/^the proxy /)
+    // A port given as text, or a host name that is not text, says nothing of where it was.
+    expect(refusedAtProxy({ hostname: "10.0.0.9", port: "3128" }, "http://proxy.example:3128")).toBeUndefined()
+    expect(refusedAtProxy({ hostname: 5, host: "proxy.example" }, "http://proxy.example:3128")).toMatch(/^the proxy /)
+  })
+
+  it("a code of its own kind only: a reset at the proxy, or elsewhere, is the caller's to describe", () => {
+    expect(classify(error("ECONNRESET", "", { hostname: "proxy.example" }), proxied)).toBeUndefined()
+    expect(classify(error("ECONNRESET", "other side closed"), direct)).toBeUndefined()
+    expect(classify(error("UND_ERR_HEADERS_TIMEOUT"), direct)).toBeUndefined()
+  })
+})
+
+describe("the transport's settings, refused word for word", () => {
+  it.each([
+    [null, "must be { cert, key, passphrase? } or { pfx, passphrase? }"],
+    ["cert.pem", "must be { cert, key, passphrase? } or { pfx, passphrase? }"],
+    [{ cert: "c", key: "k", passphrase: 5 }, "has a passphrase (CLINICAL_CLIENT_KEY_PASSPHRASE) that is not text"],
+    [
+      { pfx: "b.p12", cert: "c" },
+      "takes a PKCS#12 bundle (pfx, CLINICAL_CLIENT_PFX_FILE) or a PEM cert and key, not both"
+    ],
+    [
+      { pfx: "b.p12", key: "k" },
+      "takes a PKCS#12 bundle (pfx, CLINICAL_CLIENT_PFX_FILE) or a PEM cert and key, not both"
+    ],
+    [{ pfx: 5 }, "has a pfx (CLINICAL_CLIENT_PFX_FILE) that is neither bytes nor a file path"],
+    [{ pfx: " " }, "has a pfx (CLINICAL_CLIENT_PFX_FILE) that is neither bytes nor a file path"]
+  ])("clientCertificate %j: %s", (value, reason) => {
+    expect(Trust.clientCertificate(value)).toEqual(Either.left(reason))
+  })
+
+  it("clientCertificate: a bundle of bytes, or a cert and key with a passphrase, read as given", () => {
+    const pfx = new Uint8Array([1, 2, 3])
+    const bundle = Either.getOrThrow(Trust.clientCertificate({ pfx }))
+    expect(bundle).toMatchObject({ _tag: "Pkcs12", pfx, passphrase: undefined })
+    const pem = Either.getOrThrow(Trust.clientCertificate({ cert: " c.pem ", key: "k.pem", passphrase: "p" }))
+    expect(JSON.stringify(pem)).not.toContain("k.pem")
+  })
+
+  it("ca: at most 1 MiB of text; anything but text refused", () => {
+    const pem = (length: number) => "-----BEGIN CERTIFICATE-----".padEnd(length, "A")
+    expect(Either.isRight(Trust.caSetting(pem(Trust.MAX_PEM_LENGTH)))).toBe(true)
+    expect(Trust.caSetting(pem(Trust.MAX_PEM_LENGTH + 1))).toEqual(Either.left("is longer than 1 MiB"))
+    expect(Trust.caSetting(5)).toEqual(
+      Either.left("must be the CA's certificates as PEM text, or the path of a PEM file")
+    )
+  })
+
+  it("a key Node cannot read, or one that is not the certificate's, is named as such", () => {
+    expect(Trust.secureContextOf({ cert: "junk", key: "junk" })).toEqual(
+      Either.left("is not a PEM certificate and key, or a PKCS#12 bundle, that Node can read")
+    )
+  })
+
+  it("a proxy URL: at most 2,048 characters, blanks around it dropped, a path, query or fragment refused", () => {
+    const long = (length: number) => `http://${"p".repeat(length - "http://:3128".length)}:3128`
+    expect(Either.isRight(Proxy.proxyEndpoint(long(2048)))).toBe(true)
+    expect(Proxy.proxyEndpoint(long(2049))).toEqual(
+      Either.left("must be a proxy URL such as http://proxy.example:3128")
+    )
+    expect(endpoint("  http://proxy.example:3128  ").origin).toBe("http://proxy.example:3128")
+    expect(endpoint(" http://a:b%23@proxy.example ").origin).toBe("http://proxy.example:80")
+    for (const extra of ["/path", "/?q=1", "/#f"]) {
+      expect(Proxy.proxyEndpoint(`http://proxy.example:3128${extra}`)).toEqual(
+        Either.left("must be a proxy's address alone: no path, query or fragment")
+      )
+    }
+    expect(endpoint("http://proxy.example:3128/").origin).toBe("http://proxy.example:3128")
+    expect(Redacted.value(endpoint("http://alice@proxy.example").authorization!)).toBe(
+      `Basic ${Buffer.from("alice:").toString("base64")}`
+    )
+  })
+
+  it("the proxy setting: a setting already read is kept; anything else is read as a URL", () => {
+    expect(Proxy.proxySetting(Proxy.DIRECT)).toEqual(Either.right(Proxy.DIRECT))
+    expect(Proxy.proxySetting({ _tag: "Other" })).toEqual(
+      Either.left("must be a proxy URL such as http://proxy.example:3128")
+    )
+    expect(Proxy.proxySetting(null)).toEqual(Either.left("must be a proxy URL such as http://proxy.example:3128"))
+  })
+
+  it("NO_PROXY: a bracketed address with or without a port, a prefix of up to three digits, nothing else", () => {
+    const bypassed = (noProxy: string, target: string) => Proxy.bypasses(Proxy.bypassOf(noProxy), new URL(target))
+    expect(bypassed("[::1]", "http://[::1]:8080")).toBe(true)
+    expect(bypassed("x[::1]", "http://[::1]:8080")).toBe(false)
+    expect(bypassed("[::1]:80x", "http://[::1]:80")).toBe(false)
+    expect(bypassed("10.0.0.0/16", "https://10.0.200.1")).toBe(true)
+    expect(bypassed("10.0.0.0/8/9", "https://10.0.0.1")).toBe(false)
+    expect(bypassed("example.com/8", "https://example.com")).toBe(false)
+  })
+
+  it("the environment's variables in lower case as in upper; no proxy set reads none", () => {
+    const via = (env: Record<string, string>, target: string) =>
+      Proxy.proxyFor(Either.getOrThrow(Proxy.routesOf(Proxy.FROM_ENVIRONMENT, undefined, env)), new URL(target))?.origin
+    expect(via({ all_proxy: "http://all:4" }, "https://api.example")).toBe("http://all:4")
+    expect(via({ http_proxy: "http://h:3" }, "http://api.example")).toBe("http://h:3")
+    expect(via({ http_proxy: "http://h:3" }, "https://api.example")).toBeUndefined()
+    expect(via({ HTTPS_PROXY: "http://s:1" }, "http://api.example")).toBeUndefined()
+    expect(via({ HTTPS_PROXY: "http://s:1", no_proxy: "api.example" }, "https://api.example")).toBeUndefined()
+    const direct = Either.getOrThrow(Proxy.routesOf(Proxy.DIRECT, undefined, { HTTPS_PROXY: "http://s:1" }))
+    expect(direct).toEqual({ http: undefined, https: undefined, bypass: { rules: [] } })
+  })
+})
+
 describe("whether a failure surely came before the request reached a server (requestSent: false)", () => {
   const error = (code: string | undefined, cause?: unknown) => Object.assign(new Error("x"), { code, cause })
   /** `inner` wrapped in `depth` errors without a code, as fetch and undici wrap theirs. */
