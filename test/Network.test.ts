@@ -540,7 +540,8 @@ describe("what a client's network settings become, before any connection", () =>
     expect(Network.refusedOption("-- 42 --", { a: 1 })).toBe("agentOptions")
   })
 
-  it("agentOptions that are not an object fail the layer", async () => {
+  it("agentOptions that are not an object fail the layer; none at all is undici's defaults", async () => {
+    expect(Exit.isSuccess(await Effect.runPromiseExit(Effect.scoped(Network.acquire(undefined))))).toBe(true)
     for (const options of [5, null, "x"]) {
       const exit = await Effect.runPromiseExit(Effect.scoped(Network.acquire(options as never)))
       expect(Exit.isFailure(exit) ? Cause.failureOption(exit.cause).pipe(Option.getOrUndefined) : undefined)

@@ -586,6 +586,7 @@ describe("the transport's settings, refused word for word", () => {
       Either.left("must be a proxy URL such as http://proxy.example:3128")
     )
     expect(endpoint("  http://proxy.example:3128  ").origin).toBe("http://proxy.example:3128")
+    expect(Proxy.proxyEndpoint(" \t ")).toEqual(Either.left("must be a proxy URL such as http://proxy.example:3128"))
     expect(endpoint(" http://a:b%23@proxy.example ").origin).toBe("http://proxy.example:80")
     for (const extra of ["/path", "/?q=1", "/#f"]) {
       expect(Proxy.proxyEndpoint(`http://proxy.example:3128${extra}`)).toEqual(
@@ -614,6 +615,9 @@ describe("the transport's settings, refused word for word", () => {
     expect(bypassed("10.0.0.0/16", "https://10.0.200.1")).toBe(true)
     expect(bypassed("10.0.0.0/8/9", "https://10.0.0.1")).toBe(false)
     expect(bypassed("example.com/8", "https://example.com")).toBe(false)
+    // An address without a prefix is itself alone, in its family's width.
+    expect(bypassed("::1", "http://[::2]")).toBe(false)
+    expect(bypassed("fd00::1", "http://[fd00::1:1]")).toBe(false)
   })
 
   it("the environment's variables in lower case as in upper; no proxy set reads none", () => {
@@ -624,6 +628,9 @@ describe("the transport's settings, refused word for word", () => {
     expect(via({ http_proxy: "http://h:3" }, "https://api.example")).toBeUndefined()
     expect(via({ HTTPS_PROXY: "http://s:1" }, "http://api.example")).toBeUndefined()
     expect(via({ HTTPS_PROXY: "http://s:1", no_proxy: "api.example" }, "https://api.example")).toBeUndefined()
+    const explicit = Either.getOrThrow(Proxy.proxySetting("http://q:2"))
+    const through = Either.getOrThrow(Proxy.routesOf(explicit, undefined, { no_proxy: "api.example" }))
+    expect(Proxy.proxyFor(through, new URL("https://api.example"))).toBeUndefined()
     const direct = Either.getOrThrow(Proxy.routesOf(Proxy.DIRECT, undefined, { HTTPS_PROXY: "http://s:1" }))
     expect(direct).toEqual({ http: undefined, https: undefined, bypass: { rules: [] } })
   })

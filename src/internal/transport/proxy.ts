@@ -87,7 +87,6 @@ export const proxyEndpoint = (value: unknown): Either.Either<ProxyEndpoint, stri
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     return Either.left("must start with http:// or https://")
   }
-  if (url.hostname === "") return Either.left("has no host")
   if ((url.pathname !== "/" && url.pathname !== "") || url.search !== "" || url.hash !== "") {
     return Either.left("must be a proxy's address alone: no path, query or fragment")
   }
