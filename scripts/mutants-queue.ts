@@ -129,7 +129,7 @@ const mutants: ReadonlyArray<Mutant> = [
     find: "wholeLines(handle, { durable: true })",
     replace: "wholeLines(handle, { durable: false })",
     tests: ["test/ResultShards.test.ts"],
-    only: "durable"
+    only: "lines appended at once land whole"
   },
   {
     name: "the shards directory checked after the first result only",
