@@ -199,7 +199,8 @@ const testsOf = (mutant: Mutant) => {
     "vitest",
     "run",
     ...mutant.tests,
-    ...(mutant.only === undefined ? [] : ["-t", mutant.only]),
+    // One argument: a pattern that starts with "--" is otherwise read as an option of its own.
+    ...(mutant.only === undefined ? [] : [`--testNamePattern=${mutant.only}`]),
     "--reporter=json",
     `--outputFile=${report}`
   ])
