@@ -231,7 +231,7 @@ export class LoadControl {
   /**
    * A request ended in `signal`: `number` is what {@link sending} gave it, `sentAt` what
    * {@link sentAt} did. For an answer with content (2xx), whose round trip is a latency sample:
-   * `sentMillis`, the caller's wall clock when it went, and `inFlightAtSend`, what {@link inFlight}
+   * `sentMillis`, {@link roundTripClock} when it went, and `inFlightAtSend`, what {@link inFlight}
    * said then. Called while its turn of the gate is still held.
    */
   ended(
