@@ -134,7 +134,7 @@ const afterRequests = async (n: number) => {
 const fleetPause = async (): Promise<{ readonly setNoEarlierThan: number; readonly setNoLaterThan: number }> => {
   const client = new Redis(redis.port, "127.0.0.1")
   try {
-    for (const giveUp = Date.now() + 30_000; Date.now() < giveUp; ) {
+    for (const giveUp = Date.now() + 30_000; Date.now() < giveUp;) {
       const asked = Date.now()
       // The limiter's own counter lives in the same key; a pause holds BullMQ's MAX_SAFE_INTEGER.
       const [held, left] = (await client.eval(
@@ -143,7 +143,9 @@ const fleetPause = async (): Promise<{ readonly setNoEarlierThan: number; readon
         "bull:effect-clinical:limiter"
       )) as [string | null, number]
       const answered = Date.now()
-      if (held === String(Number.MAX_SAFE_INTEGER) && left > 0) return { setNoEarlierThan: asked - (2_000 - left), setNoLaterThan: answered - (2_000 - left) }
+      if (held === String(Number.MAX_SAFE_INTEGER) && left > 0) {
+        return { setNoEarlierThan: asked - (2_000 - left), setNoLaterThan: answered - (2_000 - left) }
+      }
       await new Promise((resolve) => setTimeout(resolve, 5))
     }
     throw new Error("the fleet was never paused")
