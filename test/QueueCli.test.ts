@@ -8,14 +8,16 @@
 import { Queue } from "bullmq"
 import { Effect, Layer, Redacted } from "effect"
 import { ClinicalClient, PersonData, TokenStore } from "effect-clinical"
+import { ClinicalQueue } from "effect-clinical/bullmq"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
 import type { ChildProcess } from "node:child_process"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { tokenStoreKey } from "../src/cli/queueJob.js"
+import { unreachable } from "../src/cli/queueJob.js"
 import { run, settingsFor } from "./support/Cli.js"
 import * as FakeRedis from "./support/FakeRedis.js"
 import { expectNone } from "./support/Leaks.js"
@@ -168,6 +170,44 @@ describe("a Redis that never answers", { timeout: 300_000 }, () => {
     } finally {
       await silent.close()
     }
+  })
+
+  it("a Redis that answers PING and then nothing: every one-off command still gives up within its bound", async () => {
+    const halting = await FakeRedis.answeringPingOnly()
+    try {
+      const settings = { CLINICAL_REDIS_URL: `redis://127.0.0.1:${halting.port}` }
+      const commands = [["status", "--sample", "0"], ["retry-failed"], ["resume"]]
+      const ran = await Promise.all(commands.map((args) => queue(args, settings)))
+      for (const [i, each] of ran.entries()) {
+        expect([commands[i]![0], each.code, each.stderr]).toEqual([
+          commands[i]![0],
+          1,
+          expect.stringContaining(
+            `cannot reach Redis at redis://127.0.0.1:${halting.port}: it did not answer within 10 s`
+          )
+        ])
+      }
+    } finally {
+      await halting.close()
+    }
+  })
+
+  // ioredis's and ClinicalQueue's own words for a Redis out of reach (ioredis/built: Command.js,
+  // redis/event_handler.js, utils), whichever of two bounds of the same length fires first.
+  it.each([
+    ["Command timed out", "it did not answer within 10 s"],
+    ["Redis did not answer within 10 s", "it did not answer within 10 s"],
+    ["Command aborted due to connection close", "the connection failed"],
+    ["Connection is closed.", "the connection failed"],
+    ["connect ECONNREFUSED 127.0.0.1:6379", "the connection failed"],
+    ["read ECONNRESET", "the connection failed"],
+    ["getaddrinfo ENOTFOUND redis.internal", "the connection failed"],
+    ["connect ETIMEDOUT 10.0.0.7:6379", "the connection failed"],
+    ["connect EHOSTUNREACH 10.0.0.7:6379", "the connection failed"],
+    ["WRONGPASS invalid username-password pair or user is disabled.", undefined],
+    ["OOM command not allowed when used memory > 'maxmemory'.", undefined]
+  ])("a Redis error saying %j reads as: %s", (detail, why) => {
+    expect(unreachable(new ClinicalQueue.QueueError({ operation: "enqueue", detail }))).toBe(why)
   })
 
   it("a Redis stopped (SIGSTOP) after it answered: queue status gives up too", async () => {
@@ -407,13 +447,23 @@ describe("work", { timeout: 300_000 }, () => {
     expect(await worker(Path.join(dir, "shards-token")).exited).toMatchObject({ code: 0 })
     expect((await mock.counters()).tokenRequests).toBe(1)
     const connection = new Redis(redis.port, "127.0.0.1")
-    const key = tokenStoreKey(Redacted.make(SEALING_KEY))
-    if (key._tag === "Left") throw new Error("the key was refused")
+    // Derived as docs/distributed.md says: HKDF-SHA256, no salt, the purpose as info, 32 bytes.
+    const key = Redacted.make(
+      new Uint8Array(
+        Crypto.hkdfSync(
+          "sha256",
+          Buffer.from(SEALING_KEY, "base64"),
+          new Uint8Array(0),
+          "effect-clinical token store",
+          32
+        )
+      )
+    )
     await Effect.runPromise(
       PersonData.get(PersonData.medications, persons[0]!.personUid).pipe(
         Effect.provide(
           ClinicalClient.layerUndici({ baseUrl: mock.url, applicationId: mock.applicationId }).pipe(
-            Layer.provide(TokenStore.layerRedis({ redis: TokenStore.ioredis(connection), sealingKey: key.right }))
+            Layer.provide(TokenStore.layerRedis({ redis: TokenStore.ioredis(connection), sealingKey: key }))
           )
         )
       )

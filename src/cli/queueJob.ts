@@ -170,7 +170,7 @@ const queueOptions = (common: Common, environment: QueueEnvironment, options: Re
   }))
 
 /** The token store's key: derived from the sealing key, so that the two uses never share bytes. */
-export const tokenStoreKey = (
+const tokenStoreKey = (
   key: Redacted.Redacted<string>
 ): Either.Either<Redacted.Redacted<Uint8Array>, CliError> =>
   Either.mapBoth(sealingKey(key), {
@@ -179,7 +179,7 @@ export const tokenStoreKey = (
   })
 
 /** Why a queue command failed, when its connection gave up (Redis unreachable, or silent). */
-const unreachable = (error: unknown): string | undefined => {
+export const unreachable = (error: unknown): string | undefined => {
   if (!(error instanceof ClinicalQueue.QueueError)) return undefined
   if (/Command timed out|did not answer within/.test(error.detail)) {
     return `it did not answer within ${ONE_OFF_ANSWER_MILLIS / 1000} s`
