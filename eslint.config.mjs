@@ -36,7 +36,7 @@ export default tseslint.config(
   {
     // The library and the command line import Effect's modules one by one: a barrel loads every
     // module of its package, which measured slower at start-up (docs/benchmarks.md).
-    files: ["src/**/*.ts"],
+    files: ["src/**/*.ts", "core/**/*.ts"],
     rules: {
       "no-restricted-imports": ["error", {
         paths: barrels.map((name) => ({ name, message: `Import ${name}/<Module>, not the barrel.` }))

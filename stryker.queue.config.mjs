@@ -17,7 +17,7 @@ export default {
     "src/internal/queue/queueError.ts",
     "src/ClinicalQueue.ts",
     "src/cli/resultShards.ts",
-    "src/cli/wholeLines.ts"
+    "core/wholeLines.ts"
   ],
   htmlReporter: { fileName: "reports/mutation-queue/index.html" },
   jsonReporter: { fileName: "reports/mutation-queue/mutation.json" },

@@ -1,7 +1,7 @@
 /**
  * `queue collect`'s speed (docs/benchmarks.md, "The queue"): microseconds per line to merge a run's
- * shards into one file, this version beside a baseline (collect as it was at another commit, read
- * with `git show` into a file of its own beside the current one), in rounds that alternate which
+ * shards into one file, this version beside a baseline (collect as it was at another commit, its
+ * modules read with `git show` into a tree of their own), in rounds that alternate which
  * runs first. The shards are what four workers write: positions interleaved across shards and
  * shuffled within each (16 jobs at once), a medications line of about 300 bytes, 1% delivered twice.
  *
@@ -63,10 +63,22 @@ for (let shard = 0; shard < SHARDS; shard++) {
 }
 const bytes = Fs.readdirSync(shards).reduce((sum, name) => sum + Fs.statSync(Path.join(shards, name)).size, 0)
 
-// The baseline's module, beside ours so that its own imports resolve (*.tmp.ts is not committed).
-const baselineFile = Path.join(root, "src/cli/resultShards.baseline.tmp.ts")
-Fs.writeFileSync(baselineFile, execFileSync("git", ["show", `${BASELINE}:src/cli/resultShards.ts`], { cwd: root }))
-const baseline = await import(baselineFile) as {
+// The baseline's module and the modules it imports, as they were at that commit, in a tree of their
+// own under .scratch/ (packages resolve from the repository's node_modules above it).
+const baselineRoot = Path.join(root, `.scratch/baseline-${BASELINE}`)
+const materialised = (file: string): void => {
+  const target = Path.join(baselineRoot, file)
+  if (Fs.existsSync(target)) return
+  const text = execFileSync("git", ["show", `${BASELINE}:${file}`], { cwd: root, encoding: "utf8" })
+  Fs.mkdirSync(Path.dirname(target), { recursive: true })
+  Fs.writeFileSync(target, text)
+  for (const [, specifier] of text.matchAll(/\bfrom\s+"(\.{1,2}\/[^"]+)"/g)) {
+    materialised(Path.posix.join(Path.posix.dirname(file), specifier!.replace(/\.js$/, ".ts")))
+  }
+}
+Fs.rmSync(baselineRoot, { recursive: true, force: true })
+materialised("src/cli/resultShards.ts")
+const baseline = await import(Path.join(baselineRoot, "src/cli/resultShards.ts")) as {
   readonly collect: (directory: string, out: string) => Promise<{ readonly persons: number }>
 }
 
@@ -99,7 +111,7 @@ for (let round = 0; round < ROUNDS; round++) {
     console.log(`round ${round + 1}: ${contender.name.padEnd(20)} ${(elapsed / LINES).toFixed(2)} µs per line`)
   }
 }
-Fs.rmSync(baselineFile)
+Fs.rmSync(baselineRoot, { recursive: true, force: true })
 Fs.rmSync(dir, { recursive: true, force: true })
 
 const [before, after] = contenders.map((contender) => median(micros.get(contender.name)!))

@@ -65,7 +65,7 @@ const runOnce = (c: Case, env: NodeJS.ProcessEnv): Promise<Run> =>
   })
 
 const main = async () => {
-  const { MockClinicalServer } = await import(Path.join(root, "dist/testing.js"))
+  const { MockClinicalServer } = await import(Path.join(root, "dist/src/testing.js"))
   const mock = await MockClinicalServer.start()
   const env = {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("CLINICAL_"))),
@@ -80,7 +80,7 @@ const main = async () => {
   const all: ReadonlyArray<Case> = [
     { name: "node -e 0", args: ["-e", "0"] },
     { name: BASELINE, args: ["--input-type=module", "-e", "await import(\"effect\")"] },
-    { name: "the library's import", args: ["--input-type=module", "-e", "await import(\"./dist/index.js\")"] },
+    { name: "the library's import", args: ["--input-type=module", "-e", "await import(\"./dist/src/index.js\")"] },
     { name: "effect-clinical --help", args: [bin, "--help"] },
     { name: "effect-clinical token", args: [bin, "token"] },
     { name: "effect-clinical medications -", args: [bin, "medications", "-"], input: `${mock.persons[0].personUid}\n` },

@@ -22,10 +22,13 @@ const root = Path.resolve(import.meta.dirname, "..")
 const undiciAgentOnly = {
   name: "undici-agent-only",
   setup(build) {
-    const ours = Path.join(root, "src") + Path.sep
+    const ours = [Path.join(root, "src") + Path.sep, Path.join(root, "core") + Path.sep]
     build.onResolve(
       { filter: /^undici$/ },
-      (args) => args.importer.startsWith(ours) ? { path: "undici", namespace: "undici-agent-only" } : undefined
+      (args) =>
+        ours.some((folder) => args.importer.startsWith(folder))
+          ? { path: "undici", namespace: "undici-agent-only" }
+          : undefined
     )
     build.onLoad({ filter: /.*/, namespace: "undici-agent-only" }, () => ({
       // ProxyAgent opens its tunnel with the `connect` method undici's index puts on every dispatcher.

@@ -1,5 +1,6 @@
 /**
- * Every failure the client can produce, as `Schema.TaggedError` classes.
+ * Every failure the client can produce, as `Schema.TaggedError` classes: the core's failures
+ * (core/errors.ts, checked below to match), their messages the core's.
  *
  * Privacy rule for this module: an error holds only what is safe to log (the operation, the HTTP
  * status, the name of a field, a reason written by us, and server text scrubbed of known secrets).
@@ -7,6 +8,8 @@
  * has an explicit `message`, because the default one prints every field.
  */
 import * as Schema from "effect/Schema"
+import type * as Core from "../core/errors.js"
+import { messageOf, TOKEN_STORE_FAILURES, TRANSPORT_FAILURES } from "../core/errors.js"
 
 /**
  * The operation a failure belongs to: `token`, `authenticate`, or the name of a `PersonData`
@@ -26,23 +29,6 @@ const Target = {
   url: Schema.optional(Schema.String)
 }
 
-/** `medications request POST https://host/path (HTTP 503)`: the operation, where it went, the status. */
-const describeRequest = (
-  error: { readonly operation: Operation; readonly method?: string | undefined; readonly url?: string | undefined },
-  status: number | undefined
-): string => {
-  const target = error.method !== undefined && error.url !== undefined ? ` ${error.method} ${error.url}` : ""
-  return `${error.operation} request${target}${status === undefined ? "" : ` (HTTP ${status})`}`
-}
-
-/** What to check when a token was refused, by the token host (the ApplicationId) or a data host (a fresh token too). */
-const tokenAdvice = (operation: Operation): string =>
-  operation === "token"
-    ? ": the token host refused the ApplicationId. Check the ApplicationId (applicationId, CLINICAL_APPLICATION_ID) " +
-      "and that the token host (authUrl) and the data host (baseUrl) belong to the same environment, test or production"
-    : ", with a fresh token too. Check that the token host (authUrl) and this host belong to the same environment, " +
-      "test or production, and that the ApplicationId may use this operation"
-
 /** One refused setting: its name (an option's or a variable's) and why, never its value. */
 export const SettingRefusal = Schema.Struct({ setting: Schema.String, reason: Schema.String })
 
@@ -57,9 +43,7 @@ export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidC
   others: Schema.optional(Schema.Array(SettingRefusal))
 }) {
   override get message(): string {
-    if (this.others === undefined || this.others.length === 0) return `invalid setting ${this.setting}: ${this.reason}`
-    const all = [{ setting: this.setting, reason: this.reason }, ...this.others]
-    return `invalid settings: ${all.map(({ reason, setting }) => `${setting} ${reason}`).join("; ")}`
+    return messageOf(this)
   }
 }
 
@@ -70,7 +54,7 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   reason: Schema.String
 }) {
   override get message(): string {
-    return `${this.operation} request refused before sending: ${this.field} ${this.reason}`
+    return messageOf(this)
   }
 }
 
@@ -84,16 +68,7 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
  * refuses to read (`Redirected`). `Dns`, `Tls` and `Proxy` come from the default undici transport;
  * the detail says what to check.
  */
-export const TransportFailure = Schema.Literal(
-  "Network",
-  "Dns",
-  "Tls",
-  "Proxy",
-  "Timeout",
-  "Deadline",
-  "ResponseTooLarge",
-  "Redirected"
-)
+export const TransportFailure = Schema.Literal(...TRANSPORT_FAILURES)
 
 /**
  * No usable HTTP response: the network failed, a timeout or the deadline fired, or the body was too
@@ -109,8 +84,7 @@ export class TransportError extends Schema.TaggedError<TransportError>()("Transp
   requestSent: Schema.optional(Schema.Boolean)
 }) {
   override get message(): string {
-    const what = this.operation === undefined ? "request" : `${this.operation} request`
-    return `${what} ${this.method} ${this.url} failed (${this.reason}): ${this.detail}`
+    return messageOf(this)
   }
 }
 
@@ -124,7 +98,7 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
   status: Schema.Number
 }) {
   override get message(): string {
-    return `${describeRequest(this, this.status)} was refused as unauthorized${tokenAdvice(this.operation)}`
+    return messageOf(this)
   }
 }
 
@@ -135,9 +109,7 @@ export class TokenExpired extends Schema.TaggedError<TokenExpired>()("TokenExpir
   status: Schema.Number
 }) {
   override get message(): string {
-    return `${describeRequest(this, this.status)} was refused: the token exceeded its lifetime${
-      this.operation === "token" ? "" : tokenAdvice(this.operation)
-    }`
+    return messageOf(this)
   }
 }
 
@@ -148,9 +120,7 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
   status: Schema.Number
 }) {
   override get message(): string {
-    return `${describeRequest(this, this.status)} was refused as a bad request${
-      this.operation === "token" ? tokenAdvice(this.operation) : ""
-    }`
+    return messageOf(this)
   }
 }
 
@@ -162,8 +132,7 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
   override get message(): string {
-    const after = this.retryAfterMillis === undefined ? "" : `; retry after ${this.retryAfterMillis} ms`
-    return `${describeRequest(this, this.status)} was rate limited${after}`
+    return messageOf(this)
   }
 }
 
@@ -175,8 +144,7 @@ export class ServerError extends Schema.TaggedError<ServerError>()("ServerError"
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
   override get message(): string {
-    const after = this.retryAfterMillis === undefined ? "" : `; retry after ${this.retryAfterMillis} ms`
-    return `${describeRequest(this, this.status)} failed with a server error${after}`
+    return messageOf(this)
   }
 }
 
@@ -191,10 +159,7 @@ export class UnexpectedStatus extends Schema.TaggedError<UnexpectedStatus>()("Un
   location: Schema.optional(Schema.String)
 }) {
   override get message(): string {
-    const redirect = this.status < 300 || this.status > 399
-      ? ""
-      : `: a redirect${this.location === undefined ? "" : ` to ${this.location}`}, which the client never follows`
-    return `${describeRequest(this, this.status)} got an unexpected status${redirect}`
+    return messageOf(this)
   }
 }
 
@@ -206,7 +171,7 @@ export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>
   reason: Schema.String
 }) {
   override get message(): string {
-    return `${describeRequest(this, this.status)} returned a response that could not be decoded: ${this.reason}`
+    return messageOf(this)
   }
 }
 
@@ -222,9 +187,7 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
   errorMessage: Schema.NullOr(Schema.String)
 }) {
   override get message(): string {
-    const type = this.errorType === null ? "" : ` ${this.errorType}`
-    const text = this.errorMessage === null ? "" : `: ${this.errorMessage}`
-    return `${describeRequest(this, this.status)} reported failure${type}${text}`
+    return messageOf(this)
   }
 }
 
@@ -236,11 +199,11 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
  */
 export class TokenStoreError extends Schema.TaggedError<TokenStoreError>()("TokenStoreError", {
   operation: Operation,
-  reason: Schema.Literal("Timeout", "Unavailable", "Unreadable"),
+  reason: Schema.Literal(...TOKEN_STORE_FAILURES),
   detail: Schema.String
 }) {
   override get message(): string {
-    return `${this.operation} store ${this.reason.toLowerCase()}: ${this.detail}`
+    return messageOf(this)
   }
 }
 
@@ -256,9 +219,7 @@ export class CircuitOpen extends Schema.TaggedError<CircuitOpen>()("CircuitOpen"
   retryAfterMillis: Schema.Number
 }) {
   override get message(): string {
-    return `${this.operation} call refused: the service looks down (circuit open); it is probed again in ${
-      Math.ceil(this.retryAfterMillis)
-    } ms`
+    return messageOf(this)
   }
 }
 
@@ -272,9 +233,7 @@ export class ClientClosed extends Schema.TaggedError<ClientClosed>()("ClientClos
   whileRunning: Schema.Boolean
 }) {
   override get message(): string {
-    return this.whileRunning
-      ? `${this.operation} call ended: the client was closed while it ran`
-      : `${this.operation} call refused: the client is closed`
+    return messageOf(this)
   }
 }
 
@@ -317,3 +276,8 @@ export type AnyClinicalError = typeof AnyClinicalError.Type
  * `ClientClosed` included); {@link isRequestError} for a request's failures alone.
  */
 export const isClinicalError: (u: unknown) => u is AnyClinicalError = Schema.is(AnyClinicalError)
+
+// Each class holds what the core's failure of its tag holds: the core's decisions read them.
+const matchesCore = <Core, Line extends Core>(line: (value: Line) => Core): typeof line => line
+void matchesCore<Core.AnyClinicalError, AnyClinicalError>((error) => error)
+void matchesCore<Core.HttpError, HttpError>((error) => error)

@@ -29,12 +29,13 @@ import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Crypto from "node:crypto"
+import type * as RetryPolicy from "../core/call/retryPolicy.js"
+import * as FreshToken from "../core/token/freshToken.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type HttpError, InvalidRequest, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
-import * as RetryPolicy from "./internal/call/retryPolicy.js"
+import * as RetrySettings from "./internal/call/retrySettings.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
-import * as FreshToken from "./internal/token/freshToken.js"
 import * as TokenCache from "./internal/token/tokenCache.js"
 import { type IssuedToken, requestToken, tokenUrl } from "./internal/token/tokenRequest.js"
 import * as TokenSharing from "./internal/token/tokenSharing.js"
@@ -187,7 +188,7 @@ class TokenKeeper {
     private readonly lock: Effect.Semaphore,
     private readonly scope: Scope.Scope
   ) {
-    this.policy = RetryPolicy.fromConfig(config)
+    this.policy = RetrySettings.fromConfig(config)
     this.url = tokenUrl(config)
   }
 

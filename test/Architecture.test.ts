@@ -1,5 +1,6 @@
 /**
- * The layout's rules, checked on the sources: src/internal/ in folders by concern; no module
+ * The layout's rules, checked on the sources: core/ free of Effect and of either line's shell (it
+ * is compiled into both Effect lines); src/internal/ in folders by concern; no module
  * imports itself back through others, types included (issue 24: `HttpTransport` <->
  * `internal/secretText`, `TokenStore` <-> `internal/redisTokenStore` were circles); no function
  * longer than a screenful.
@@ -10,6 +11,7 @@ import ts from "typescript"
 import { describe, expect, it } from "vitest"
 
 const SRC = Path.resolve(import.meta.dirname, "../src")
+const CORE = Path.resolve(import.meta.dirname, "../core")
 
 const modules = (directory: string): Array<string> =>
   Fs.readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
@@ -20,7 +22,7 @@ const modules = (directory: string): Array<string> =>
 /** Each module's relative imports and re-exports (`import type` too), as module paths. */
 const importGraph = (): Map<string, Array<string>> =>
   new Map(
-    modules(SRC).map((file) => {
+    [...modules(CORE), ...modules(SRC)].map((file) => {
       const text = Fs.readFileSync(file, "utf8")
       const targets = [...text.matchAll(/\bfrom\s+"(\.{1,2}\/[^"]+)"/g)].map(([, specifier]) =>
         Path.resolve(Path.dirname(file), specifier!.replace(/\.js$/, ".ts"))
@@ -67,7 +69,53 @@ export const longFunctions = (name: string, text: string, max: number): Array<st
   return found
 }
 
-describe("the layout of src/", () => {
+/** Every module a source text names (imports, `import type`, re-exports, dynamic imports). */
+const specifiersIn = (text: string): Array<string> =>
+  ts.preProcessFile(text, true, true).importedFiles.map((file) => file.fileName)
+
+/**
+ * What a core module imports that a core module may not: anything but Node's own modules and
+ * other core modules (no Effect, no package, nothing of either line's shell).
+ */
+export const outsideCore = (file: string, text: string, core: string): Array<string> =>
+  specifiersIn(text)
+    .filter((specifier) =>
+      specifier.startsWith(".")
+        ? !Path.resolve(Path.dirname(file), specifier).startsWith(core + Path.sep)
+        : !specifier.startsWith("node:")
+    )
+    .map((specifier) => `${Path.relative(core, file)} imports ${specifier}`)
+
+describe("core/: one Effect-free core for both Effect lines", () => {
+  it("finds what a core module may not import (the check itself)", () => {
+    const file = "/repo/core/call/a.ts"
+    const text = [
+      "import * as Option from \"effect/Option\"",
+      "import type { Duration } from \"effect\"",
+      "export * from \"@effect/platform\"",
+      "const undici = await import(\"undici\")",
+      "import { x } from \"../../src/internal/x.js\"",
+      "import { y } from \"../y.js\"",
+      "import { z } from \"./z.js\"",
+      "import * as Fs from \"node:fs\""
+    ].join("\n")
+    expect(outsideCore(file, text, "/repo/core")).toEqual([
+      "call/a.ts imports effect/Option",
+      "call/a.ts imports effect",
+      "call/a.ts imports @effect/platform",
+      "call/a.ts imports undici",
+      "call/a.ts imports ../../src/internal/x.js"
+    ])
+  })
+
+  it("no module of core/ imports Effect, a package, or anything outside core/", () => {
+    const found = modules(CORE)
+    expect(found.length).toBeGreaterThan(10)
+    expect(found.flatMap((file) => outsideCore(file, Fs.readFileSync(file, "utf8"), CORE))).toEqual([])
+  })
+})
+
+describe("the layout of src/ and core/", () => {
   it("finds a function longer than the limit (the check itself)", () => {
     const body = (lines: number) => Array.from({ length: lines - 2 }, (_, i) => `  const x${i} = ${i}`).join("\n")
     const text = `export const f = () => {\n${body(5)}\n}\nclass C {\n  m() {\n${body(4)}\n  }\n}\n`
@@ -76,9 +124,9 @@ describe("the layout of src/", () => {
     expect(longFunctions("b.ts", `function* g() {\n${body(6)}\n}\n`, 5)).toEqual(["b.ts:1 (6 lines)"])
   })
 
-  it(`no function in src/ is longer than ${MAX_FUNCTION_LINES} lines`, () => {
-    const long = modules(SRC).flatMap((file) =>
-      longFunctions(Path.relative(SRC, file), Fs.readFileSync(file, "utf8"), MAX_FUNCTION_LINES)
+  it(`no function in src/ or core/ is longer than ${MAX_FUNCTION_LINES} lines`, () => {
+    const long = [...modules(CORE), ...modules(SRC)].flatMap((file) =>
+      longFunctions(Path.relative(Path.dirname(SRC), file), Fs.readFileSync(file, "utf8"), MAX_FUNCTION_LINES)
     )
     expect(long).toEqual([])
   })
@@ -97,7 +145,9 @@ describe("the layout of src/", () => {
   it("no module imports itself back through others, types included", () => {
     const graph = importGraph()
     expect(graph.size).toBeGreaterThan(40)
-    const shown = circles(graph).map((circle) => circle.map((file) => Path.relative(SRC, file)).join(" -> "))
+    const shown = circles(graph).map((circle) =>
+      circle.map((file) => Path.relative(Path.dirname(SRC), file)).join(" -> ")
+    )
     expect(shown).toEqual([])
   })
 })

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, Stream } from "effect"
 import { ClinicalClient, ClinicalError, HttpTransport, MedicationService, PersonData } from "effect-clinical"
 import { MockClinicalServer } from "effect-clinical/testing"
-import * as Tally from "../src/internal/batch/batchTally.js"
+import * as Tally from "../core/batchTally.js"
 
 const persons = MockClinicalServer.fixturePersons
 const known = persons.map((person) => person.personUid)
@@ -337,7 +337,11 @@ describe("batchTally: when a failure stops a batch", () => {
   it("counts failures in a row, resets them on any other outcome, and keeps the first stop", () => {
     const network = new ClinicalError.TransportError({ ...at, reason: "Network", detail: "d" })
     const server = new ClinicalError.ServerError({ ...at, status: 500 })
-    let tally = Tally.failed(Tally.failed(Tally.initial, network, 3), network, 3)
+    let tally: Tally.Tally<ClinicalError.ClinicalError> = Tally.failed(
+      Tally.failed(Tally.initial, network, 3),
+      network,
+      3
+    )
     expect(tally.transportFailuresInARow).toBe(2)
     expect(Tally.succeeded(tally).transportFailuresInARow).toBe(0)
     expect(Tally.failed(tally, server, 3).transportFailuresInARow).toBe(0)

@@ -12,13 +12,13 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { vi } from "vitest"
+import * as Files from "../core/files.js"
 import * as BatchJob from "../src/cli/batchJob.js"
-import * as Files from "../src/cli/files.js"
 import { ExitCode } from "../src/cli/outcome.js"
 
 // The file operations as they are, unless a test makes one fail (the file system refusing it).
-vi.mock("../src/cli/files.js", async (original) => {
-  const actual = await original<typeof import("../src/cli/files.js")>()
+vi.mock("../core/files.js", async (original) => {
+  const actual = await original<typeof import("../core/files.js")>()
   return {
     ...actual,
     createBeside: vi.fn(actual.createBeside),

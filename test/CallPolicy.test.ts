@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ClinicalError } from "effect-clinical"
-import * as CallPolicy from "../src/internal/call/callPolicy.js"
-import * as RetryPolicy from "../src/internal/call/retryPolicy.js"
+import * as CallPolicy from "../core/call/callPolicy.js"
+import * as RetryPolicy from "../core/call/retryPolicy.js"
 
 const policy: CallPolicy.Policy = {
   maxRetries: 3,

@@ -3,7 +3,7 @@
  * form, and reading the results file back (a line cut by a crash does not count).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { type Checkpoint, isFinal, keptLine, mismatch, readLine, resultLine } from "../src/cli/checkpoint.js"
+import { type Checkpoint, isFinal, keptLine, mismatch, readLine, resultLine } from "../core/checkpoint.js"
 import { hideTypedValues } from "../src/cli/outcome.js"
 
 const wanted: Checkpoint = {

@@ -1,12 +1,12 @@
 /**
- * The adaptive concurrency limit's decisions (src/internal/call/concurrencyLimit.ts), as pure
+ * The adaptive concurrency limit's decisions (core/call/concurrencyLimit.ts), as pure
  * functions: each row of its table, and a client alone finding a service's capacity round trip by
  * round trip.
  */
 import { describe, expect, it } from "vitest"
+import * as ConcurrencyLimit from "../core/call/concurrencyLimit.js"
+import * as Queueing from "../core/call/queueing.js"
 import { runModel } from "../scripts/load/model.js"
-import * as ConcurrencyLimit from "../src/internal/call/concurrencyLimit.js"
-import * as Queueing from "../src/internal/call/queueing.js"
 
 const settings: ConcurrencyLimit.Settings = { min: 1, max: 64, backoffRatio: 0.7, increase: 0.03, slowStart: 0.5 }
 const state = (limit: number, good: number, decreasedAt = 0): ConcurrencyLimit.State => ({ limit, good, decreasedAt })

@@ -29,7 +29,7 @@ beforeAll(async () => {
   const directory = Path.join(root, "node_modules/.cache/effect-clinical-tests")
   Fs.mkdirSync(directory, { recursive: true })
   worker = Path.join(directory, "fleetWorker.mjs")
-  const library = JSON.stringify(Url.pathToFileURL(Path.join(root, "dist/index.js")).href)
+  const library = JSON.stringify(Url.pathToFileURL(Path.join(root, "dist/src/index.js")).href)
   Fs.writeFileSync(worker, outputText.replace(/from "effect-clinical"/, `from ${library}`))
 })
 afterAll(async () => {

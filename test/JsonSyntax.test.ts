@@ -3,7 +3,7 @@
  * every text, whole or cut, glued or flipped, and give the same answer however the bytes are split.
  */
 import { describe, expect, it } from "vitest"
-import { isJson, JsonSyntax, MAX_NESTING } from "../src/internal/jsonSyntax.js"
+import { isJson, JsonSyntax, MAX_NESTING } from "../core/jsonSyntax.js"
 
 /** A small deterministic generator (mulberry32): the same cases on every run. */
 const random = (seed: number) => () => {

@@ -1,5 +1,5 @@
 /**
- * The concurrency limit's latency signal (issue 37; src/internal/call/queueing.ts): its decisions row
+ * The concurrency limit's latency signal (issue 37; core/call/queueing.ts): its decisions row
  * by row, a client's load control fed round trips by a service with a line (no fibers, a clock the
  * test sets), and a batch in the load model against a service whose excess requests wait, slowing
  * from 20 ms to 2 s. Before, nothing but 429, 503 and timeouts brought the limit down: 64 requests
@@ -7,11 +7,11 @@
  */
 import type { Clock } from "effect"
 import { describe, expect, it } from "vitest"
+import * as ConcurrencyLimit from "../core/call/concurrencyLimit.js"
+import * as Queueing from "../core/call/queueing.js"
 import { degrading, runModel } from "../scripts/load/model.js"
-import * as ConcurrencyLimit from "../src/internal/call/concurrencyLimit.js"
 import * as Gate from "../src/internal/call/gate.js"
 import { LoadControl, Signal } from "../src/internal/call/loadControl.js"
-import * as Queueing from "../src/internal/call/queueing.js"
 
 // 30 ms is 1.5 x a base of 20.
 const settings = Queueing.DEFAULTS

@@ -1,13 +1,13 @@
 /**
- * The retry budget's and the circuit breaker's decisions (src/internal/call/retryBudget.ts,
- * src/internal/call/circuitBreaker.ts), as pure functions, row by row of their tables.
+ * The retry budget's and the circuit breaker's decisions (core/call/retryBudget.ts,
+ * core/call/circuitBreaker.ts), as pure functions, row by row of their tables.
  */
 import type { Clock } from "effect"
 import { describe, expect, it } from "vitest"
-import * as CircuitBreaker from "../src/internal/call/circuitBreaker.js"
+import * as CircuitBreaker from "../core/call/circuitBreaker.js"
+import * as RetryBudget from "../core/call/retryBudget.js"
 import * as Gate from "../src/internal/call/gate.js"
 import { LoadControl, Signal } from "../src/internal/call/loadControl.js"
-import * as RetryBudget from "../src/internal/call/retryBudget.js"
 
 describe("the retry budget", () => {
   const settings: RetryBudget.Settings = { ratio: 0.5, perSecond: 10, windowMillis: 2000 }

@@ -472,7 +472,7 @@ describe("MockClinicalServer.start().close() (issue 23)", () => {
     async () => {
       // The package as built, in a process of its own: it ends only when nothing of the mock is left.
       const program = `
-      import { MockClinicalServer } from ${JSON.stringify(Path.resolve(import.meta.dirname, "../dist/testing.js"))}
+      import { MockClinicalServer } from ${JSON.stringify(Path.resolve(import.meta.dirname, "../dist/src/testing.js"))}
       const mock = await MockClinicalServer.start()
       await mock.injectFaults("medications", [MockClinicalServer.Fault.delay("60 seconds")])
       const answer = fetch(mock.url + "/api/clinical/medication/get", { method: "POST", body: "{}" }).then(

@@ -900,7 +900,7 @@ describe("the settings reach the transport, from options and from CLINICAL_* var
     const plain = await MockClinicalServer.start({ tls: { cert: pki.server.cert, key: pki.server.key } })
     try {
       const script = [
-        `import { createClinicalClient } from ${JSON.stringify(Path.resolve("dist/promise.js"))}`,
+        `import { createClinicalClient } from ${JSON.stringify(Path.resolve("dist/src/promise.js"))}`,
         "const [url, applicationId, personUid, options] = process.argv.slice(1)",
         "const clinical = createClinicalClient({ baseUrl: url, applicationId, maxRetries: 0, ...JSON.parse(options) })",
         "try { await clinical.medications(personUid); console.log('ok') }",

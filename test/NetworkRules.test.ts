@@ -7,7 +7,7 @@
 import { Either, Redacted } from "effect"
 import * as Tls from "node:tls"
 import { describe, expect, it } from "vitest"
-import { classify, type Route } from "../src/internal/transport/connectFailure.js"
+import { classify, type Route } from "../core/transport/connectFailure.js"
 import * as Proxy from "../src/internal/transport/proxy.js"
 import * as Trust from "../src/internal/transport/trust.js"
 import { neverConnected } from "../src/internal/transport/wire.js"

@@ -297,7 +297,9 @@ describe("logging", () => {
     async () => {
       const mock = await startMock()
       const program = `
-      import { createClinicalClient } from ${JSON.stringify(Path.resolve(import.meta.dirname, "../dist/promise.js"))}
+      import { createClinicalClient } from ${
+        JSON.stringify(Path.resolve(import.meta.dirname, "../dist/src/promise.js"))
+      }
       const outcomes = []
       // A call retried until it fails, and one whose ApplicationId is refused (a warning of the library's).
       for (const applicationId of [process.env.APPLICATION_ID, "00000000-0000-4000-8000-000000000000"]) {
@@ -435,7 +437,9 @@ describe("close", () => {
     // The package as built, in a process of its own: no process.exit, so it ends only when
     // nothing of the client (sockets, timers, fibers) is left holding the event loop.
     const program = `
-      import { createClinicalClient } from ${JSON.stringify(Path.resolve(import.meta.dirname, "../dist/promise.js"))}
+      import { createClinicalClient } from ${
+      JSON.stringify(Path.resolve(import.meta.dirname, "../dist/src/promise.js"))
+    }
       const clinical = createClinicalClient({ baseUrl: process.env.URL, applicationId: process.env.APPLICATION_ID })
       const { medications } = await clinical.medications(process.env.PERSON_UID)
       console.log(medications.length)

@@ -7,7 +7,7 @@ import { Either, Redacted } from "effect"
 import { ClinicalError } from "effect-clinical"
 import * as Crypto from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { decide, kindOf } from "../src/internal/queue/jobDecision.js"
+import { decide, kindOf } from "../core/queue/jobDecision.js"
 import { jobId, jobKeys, keyCheck, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
 import {
   countOf,

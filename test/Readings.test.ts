@@ -4,14 +4,8 @@
  * and the pool they are kept in (bounded, and reused), and which characters are separators.
  */
 import { describe, expect, it } from "@effect/vitest"
-import {
-  type Codes,
-  entityEscaped,
-  type Escape,
-  jsonEscaped,
-  percentEncoded
-} from "../src/internal/redaction/escapes.js"
-import { fold, foldedOf, forEachReading, isSeparator, release, Units } from "../src/internal/redaction/readings.js"
+import { type Codes, entityEscaped, type Escape, jsonEscaped, percentEncoded } from "../core/redaction/escapes.js"
+import { fold, foldedOf, forEachReading, isSeparator, release, Units } from "../core/redaction/readings.js"
 import { scrub } from "../src/internal/redaction/redaction.js"
 
 const codesOf = (text: string): Codes => ({ codes: Array.from(text, (c) => c.charCodeAt(0)), length: text.length })

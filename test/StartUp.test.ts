@@ -37,9 +37,11 @@ const unasked =
 
 describe("what a process loads", { timeout: 60_000 }, () => {
   it("importing the package (Effect and Promise entry points) loads none of undici, Redis, telemetry, the mock, the CLI", async () => {
-    const loaded = await loadedBy(importing(`await import("./dist/index.js"); await import("./dist/promise.js")`))
-    expect(loaded).toContain("dist/index.js")
-    expect(loaded).toContain("dist/promise.js")
+    const loaded = await loadedBy(
+      importing(`await import("./dist/src/index.js"); await import("./dist/src/promise.js")`)
+    )
+    expect(loaded).toContain("dist/src/index.js")
+    expect(loaded).toContain("dist/src/promise.js")
     expect(loaded.filter((path) => unasked.test(path))).toEqual([])
   })
 
@@ -49,7 +51,7 @@ describe("what a process loads", { timeout: 60_000 }, () => {
       const loaded = await loadedBy(
         importing(`
 const { Effect } = await import("effect")
-const { ClinicalClient, MedicationService } = await import("./dist/index.js")
+const { ClinicalClient, MedicationService } = await import("./dist/src/index.js")
 const client = ClinicalClient.layerUndici({ baseUrl: process.env.URL, applicationId: process.env.ID })
 const { medications } = await Effect.runPromise(Effect.provide(MedicationService.get(process.env.PERSON), client))
 if (medications.length === 0) process.exit(1)`),

@@ -8,7 +8,7 @@ import type { FileHandle } from "node:fs/promises"
 import { open } from "node:fs/promises"
 import * as Path from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { wholeLines } from "../src/cli/wholeLines.js"
+import { wholeLines } from "../core/wholeLines.js"
 import * as Tmpfs from "./support/Tmpfs.js"
 
 let disk: Tmpfs.Tmpfs

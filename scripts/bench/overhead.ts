@@ -7,7 +7,7 @@
  */
 import { Effect, Either, Layer } from "effect"
 import { ClinicalClient, HttpDate, HttpTransport, MedicationService } from "effect-clinical"
-import { FIXTURE_PERSONS } from "../../src/testing/fixture.js"
+import { FIXTURE_PERSONS } from "../../core/testing/fixture.js"
 
 const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
 const now = Date.now()

@@ -5,7 +5,7 @@
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { FIXTURE_PERSONS } from "../../src/testing/fixture.js"
+import { FIXTURE_PERSONS } from "../../core/testing/fixture.js"
 
 const TOKEN = `+/+/${Buffer.from("benchmark-token-".repeat(4)).toString("base64")}${
   Buffer.from("x".repeat(20)).toString("base64")

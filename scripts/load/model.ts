@@ -8,7 +8,7 @@
  * once, with or without Retry-After. Each client process runs its share of the persons `concurrency`
  * at a time, each person one call with the client's retry rules (backoff from 1 s with half jitter,
  * Retry-After honoured, 3 retries), its requests let out by the concurrency limit
- * (src/internal/call/concurrencyLimit.ts), or by a fixed cap when `limit` is off.
+ * (core/call/concurrencyLimit.ts), or by a fixed cap when `limit` is off.
  *
  *   npm run load:model -- [--processes 1,4] [--k 8] [--persons 3000] [--ratio 0.7] [--increase 0.03]
  *     [--initial 4] [--max 64] [--at-once true]
@@ -19,10 +19,10 @@
  * retries in a storm (16 processes against K = 8: 94% of requests refused).
  */
 import type * as Clock from "effect/Clock"
-import * as ConcurrencyLimit from "../../src/internal/call/concurrencyLimit.js"
+import * as ConcurrencyLimit from "../../core/call/concurrencyLimit.js"
+import * as Queueing from "../../core/call/queueing.js"
 import * as Gate from "../../src/internal/call/gate.js"
 import { latencySample, LoadControl, Signal, signalOfStatus } from "../../src/internal/call/loadControl.js"
-import * as Queueing from "../../src/internal/call/queueing.js"
 
 export interface ModelOptions {
   readonly processes: number

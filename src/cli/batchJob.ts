@@ -20,16 +20,24 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type FileHandle, unlink } from "node:fs/promises"
 import { createInterface } from "node:readline"
+import { initial, progressOf, stopReasonOf } from "../../core/batchTally.js"
+import { type Checkpoint, isFinal, keptLine, mismatch, resultLine } from "../../core/checkpoint.js"
+import {
+  createBeside,
+  createNew,
+  kindAt,
+  openToRead,
+  othersMayWriteBeside,
+  replace,
+  writeReplacing
+} from "../../core/files.js"
+import { wholeLines } from "../../core/wholeLines.js"
 import type { ClinicalError } from "../ClinicalError.js"
-import { initial, progressOf, stopReasonOf } from "../internal/batch/batchTally.js"
 import * as Json from "../internal/json.js"
 import * as PersonData from "../PersonData.js"
-import { type Checkpoint, isFinal, keptLine, mismatch, resultLine } from "./checkpoint.js"
-import { createBeside, createNew, kindAt, openToRead, othersMayWriteBeside, replace, writeReplacing } from "./files.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { fromFile, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
-import { wholeLines } from "./wholeLines.js"
 
 /** What a batch is asked to do (its options already checked). */
 export interface Job {

@@ -6,8 +6,8 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Option from "effect/Option"
+import { stopReasonOf } from "../../core/batchTally.js"
 import { isRequestError } from "../ClinicalError.js"
-import { stopReasonOf } from "../internal/batch/batchTally.js"
 
 /** The documented exit codes. */
 export const ExitCode = {

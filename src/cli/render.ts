@@ -2,9 +2,9 @@
  * What the command line prints, as pure functions of what it has: tables for people, JSON for
  * scripts. Persons are named by their position in the input (`#1`), never by their PersonUid.
  */
+import { credentialShapesIn } from "../../core/redaction/secretShapes.js"
 import type { ClinicalError } from "../ClinicalError.js"
 import { redactMarked } from "../internal/redaction/redaction.js"
-import { credentialShapesIn } from "../internal/redaction/secretShapes.js"
 
 /**
  * What a terminal would act on rather than show: control characters (C0, DEL and C1: an escape

@@ -16,10 +16,10 @@ import { readSync, writeSync } from "node:fs"
 import { type FileHandle, lstat, mkdir, readdir, unlink } from "node:fs/promises"
 import { hostname } from "node:os"
 import * as Path from "node:path"
-import { JsonSyntax } from "../internal/jsonSyntax.js"
-import { resultLine } from "./checkpoint.js"
-import { createNew, openToRead, OWNER_ONLY } from "./files.js"
-import { wholeLines } from "./wholeLines.js"
+import { resultLine } from "../../core/checkpoint.js"
+import { createNew, openToRead, OWNER_ONLY } from "../../core/files.js"
+import { JsonSyntax } from "../../core/jsonSyntax.js"
+import { wholeLines } from "../../core/wholeLines.js"
 
 /**
  * The directory of the shards, as an absolute path without a trailing slash (with one, `lstat`

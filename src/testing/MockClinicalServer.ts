@@ -31,11 +31,6 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import * as Https from "node:https"
-import { InvalidConfig, type TransportError } from "../ClinicalError.js"
-import * as HttpTransport from "../HttpTransport.js"
-import { isRecord } from "../internal/json.js"
-import { pathOf } from "../internal/url.js"
-import * as Faults from "./faults.js"
 import {
   DEMO_APPLICATION_ID,
   FIXTURE_PERSONS,
@@ -43,7 +38,13 @@ import {
   type MockEthnicity,
   type MockMedication,
   type MockPerson
-} from "./fixture.js"
+} from "../../core/testing/fixture.js"
+import { seededRandom } from "../../core/testing/seeded.js"
+import { pathOf } from "../../core/url.js"
+import { InvalidConfig, type TransportError } from "../ClinicalError.js"
+import * as HttpTransport from "../HttpTransport.js"
+import { isRecord } from "../internal/json.js"
+import * as Faults from "./faults.js"
 import {
   answer,
   type Behaviour,
@@ -54,7 +55,6 @@ import {
   paths,
   type ServerState
 } from "./operations.js"
-import { seededRandom } from "./seeded.js"
 
 export type { MockDevice, MockEthnicity, MockMedication, MockPerson }
 export { paths }

@@ -4,11 +4,11 @@
  */
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
+import { seededRandom } from "../../core/testing/seeded.js"
 import * as HttpDate from "../HttpDate.js"
 import type * as HttpTransport from "../HttpTransport.js"
 import { isRecord } from "../internal/json.js"
 import { json, type Operation } from "./operations.js"
-import { seededRandom } from "./seeded.js"
 
 /** What a fault applies to. */
 export type Target = Operation | "any"

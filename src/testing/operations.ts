@@ -4,11 +4,11 @@
  * and change the server's state; the server's time is passed in.
  */
 import * as Option from "effect/Option"
+import type { MockDevice, MockMedication, MockPerson } from "../../core/testing/fixture.js"
 import * as HttpDate from "../HttpDate.js"
 import * as HttpTransport from "../HttpTransport.js"
 import { field, isRecord, parse } from "../internal/json.js"
 import { isGuid } from "../internal/validate.js"
-import type { MockDevice, MockMedication, MockPerson } from "./fixture.js"
 
 /** Paths of the operations the mock serves (matched case-insensitively). */
 export const paths = {

@@ -8,9 +8,9 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Tally from "../../../core/batchTally.js"
 import { type ClinicalError, InvalidRequest } from "../../ClinicalError.js"
 import * as validate from "../validate.js"
-import * as Tally from "./batchTally.js"
 import { mapUnordered } from "./workers.js"
 
 /** What became of one person. */
@@ -18,7 +18,7 @@ export type Outcome<A> =
   | { readonly _tag: "Success"; readonly result: A }
   | { readonly _tag: "Failure"; readonly error: ClinicalError }
   /** Not sent: the batch had stopped, for `stop.reason`, because of `stop.error`. */
-  | { readonly _tag: "Skipped"; readonly stop: Tally.Stop }
+  | { readonly _tag: "Skipped"; readonly stop: Tally.Stop<ClinicalError> }
 
 /** One person's outcome; `index` is the person's position in the input, from 0. */
 export interface Entry<A> {
@@ -164,7 +164,7 @@ export const many = <P, A, E, R>(
 
   // A fresh tally per run of the stream. Plain mutable state: each update is one synchronous step.
   return Stream.unwrap(Effect.map(Clock.currentTimeMillis, (startedAt) => {
-    let tally = Tally.initial
+    let tally: Tally.Tally<ClinicalError> = Tally.initial
     const settle = (index: number, outcome: Outcome<A>): Effect.Effect<Entry<A>> => {
       const entry: Entry<A> = { index, outcome }
       if (onProgress === undefined) return Effect.succeed(entry)

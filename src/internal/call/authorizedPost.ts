@@ -31,6 +31,8 @@ import * as MetricLabel from "effect/MetricLabel"
 import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
+import * as CallPolicy from "../../../core/call/callPolicy.js"
+import * as FreshToken from "../../../core/token/freshToken.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import { CircuitOpen, type ClinicalError, type HttpError, type Operation, TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
@@ -39,10 +41,8 @@ import * as FiberSpan from "../observability/fiberSpan.js"
 import * as HttpSpan from "../observability/httpSpan.js"
 import * as MetricUpdater from "../observability/metricUpdater.js"
 import * as Telemetry from "../observability/telemetry.js"
-import * as FreshToken from "../token/freshToken.js"
 import { labelled } from "./attempt.js"
 import { callback } from "./callback.js"
-import * as CallPolicy from "./callPolicy.js"
 import * as Gate from "./gate.js"
 import {
   latencySample,
@@ -54,7 +54,7 @@ import {
   signalOfStatus
 } from "./loadControl.js"
 import { readJson } from "./response.js"
-import { fromConfig } from "./retryPolicy.js"
+import { fromConfig } from "./retrySettings.js"
 import { SecretBodyRequest, type SecretText } from "./secretText.js"
 
 /*
@@ -213,7 +213,7 @@ export const forClient = (
 }
 
 /** How a failed exchange ended: sent, unless the request surely never reached the server. */
-const failed = (error: HttpError): CallPolicy.Outcome => ({
+const failed = (error: HttpError): CallPolicy.Outcome<ClinicalError> => ({
   _tag: "Failed",
   error,
   sent: !(error._tag === "TransportError" && error.requestSent === false)
@@ -227,7 +227,7 @@ const refusal = (call: AnyCall, waitMillis: number): CircuitOpen =>
   new CircuitOpen({ operation: call.operation, retryAfterMillis: waitMillis })
 
 /** The error an attempt that did not end the call ended in. */
-const errorOf = (outcome: CallPolicy.Outcome): ClinicalError | undefined =>
+const errorOf = (outcome: CallPolicy.Outcome<ClinicalError>): ClinicalError | undefined =>
   outcome._tag === "Failed" ? outcome.error : outcome.read._tag === "Left" ? outcome.read.left : undefined
 
 /**
@@ -432,7 +432,7 @@ class Caller {
   private proceed<A>(
     call: Call<A>,
     progress: CallPolicy.Progress,
-    outcome: CallPolicy.Outcome,
+    outcome: CallPolicy.Outcome<ClinicalError>,
     used: TokenService.AccessToken | undefined
   ): Effect.Effect<A, ClinicalError> {
     return Effect.flatMap(Random.next, (random) =>
@@ -647,7 +647,7 @@ class Caller {
       let attempt: HttpSpan.Attempt | undefined
       let cancel: (() => void) | undefined
       // Anything but the answer goes on on the Effect path, from this attempt.
-      const continueFrom = (outcome: CallPolicy.Outcome) =>
+      const continueFrom = (outcome: CallPolicy.Outcome<ClinicalError>) =>
         resume(this.onEffectPath(fiber, call, this.proceed(call, progress, outcome, token)))
       const withdraw = gate.take(() => {
         holding = true

@@ -25,13 +25,13 @@
  */
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
+import * as CircuitBreaker from "../../../core/call/circuitBreaker.js"
+import * as ConcurrencyLimit from "../../../core/call/concurrencyLimit.js"
+import * as Queueing from "../../../core/call/queueing.js"
+import * as RetryBudget from "../../../core/call/retryBudget.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import type { ClinicalError } from "../../ClinicalError.js"
-import * as CircuitBreaker from "./circuitBreaker.js"
-import * as ConcurrencyLimit from "./concurrencyLimit.js"
 import type * as Gate from "./gate.js"
-import * as Queueing from "./queueing.js"
-import * as RetryBudget from "./retryBudget.js"
 
 /** What an attempt's end tells the limit and the breaker (a number: no object per request). */
 export const Signal = {

@@ -7,6 +7,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import type * as Redacted from "effect/Redacted"
+import { isTokenRejected } from "../../../core/call/callPolicy.js"
 import {
   ApiError,
   BadRequest,
@@ -23,9 +24,6 @@ import * as HttpDate from "../../HttpDate.js"
 import type { TransportResponse } from "../../HttpTransport.js"
 import * as Json from "../json.js"
 import { MAX_SEARCHED, scrub, type Scrubber, scrubber } from "../redaction/redaction.js"
-
-/** The statuses that mean "this token is no good": refresh once and retry once. */
-export const isTokenRejected = (status: number): boolean => status === 401 || status === 419
 
 /**
  * `Retry-After` as milliseconds from `now` (delta-seconds or an HTTP date), at most `max`: one

@@ -35,12 +35,12 @@
  * ({@link redactor}): they are the data asked for, dates and codes included.
  */
 import type * as Redacted from "effect/Redacted"
+import { hexDigit } from "../../../core/redaction/escapes.js"
+import { fold, foldedOf, forEachReading, isSeparator, release, type Units } from "../../../core/redaction/readings.js"
+import { shapesIn } from "../../../core/redaction/secretShapes.js"
 import { isGuid, reveal } from "../validate.js"
-import { hexDigit } from "./escapes.js"
-import { fold, foldedOf, forEachReading, isSeparator, release, type Units } from "./readings.js"
-import { shapesIn } from "./secretShapes.js"
 
-export { MAX_DECODINGS } from "./readings.js"
+export { MAX_DECODINGS } from "../../../core/redaction/readings.js"
 
 /** Longest piece of foreign text kept in an error. */
 export const MAX_TEXT = 500

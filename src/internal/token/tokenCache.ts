@@ -13,9 +13,9 @@
  *
  * Every state carries `generation`, the number of the last token obtained (0 before the first).
  */
+import * as RetryPolicy from "../../../core/call/retryPolicy.js"
 import type { HttpError } from "../../ClinicalError.js"
 import { RateLimited, ServerError } from "../../ClinicalError.js"
-import * as RetryPolicy from "../call/retryPolicy.js"
 
 /** A token with the instants (epoch ms, local clock) its windows open and it expires. */
 export interface Cached<T> {

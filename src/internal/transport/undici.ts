@@ -2,10 +2,10 @@
 import * as Either from "effect/Either"
 import { isUtf8 } from "node:buffer"
 import type { Dispatcher } from "undici"
+import { classify, type Route } from "../../../core/transport/connectFailure.js"
+import { splitUrl } from "../../../core/url.js"
 import type { TransportError } from "../../ClinicalError.js"
 import { callback } from "../call/callback.js"
-import { splitUrl } from "../url.js"
-import { classify, type Route } from "./connectFailure.js"
 import type { Network } from "./network.js"
 import type { Service, TransportRequest, TransportResponse } from "./port.js"
 import {

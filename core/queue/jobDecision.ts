@@ -11,8 +11,8 @@
  * | a refused operation or date range (every person would fail the same) | `PauseQueue` | the same |
  * | anything else (the network, a 5xx, a timeout, the token store) | `Retry` | thrown: BullMQ retries with backoff, up to the job's attempts |
  */
-import type { ClinicalError } from "../../ClinicalError.js"
-import { isFinal, stopReasonOf } from "../batch/batchTally.js"
+import { isFinal, stopReasonOf } from "../batchTally.js"
+import type { ClinicalError } from "../errors.js"
 
 export type Decision =
   | { readonly _tag: "Permanent" }

@@ -3,8 +3,8 @@
  * come would fail the same way, so that sending on would only repeat it. Pure: `PersonData.getMany`
  * interprets it.
  */
-import type { ClinicalError } from "../../ClinicalError.js"
-import { retryAfterOf, retryCause } from "../call/retryPolicy.js"
+import { retryAfterOf, retryCause } from "./call/retryPolicy.js"
+import type { ClinicalError } from "./errors.js"
 
 /**
  * Why a batch stopped early:
@@ -18,22 +18,28 @@ import { retryAfterOf, retryCause } from "../call/retryPolicy.js"
 export type StopReason = "CredentialsRefused" | "InvalidRequest" | "TransportFailures" | "ServiceDown"
 
 /** Why the batch stopped, and the error that decided it. */
-export interface Stop {
+export interface Stop<E extends ClinicalError = ClinicalError> {
   readonly reason: StopReason
-  readonly error: ClinicalError
+  readonly error: E
 }
 
 /** The totals so far. */
-export interface Tally {
+export interface Tally<E extends ClinicalError = ClinicalError> {
   readonly succeeded: number
   readonly failed: number
   readonly skipped: number
   /** Transport failures since the last outcome of another kind. */
   readonly transportFailuresInARow: number
-  readonly stop: Stop | undefined
+  readonly stop: Stop<E> | undefined
 }
 
-export const initial: Tally = { succeeded: 0, failed: 0, skipped: 0, transportFailuresInARow: 0, stop: undefined }
+export const initial: Tally<never> = {
+  succeeded: 0,
+  failed: 0,
+  skipped: 0,
+  transportFailuresInARow: 0,
+  stop: undefined
+}
 
 /** Whether `error` would hit every person still to come; `undefined` when it concerns this person only. */
 export const stopReasonOf = (
@@ -80,14 +86,18 @@ export const circuitWaitMillis = (
   return waitedMillis + wait > patienceMillis ? undefined : wait
 }
 
-export const succeeded = (tally: Tally): Tally => ({
+export const succeeded = <E extends ClinicalError>(tally: Tally<E>): Tally<E> => ({
   ...tally,
   succeeded: tally.succeeded + 1,
   transportFailuresInARow: 0
 })
 
 /** A person failed; the first failure that would hit everyone stops the batch (later ones keep that reason). */
-export const failed = (tally: Tally, error: ClinicalError, stopAfterTransportFailures: number): Tally => {
+export const failed = <E extends ClinicalError>(
+  tally: Tally<E>,
+  error: E,
+  stopAfterTransportFailures: number
+): Tally<E> => {
   // A body too large is this person's; the others say the host cannot be reached.
   // A deadline that passed before the request went (the call waited for a turn) says nothing of the host.
   const inARow = error._tag === "TransportError" && error.reason !== "ResponseTooLarge" &&
@@ -103,7 +113,10 @@ export const failed = (tally: Tally, error: ClinicalError, stopAfterTransportFai
   }
 }
 
-export const skipped = (tally: Tally): Tally => ({ ...tally, skipped: tally.skipped + 1 })
+export const skipped = <E extends ClinicalError>(tally: Tally<E>): Tally<E> => ({
+  ...tally,
+  skipped: tally.skipped + 1
+})
 
 /** What a caller watching a batch sees. */
 export interface Progress {
@@ -119,7 +132,7 @@ export interface Progress {
   readonly stopped: StopReason | undefined
 }
 
-export const progressOf = (tally: Tally, elapsedMillis: number): Progress => {
+export const progressOf = (tally: Tally<ClinicalError>, elapsedMillis: number): Progress => {
   const answered = tally.succeeded + tally.failed
   return {
     done: answered + tally.skipped,

@@ -3,7 +3,7 @@
  * a hash of the input: never a PersonUid) and the lines of the results file, which are the record
  * of which input positions are done. A line is written whole or, cut by a crash, dropped on resume.
  */
-import { isFinal } from "../internal/batch/batchTally.js"
+import { isFinal } from "./batchTally.js"
 
 export { isFinal }
 

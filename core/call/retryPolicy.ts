@@ -3,9 +3,7 @@
  * Exponential backoff with "equal jitter" (half the delay fixed, half random), so that clients
  * that failed together do not retry together, and a `Retry-After` is always honoured.
  */
-import * as Duration from "effect/Duration"
-import type * as ClinicalConfig from "../../ClinicalConfig.js"
-import type { ClinicalError } from "../../ClinicalError.js"
+import type { ClinicalError } from "../errors.js"
 
 /** The settings the policy reads, in milliseconds. */
 export interface RetryPolicy {
@@ -15,14 +13,6 @@ export interface RetryPolicy {
   /** Whether a 429 is retried; false ends the call with it (a caller pauses a fleet on it). */
   readonly retryRateLimited: boolean
 }
-
-/** The policy a client's settings describe. */
-export const fromConfig = (config: ClinicalConfig.Service): RetryPolicy => ({
-  maxRetries: config.maxRetries,
-  baseDelayMillis: Duration.toMillis(config.retryBaseDelay),
-  maxDelayMillis: Duration.toMillis(config.retryMaxDelay),
-  retryRateLimited: config.retryRateLimited
-})
 
 const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504])
 

@@ -5,7 +5,7 @@
  * `cause` chain) and where the request was going in, the reason and the detail out. The detail
  * names hosts and codes, never a credential; the caller scrubs it of the request's secrets too.
  */
-import type { TransportError } from "../../ClinicalError.js"
+import type { TransportError } from "../errors.js"
 
 /** Where a request was going: its host and port, the proxy it went through (origin only), whether a client certificate was offered. */
 export interface Route {

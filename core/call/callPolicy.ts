@@ -13,9 +13,11 @@
  * A call that is not `resendable` (authenticate: a pass code may be single-use) is retried only
  * when its request surely never reached the server (`sent: false`).
  */
-import type { ClinicalError } from "../../ClinicalError.js"
-import { isTokenRejected } from "./response.js"
+import type { ClinicalError } from "../errors.js"
 import * as RetryPolicy from "./retryPolicy.js"
+
+/** The statuses that mean "this token is no good": refresh once and retry once. */
+export const isTokenRejected = (status: number): boolean => status === 401 || status === 419
 
 /** A call's progress across its attempts. */
 export interface Progress {
@@ -41,25 +43,25 @@ export const begin = (now: number, deadlineMillis: number): Progress => ({
 export const attempted = (progress: Progress): Progress => ({ ...progress, attempts: progress.attempts + 1 })
 
 /** How an attempt ended. */
-export type Outcome =
+export type Outcome<E extends ClinicalError = ClinicalError> =
   /** A response arrived: its status, and its body read into JSON or the error it stands for. */
   | {
     readonly _tag: "Answered"
     readonly status: number
     readonly read: { readonly _tag: "Right"; readonly right: unknown } | {
       readonly _tag: "Left"
-      readonly left: ClinicalError
+      readonly left: E
     }
   }
   /** No usable response. `sent` is false when the request surely never reached the server. */
-  | { readonly _tag: "Failed"; readonly error: ClinicalError; readonly sent: boolean }
+  | { readonly _tag: "Failed"; readonly error: E; readonly sent: boolean }
 
 /** What the call does next. */
-export type Step =
+export type Step<E extends ClinicalError = ClinicalError> =
   | { readonly _tag: "Done"; readonly progress: Progress; readonly status: number; readonly json: unknown }
   | { readonly _tag: "RefreshToken"; readonly progress: Progress }
   | { readonly _tag: "Retry"; readonly progress: Progress; readonly delayMillis: number; readonly cause: string }
-  | { readonly _tag: "Fail"; readonly progress: Progress; readonly error: ClinicalError }
+  | { readonly _tag: "Fail"; readonly progress: Progress; readonly error: E }
 
 /** The rules a call runs under. */
 export interface Policy extends RetryPolicy.RetryPolicy {
@@ -67,14 +69,14 @@ export interface Policy extends RetryPolicy.RetryPolicy {
   readonly resendable: boolean
 }
 
-const retryOrFail = (
+const retryOrFail = <E extends ClinicalError>(
   policy: Policy,
   progress: Progress,
-  error: ClinicalError,
+  error: E,
   sent: boolean,
   now: number,
   random: number
-): Step => {
+): Step<E> => {
   const cause = RetryPolicy.retryCause(error)
   if (
     cause === undefined || progress.retried >= policy.maxRetries || (sent && !policy.resendable) ||
@@ -90,7 +92,13 @@ const retryOrFail = (
 }
 
 /** What the call does after an attempt ended in `outcome` at `now` (`random` in [0, 1) draws the jitter). */
-export const next = (policy: Policy, progress: Progress, outcome: Outcome, now: number, random: number): Step => {
+export const next = <E extends ClinicalError>(
+  policy: Policy,
+  progress: Progress,
+  outcome: Outcome<E>,
+  now: number,
+  random: number
+): Step<E> => {
   if (outcome._tag === "Failed") return retryOrFail(policy, progress, outcome.error, outcome.sent, now, random)
   if (isTokenRejected(outcome.status) && !progress.tokenRefreshed) {
     return { _tag: "RefreshToken", progress: { ...progress, tokenRefreshed: true } }
