@@ -20,7 +20,7 @@ export default {
     "core/call/retryBudget.ts",
     "core/call/circuitBreaker.ts",
     "core/batchTally.ts",
-    "src/internal/redaction/redaction.ts",
+    "core/redaction/redaction.ts",
     "core/redaction/readings.ts",
     "core/redaction/escapes.ts",
     "src/internal/call/personRequest.ts",

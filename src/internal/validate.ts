@@ -7,11 +7,7 @@ import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-
-const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
-
-/** True for a GUID in its 36-character hyphenated form, in any letter case. */
-export const isGuid = (value: string): boolean => GUID.test(value)
+import { isGuid } from "../../core/validate.js"
 
 /** Visible ASCII only: no control characters (CR/LF included), no spaces, nothing non-ASCII. */
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/

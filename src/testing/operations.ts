@@ -5,10 +5,10 @@
  */
 import * as Option from "effect/Option"
 import type { MockDevice, MockMedication, MockPerson } from "../../core/testing/fixture.js"
+import { isGuid } from "../../core/validate.js"
 import * as HttpDate from "../HttpDate.js"
 import * as HttpTransport from "../HttpTransport.js"
 import { field, isRecord, parse } from "../internal/json.js"
-import { isGuid } from "../internal/validate.js"
 
 /** Paths of the operations the mock serves (matched case-insensitively). */
 export const paths = {
