@@ -11,7 +11,7 @@ export default {
   vitest: { configFile: "vitest.mutate.config.ts" },
   plugins: ["@stryker-mutator/vitest-runner"],
   mutate: [
-    "src/internal/token/tokenCache.ts",
+    "core/token/tokenCache.ts",
     "core/call/callPolicy.ts",
     "core/call/retryPolicy.ts",
     "core/call/concurrencyLimit.ts",

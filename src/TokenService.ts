@@ -31,12 +31,13 @@ import type * as Scope from "effect/Scope"
 import * as Crypto from "node:crypto"
 import type * as RetryPolicy from "../core/call/retryPolicy.js"
 import * as FreshToken from "../core/token/freshToken.js"
+import * as TokenCache from "../core/token/tokenCache.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
-import { type HttpError, InvalidRequest, TransportError } from "./ClinicalError.js"
+import { type HttpError, InvalidRequest, type RateLimited, type ServerError, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as RetrySettings from "./internal/call/retrySettings.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
-import * as TokenCache from "./internal/token/tokenCache.js"
+import { throttledError } from "./internal/token/throttledError.js"
 import { type IssuedToken, requestToken, tokenUrl } from "./internal/token/tokenRequest.js"
 import * as TokenSharing from "./internal/token/tokenSharing.js"
 import * as TokenStore from "./TokenStore.js"
@@ -92,6 +93,9 @@ type Refresh = Deferred.Deferred<AccessToken, HttpError>
 type Next =
   | { readonly _tag: "Now"; readonly outcome: Effect.Effect<AccessToken, HttpError> }
   | { readonly _tag: "Wait"; readonly refresh: Refresh }
+
+/** The cache's state: this line's errors held for a pause. */
+type CacheState = TokenCache.State<AccessToken, Refresh, RateLimited | ServerError>
 
 /** A token as cached: `issued`, its refresh windows placed, numbered `generation`. */
 const cachedToken = (
@@ -167,13 +171,13 @@ const maxWaitMillis = (maxWait: Duration.DurationInput): number | InvalidRequest
 
 /**
  * The token cache's moving parts, one method per step: an interpreter of the pure decisions in
- * `internal/token/tokenCache` (which hold every rule), with the lock, the `Deferred` and the fork
+ * `core/token/tokenCache` (which hold every rule), with the lock, the `Deferred` and the fork
  * into the layer's scope here.
  */
 class TokenKeeper {
   // The state: changed one step at a time under the lock (as a SynchronizedRef would), read
   // without it (the fast path, and the call's common path, which reads it synchronously).
-  private latest: TokenCache.State<AccessToken, Refresh> = TokenCache.empty
+  private latest: CacheState = TokenCache.empty
   // The last token refused (401/419), by fingerprint: the refresh that follows must not take it again.
   private refused: string | undefined = undefined
   // An absurd lifetime is cut to maxTokenLifetime; the operator hears of it once, not on every refresh.
@@ -227,8 +231,8 @@ class TokenKeeper {
 
   private modify<A>(
     step: (
-      current: TokenCache.State<AccessToken, Refresh>
-    ) => Effect.Effect<readonly [A, TokenCache.State<AccessToken, Refresh>]>
+      current: CacheState
+    ) => Effect.Effect<readonly [A, CacheState]>
   ): Effect.Effect<A> {
     return this.lock.withPermits(1)(
       Effect.suspend(() =>
@@ -323,7 +327,7 @@ class TokenKeeper {
   }
 
   /** Starts a refresh and records it, in one step of the lock. */
-  private start(current: TokenCache.State<AccessToken, Refresh>, reason: TokenCache.Reason) {
+  private start(current: CacheState, reason: TokenCache.Reason) {
     return Effect.flatMap(Deferred.make<AccessToken, HttpError>(), (deferred) =>
       Effect.as(
         this.refresh(deferred, reason, TokenCache.cachedOf(current)),
@@ -339,9 +343,9 @@ class TokenKeeper {
   }
 
   private decided(
-    current: TokenCache.State<AccessToken, Refresh>,
+    current: CacheState,
     now: number
-  ): Effect.Effect<readonly [Next, TokenCache.State<AccessToken, Refresh>]> {
+  ): Effect.Effect<readonly [Next, CacheState]> {
     const decision = TokenCache.decide(current, now)
     switch (decision._tag) {
       case "Serve":
@@ -361,7 +365,7 @@ class TokenKeeper {
       case "FailFast": {
         const outcome = Effect.zipRight(
           Metric.increment(Telemetry.throttledFastFails),
-          Effect.fail(decision.error)
+          Effect.fail(throttledError(decision.error, decision.retryAfterMillis))
         )
         return Effect.succeed([{ _tag: "Now", outcome }, current])
       }

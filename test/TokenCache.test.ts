@@ -6,7 +6,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { ClinicalError } from "effect-clinical"
-import * as TokenCache from "../src/internal/token/tokenCache.js"
+import * as TokenCache from "../core/token/tokenCache.js"
+import { throttledError } from "../src/internal/token/throttledError.js"
 
 type State = TokenCache.State<string, string>
 
@@ -104,7 +105,11 @@ describe("decide", () => {
   }
 
   it("while a pause runs, callers who need a new token fail fast with the endpoint's error, counting down", () => {
-    expect(TokenCache.decide(throttledEmpty(5_000), 1_000)).toEqual({ _tag: "FailFast", error: rateLimited(4_000) })
+    expect(TokenCache.decide(throttledEmpty(5_000), 1_000)).toEqual({
+      _tag: "FailFast",
+      error: rateLimited(5_000),
+      retryAfterMillis: 4_000
+    })
     const fromServer: State = {
       _tag: "Throttled",
       generation: 1,
@@ -112,18 +117,22 @@ describe("decide", () => {
       until: HARD + 3_000,
       error: serverError(503, 9_000)
     }
-    expect(TokenCache.decide(fromServer, HARD)).toEqual({ _tag: "FailFast", error: serverError(503, 3_000) })
+    expect(TokenCache.decide(fromServer, HARD)).toEqual({
+      _tag: "FailFast",
+      error: serverError(503, 9_000),
+      retryAfterMillis: 3_000
+    })
   })
 
-  it("the error a caller fails fast with says where the endpoint is, as the endpoint's own did", () => {
+  it("the error a caller fails fast with says where the endpoint is, as the endpoint's own did, counted down", () => {
     const at = { method: "POST", url: "https://auth.example.test/api/Server/Token" }
     const error = new ClinicalError.RateLimited({ operation: "token", ...at, status: 429, retryAfterMillis: 9_000 })
-    const state: State = { _tag: "Throttled", generation: 0, cached: undefined, until: 5_000, error }
-    const decision = TokenCache.decide(state, 1_000)
-    expect(decision).toEqual({
-      _tag: "FailFast",
-      error: new ClinicalError.RateLimited({ operation: "token", ...at, status: 429, retryAfterMillis: 4_000 })
-    })
+    expect(throttledError(error, 4_000)).toEqual(
+      new ClinicalError.RateLimited({ operation: "token", ...at, status: 429, retryAfterMillis: 4_000 })
+    )
+    expect(throttledError(serverError(503, 9_000), 3_000)).toEqual(serverError(503, 3_000))
+    expect(throttledError(serverError(503, 9_000), 3_000)).toBeInstanceOf(ClinicalError.ServerError)
+    expect(throttledError(rateLimited(9_000), 3_000)).toBeInstanceOf(ClinicalError.RateLimited)
   })
 
   it("fresh is decide's first rule, without the lock", () => {
@@ -272,7 +281,7 @@ describe("the model: random sequences of time, gets, refresh outcomes and invali
               if (decision._tag === "Await") expect(state._tag).toBe("Refreshing")
               if (decision._tag === "FailFast") {
                 expect(state._tag).toBe("Throttled")
-                expect(decision.error.retryAfterMillis).toBeGreaterThan(0)
+                expect(decision.retryAfterMillis).toBeGreaterThan(0)
               }
               break
             }

@@ -13,9 +13,8 @@
  *
  * Every state carries `generation`, the number of the last token obtained (0 before the first).
  */
-import * as RetryPolicy from "../../../core/call/retryPolicy.js"
-import type { HttpError } from "../../ClinicalError.js"
-import { RateLimited, ServerError } from "../../ClinicalError.js"
+import * as RetryPolicy from "../call/retryPolicy.js"
+import type { HttpError, RateLimited, ServerError } from "../errors.js"
 
 /** A token with the instants (epoch ms, local clock) its windows open and it expires. */
 export interface Cached<T> {
@@ -35,7 +34,7 @@ export type Reason = "empty" | "soft-window" | "hard-window" | "expired"
 export type ThrottleError = RateLimited | ServerError
 
 /** The state of the cache; `T` is the token, `F` the handle of a refresh in flight. */
-export type State<T, F> =
+export type State<T, F, E extends ThrottleError = ThrottleError> =
   | { readonly _tag: "Empty"; readonly generation: number }
   | {
     readonly _tag: "Cached"
@@ -55,14 +54,14 @@ export type State<T, F> =
     readonly generation: number
     readonly cached: Cached<T> | undefined
     readonly until: number
-    readonly error: ThrottleError
+    readonly error: E
   }
 
 /** The state of a new cache. */
-export const empty: State<never, never> = { _tag: "Empty", generation: 0 }
+export const empty: State<never, never, never> = { _tag: "Empty", generation: 0 }
 
 /** What a caller does. */
-export type Decision<T, F> =
+export type Decision<T, F, E extends ThrottleError = ThrottleError> =
   /** Take this token now. */
   | { readonly _tag: "Serve"; readonly token: T }
   /** Take this token now, and start a refresh in the background. */
@@ -71,30 +70,21 @@ export type Decision<T, F> =
   | { readonly _tag: "Await"; readonly refresh: F }
   /** Start a refresh and wait for it. */
   | { readonly _tag: "RefreshAndAwait"; readonly reason: Reason }
-  /** Fail at once: the token endpoint asked for a pause that has not passed. */
-  | { readonly _tag: "FailFast"; readonly error: ThrottleError }
+  /**
+   * Fail at once: the token endpoint asked for a pause that has not passed. `error` is the
+   * endpoint's; the caller fails with it, its `retryAfterMillis` counted down to `retryAfterMillis`.
+   */
+  | { readonly _tag: "FailFast"; readonly error: E; readonly retryAfterMillis: number }
 
 /** The token a state holds, if any. */
-export const cachedOf = <T, F>(state: State<T, F>): Cached<T> | undefined =>
+export const cachedOf = <T, F, E extends ThrottleError>(state: State<T, F, E>): Cached<T> | undefined =>
   // Stryker disable next-line ConditionalExpression,StringLiteral: equivalent, an Empty state has no `cached` (undefined either way)
   state._tag === "Empty" ? undefined : state.cached
 
 /** A fresh token, served without a lock: the fast path, and `decide`'s first rule. */
-export const fresh = <T, F>(state: State<T, F>, now: number): T | undefined => {
+export const fresh = <T, F, E extends ThrottleError>(state: State<T, F, E>, now: number): T | undefined => {
   const cached = cachedOf(state)
   return cached !== undefined && now < cached.softAt ? cached.token : undefined
-}
-
-/** The error to fail fast with while a pause runs: the endpoint's, counting down to its end. */
-const throttledError = (error: ThrottleError, until: number, now: number): ThrottleError => {
-  const fields = {
-    operation: error.operation,
-    ...(error.method === undefined ? {} : { method: error.method }),
-    ...(error.url === undefined ? {} : { url: error.url }),
-    status: error.status,
-    retryAfterMillis: until - now
-  }
-  return error._tag === "RateLimited" ? new RateLimited(fields) : new ServerError(fields)
 }
 
 /**
@@ -106,7 +96,7 @@ const throttledError = (error: ThrottleError, until: number, now: number): Throt
  *    fast while a pause runs; else start a refresh and await it.
  * An expired pause behaves as no pause, except that a background refresh does not restart.
  */
-export const decide = <T, F>(state: State<T, F>, now: number): Decision<T, F> => {
+export const decide = <T, F, E extends ThrottleError>(state: State<T, F, E>, now: number): Decision<T, F, E> => {
   const cached = cachedOf(state)
   if (cached !== undefined && now < cached.softAt) return { _tag: "Serve", token: cached.token }
   if (cached !== undefined && now < cached.hardAt) {
@@ -120,14 +110,18 @@ export const decide = <T, F>(state: State<T, F>, now: number): Decision<T, F> =>
   if (state._tag === "Refreshing") return { _tag: "Await", refresh: state.refresh }
   // Stryker disable next-line ConditionalExpression: equivalent, only a Throttled state has an `until` (now < undefined is false)
   if (state._tag === "Throttled") {
-    if (now < state.until) return { _tag: "FailFast", error: throttledError(state.error, state.until, now) }
+    if (now < state.until) return { _tag: "FailFast", error: state.error, retryAfterMillis: state.until - now }
   }
   const reason: Reason = cached === undefined ? "empty" : now < cached.expiresAt ? "hard-window" : "expired"
   return { _tag: "RefreshAndAwait", reason }
 }
 
 /** A refresh started: it is the one in flight, and the current token stays for whoever may still use it. */
-export const started = <T, F>(state: State<T, F>, refresh: F, reason: Reason): State<T, F> => ({
+export const started = <T, F, E extends ThrottleError>(
+  state: State<T, F, E>,
+  refresh: F,
+  reason: Reason
+): State<T, F, E> => ({
   _tag: "Refreshing",
   generation: state.generation,
   cached: cachedOf(state),
@@ -136,10 +130,10 @@ export const started = <T, F>(state: State<T, F>, refresh: F, reason: Reason): S
 })
 
 /** A refresh succeeded: the new token (numbered by `make`) is the cached one; any pause or give-up is over. */
-export const succeeded = <T, F>(
-  state: State<T, F>,
+export const succeeded = <T, F, E extends ThrottleError>(
+  state: State<T, F, E>,
   make: (generation: number) => Cached<T>
-): Extract<State<T, F>, { readonly _tag: "Cached" }> => {
+): Extract<State<T, F, E>, { readonly _tag: "Cached" }> => {
   const generation = state.generation + 1
   return { _tag: "Cached", generation, cached: make(generation), background: "ready" }
 }
@@ -149,11 +143,11 @@ export const succeeded = <T, F>(
  * `throttle.until`), and, for a background refresh, that it gave up (no other starts before the
  * hard window).
  */
-export const failed = <T, F>(
-  state: State<T, F>,
+export const failed = <T, F, E extends ThrottleError>(
+  state: State<T, F, E>,
   reason: Reason,
-  throttle: { readonly until: number; readonly error: ThrottleError } | undefined
-): State<T, F> => {
+  throttle: { readonly until: number; readonly error: E } | undefined
+): State<T, F, E> => {
   const cached = cachedOf(state)
   if (throttle !== undefined) return { _tag: "Throttled", generation: state.generation, cached, ...throttle }
   if (cached === undefined) return { _tag: "Empty", generation: state.generation }
@@ -170,7 +164,10 @@ export const failed = <T, F>(
  * one, so that a late refusal of an old token never throws away a newer one. Its background status
  * goes with it.
  */
-export const invalidated = <T, F>(state: State<T, F>, generation: number): State<T, F> => {
+export const invalidated = <T, F, E extends ThrottleError>(
+  state: State<T, F, E>,
+  generation: number
+): State<T, F, E> => {
   if (cachedOf(state)?.generation !== generation) return state
   switch (state._tag) {
     case "Cached":
@@ -185,14 +182,14 @@ export const invalidated = <T, F>(state: State<T, F>, generation: number): State
 }
 
 /** A 429, or a 503 with `Retry-After`, from the token endpoint starts a pause of that length. */
-export const throttleOf = (
-  error: HttpError,
+export const throttleOf = <H extends HttpError>(
+  error: H,
   now: number
-): { readonly until: number; readonly error: ThrottleError } | undefined => {
+): { readonly until: number; readonly error: Extract<H, ThrottleError> } | undefined => {
   // Stryker disable next-line ConditionalExpression: equivalent, no other error carries a `retryAfterMillis`
   if (error._tag !== "RateLimited" && error._tag !== "ServerError") return undefined
   if (error.retryAfterMillis === undefined || (error._tag === "ServerError" && error.status !== 503)) return undefined
-  return { until: now + error.retryAfterMillis, error }
+  return { until: now + error.retryAfterMillis, error: error as Extract<H, ThrottleError> }
 }
 
 /** The settings behind the windows, in milliseconds. */
