@@ -13,7 +13,6 @@ import * as Console from "effect/Console"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -31,9 +30,9 @@ import {
   replace,
   writeReplacing
 } from "../../core/files.js"
+import * as Json from "../../core/json.js"
 import { wholeLines } from "../../core/wholeLines.js"
 import type { ClinicalError } from "../ClinicalError.js"
-import * as Json from "../internal/json.js"
 import * as PersonData from "../PersonData.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { fromFile, sha256OfFile } from "./persons.js"
@@ -164,7 +163,7 @@ const resumeFrom = (job: Job, checkpointPath: string, wanted: Checkpoint) =>
       } finally {
         await handle.close()
       }
-    }).pipe(Effect.map((text) => Option.getOrUndefined(Json.parse(text))))
+    }).pipe(Effect.map((text) => Json.parse(text)?.value))
     const refused = mismatch(found, wanted)
     if (refused !== undefined) return yield* Effect.fail(usage(`--resume: ${refused}; use another --out`))
     if ((yield* refuseLink(job.out)) === "none") return { ...nothingEarlier, handle: undefined }

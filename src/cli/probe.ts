@@ -14,13 +14,13 @@ import * as Redacted from "effect/Redacted"
 import * as DiagnosticsChannel from "node:diagnostics_channel"
 import * as Tls from "node:tls"
 import { isTokenRejected } from "../../core/call/callPolicy.js"
+import { field, isRecord, parse } from "../../core/json.js"
 import * as ClinicalConfig from "../ClinicalConfig.js"
 import type { HttpError } from "../ClinicalError.js"
 import * as Transport from "../HttpTransport.js"
 import { HttpTransport } from "../HttpTransport.js"
 import { send } from "../internal/call/attempt.js"
 import { dataHeaders } from "../internal/call/authorizedPost.js"
-import { field, isRecord, parse } from "../internal/json.js"
 import { scrub, scrubber } from "../internal/redaction/redaction.js"
 import { readTokenResponse, tokenRequest } from "../internal/token/tokenRequest.js"
 import * as Proxy from "../internal/transport/proxy.js"
@@ -152,7 +152,7 @@ export const answerOf = (
   secrets: ReadonlyArray<Redacted.Redacted<string>>
 ): Answer => {
   const json = parse(response.body)
-  const body = json._tag === "Some" && isRecord(json.value) ? json.value : undefined
+  const body = json !== undefined && isRecord(json.value) ? json.value : undefined
   const success = body === undefined ? undefined : field(body, "Success")
   const errorType = body === undefined ? undefined : field(body, "ErrorType")
   return {
@@ -268,7 +268,7 @@ const questions = (
       const parsed = parse(pascal.response.body)
       medicationFields = {
         answer: pascalAnswer,
-        ...fieldNamesOf(parsed._tag === "Some" ? parsed.value : undefined, pascal.secrets)
+        ...fieldNamesOf(parsed?.value, pascal.secrets)
       }
       if (pascalAnswer.status === 200 && pascalAnswer.success !== false) {
         personuidBinds = lowerAnswer.status === 200 && lowerAnswer.success !== false

@@ -31,6 +31,7 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import * as Https from "node:https"
+import { isRecord } from "../../core/json.js"
 import {
   DEMO_APPLICATION_ID,
   FIXTURE_PERSONS,
@@ -43,7 +44,6 @@ import { seededRandom } from "../../core/testing/seeded.js"
 import { pathOf } from "../../core/url.js"
 import { InvalidConfig, type TransportError } from "../ClinicalError.js"
 import * as HttpTransport from "../HttpTransport.js"
-import { isRecord } from "../internal/json.js"
 import * as Faults from "./faults.js"
 import {
   answer,

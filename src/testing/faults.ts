@@ -4,10 +4,10 @@
  */
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
+import { isRecord } from "../../core/json.js"
 import { seededRandom } from "../../core/testing/seeded.js"
 import * as HttpDate from "../HttpDate.js"
 import type * as HttpTransport from "../HttpTransport.js"
-import { isRecord } from "../internal/json.js"
 import { json, type Operation } from "./operations.js"
 
 /** What a fault applies to. */

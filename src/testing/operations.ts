@@ -3,12 +3,11 @@
  * the person-data operations), answering as the service's public help pages describe. They read
  * and change the server's state; the server's time is passed in.
  */
-import * as Option from "effect/Option"
+import { field, isRecord, parse } from "../../core/json.js"
 import type { MockDevice, MockMedication, MockPerson } from "../../core/testing/fixture.js"
 import { isGuid } from "../../core/validate.js"
 import * as HttpDate from "../HttpDate.js"
 import * as HttpTransport from "../HttpTransport.js"
-import { field, isRecord, parse } from "../internal/json.js"
 
 /** Paths of the operations the mock serves (matched case-insensitively). */
 export const paths = {
@@ -48,7 +47,7 @@ const byLowerCasePath = new Map(OPERATIONS.map((operation) => [paths[operation].
 /** The operation at a path, matched case-insensitively. */
 export const operationOf = (path: string): Operation | undefined => byLowerCasePath.get(path.toLowerCase())
 
-const parseJson = (body: string | undefined): unknown => Option.getOrUndefined(parse(body))
+const parseJson = (body: string | undefined): unknown => parse(body)?.value
 
 /** The operations that answer a person's data. */
 type PersonDataOperation = Exclude<Operation, "token" | "authenticate">

@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import type * as Redacted from "effect/Redacted"
 import { isTokenRejected } from "../../../core/call/callPolicy.js"
+import * as Json from "../../../core/json.js"
 import {
   ApiError,
   BadRequest,
@@ -22,7 +23,6 @@ import {
 } from "../../ClinicalError.js"
 import * as HttpDate from "../../HttpDate.js"
 import type { TransportResponse } from "../../HttpTransport.js"
-import * as Json from "../json.js"
 import { MAX_SEARCHED, scrub, type Scrubber, scrubber } from "../redaction/redaction.js"
 
 /**
@@ -151,8 +151,8 @@ export const readJson = (exchange: Exchange, response: TransportResponse): Eithe
   if (isTokenRejected(status) || (status >= 300 && status <= 399)) return Either.left(statusError(exchange, response))
   // Bytes that are not UTF-8 are corrupted text: read with replacement characters, a drug's name
   // would change. Such a body is no JSON at all.
-  const json = response.invalidUtf8 === true ? Option.none() : Json.parse(response.body)
-  const record = Option.isSome(json) && Json.isRecord(json.value) ? json.value : undefined
+  const json = response.invalidUtf8 === true ? undefined : Json.parse(response.body)
+  const record = json !== undefined && Json.isRecord(json.value) ? json.value : undefined
   const outcome = record === undefined ? "absent" : outcomeOf(Json.field(record, "Success"))
   if (outcome === "failure") {
     const clean = scrubber(exchange.secrets())
@@ -166,7 +166,7 @@ export const readJson = (exchange: Exchange, response: TransportResponse): Eithe
     )
   }
   if (status < 200 || status > 299) return Either.left(statusError(exchange, response))
-  if (Option.isNone(json)) return Either.left(decodeError(exchange, status, notJson(response)))
+  if (json === undefined) return Either.left(decodeError(exchange, status, notJson(response)))
   if (outcome === "invalid") {
     return Either.left(decodeError(exchange, status, "the envelope's Success is neither true nor false"))
   }

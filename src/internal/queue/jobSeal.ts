@@ -8,10 +8,9 @@
  * same 32 bytes never both encrypt and name, and the token store's own use of the key stays apart.
  */
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
-import * as Json from "../json.js"
+import * as Json from "../../../core/json.js"
 import { derivedKey, type SealingKey } from "../token/storedEntry.js"
 import { MAX_PERSON_UID_LENGTH } from "../validate.js"
 
@@ -158,7 +157,7 @@ export const openJob = (keys: JobKeys, data: unknown): Either.Either<JobPerson &
       "the job's sealed person does not open: another sealing key, another queue, or tampered with"
     )
   }
-  const opened = Option.getOrUndefined(Json.parse(json))
+  const opened = Json.parse(json)?.value
   const { e, i, n, o, p, r, s, u } = (Json.isRecord(opened) ? opened : {}) as Record<string, unknown>
   const day = (value: unknown) => value === undefined || typeof value === "string"
   return typeof p === "string" && Number.isSafeInteger(i) && (i as number) >= 0 && typeof o === "string" &&

@@ -15,7 +15,7 @@
  */
 import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
-import * as Json from "../json.js"
+import * as Json from "../../../core/json.js"
 import { type JobKeys, RUN_ID } from "./jobSeal.js"
 
 /** Most persons in one run: its slots (9 bytes each) stay far below Redis's 512 MB string. */
@@ -74,7 +74,7 @@ export const verified = (keys: JobKeys, where: string, record: unknown): unknown
   const expected = Buffer.from(tagOf(keys, where, text))
   // A tag of other characters than hex digits may be longer in bytes: not ours (and timingSafeEqual would throw).
   if (tag.length !== expected.length || !Crypto.timingSafeEqual(tag, expected)) return undefined
-  return Json.parse(text).pipe((parsed) => (parsed._tag === "Some" ? parsed.value : undefined))
+  return Json.parse(text)?.value
 }
 
 const isCount = (value: unknown, max: number): value is number =>

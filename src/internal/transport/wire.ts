@@ -3,9 +3,9 @@
  * the failures of a request (their details scrubbed of its secrets).
  */
 import * as Redacted from "effect/Redacted"
+import { field } from "../../../core/json.js"
 import { InvalidConfig, TransportError } from "../../ClinicalError.js"
 import { secretBodyOf } from "../call/secretText.js"
-import { field } from "../json.js"
 import { scrub } from "../redaction/redaction.js"
 import type { TransportRequest, TransportResponse, WireValue } from "./port.js"
 

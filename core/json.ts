@@ -4,23 +4,27 @@
  * without bound (a 100,000-level array parses fine, but `JSON.stringify` or a recursive walk of it
  * overflows the stack).
  */
-import * as Option from "effect/Option"
 
 /** A plain JSON object (not null, not an array). */
 export const isRecord = (u: unknown): u is { readonly [key: string]: unknown } =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
+/** A JSON text's value (`null` among them). */
+export interface Parsed {
+  readonly value: unknown
+}
+
 /**
- * The parsed value, or `None` when `text` is not JSON. A leading byte-order mark is allowed (some
+ * The parsed value, or `undefined` when `text` is not JSON. A leading byte-order mark is allowed (some
  * .NET servers write one; fetch drops it, a raw socket does not). V8's `JSON.parse` is iterative:
  * depth cannot crash it.
  */
-export const parse = (text: string | undefined): Option.Option<unknown> => {
-  if (text === undefined) return Option.none()
+export const parse = (text: string | undefined): Parsed | undefined => {
+  if (text === undefined) return undefined
   try {
-    return Option.some(JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text))
+    return { value: JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) }
   } catch {
-    return Option.none()
+    return undefined
   }
 }
 
