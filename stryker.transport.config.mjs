@@ -8,7 +8,7 @@ export default {
   vitest: { configFile: "vitest.mutate-transport.config.ts" },
   mutate: [
     "src/internal/transport/network.ts",
-    "src/internal/transport/proxy.ts",
+    "core/transport/proxy.ts",
     "src/internal/transport/trust.ts",
     "src/internal/transport/connectFailure.ts"
   ],
