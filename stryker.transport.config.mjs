@@ -9,7 +9,7 @@ export default {
   mutate: [
     "src/internal/transport/network.ts",
     "core/transport/proxy.ts",
-    "src/internal/transport/trust.ts",
+    "core/transport/trust.ts",
     "src/internal/transport/connectFailure.ts"
   ],
   htmlReporter: { fileName: "reports/mutation-transport/index.html" },

@@ -22,13 +22,14 @@ export {
   positiveInteger
 } from "../../core/validate.js"
 
-/** A core check as an `Either`. */
+/** A core check's outcome as an `Either`. */
+export const fromChecked = <A>(checked: Core.Checked<A>): Either.Either<A, string> =>
+  checked.ok ? Either.right(checked.value) : Either.left(checked.reason)
+
+/** A core check as one that gives an `Either`. */
 const lift =
   <Args extends ReadonlyArray<unknown>, A>(check: (...args: Args) => Core.Checked<A>) =>
-  (...args: Args): Either.Either<A, string> => {
-    const checked = check(...args)
-    return checked.ok ? Either.right(checked.value) : Either.left(checked.reason)
-  }
+  (...args: Args): Either.Either<A, string> => fromChecked(check(...args))
 
 export const guid = lift(Core.guid)
 export const integer = (min: number, max: number) => lift(Core.integer(min, max))

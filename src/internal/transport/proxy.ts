@@ -5,7 +5,7 @@
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as Core from "../../../core/transport/proxy.js"
-import { reveal } from "../validate.js"
+import { fromChecked, reveal } from "../validate.js"
 
 export { type Bypass, bypasses, bypassOf, DIRECT, FROM_ENVIRONMENT, NO_BYPASS } from "../../../core/transport/proxy.js"
 
@@ -20,16 +20,12 @@ const toEither = <A>(checked: Core.ByVariable<A>): Either.Either<A, readonly [st
   checked.ok ? Either.right(checked.value) : Either.left([checked.variable, checked.reason] as const)
 
 /** A proxy URL read (see the core's `proxyEndpoint`); given as text, a `URL` or `Redacted`. */
-export const proxyEndpoint = (value: unknown): Either.Either<ProxyEndpoint, string> => {
-  const checked = Core.proxyEndpoint(reveal(value), seal)
-  return checked.ok ? Either.right(checked.value) : Either.left(checked.reason)
-}
+export const proxyEndpoint = (value: unknown): Either.Either<ProxyEndpoint, string> =>
+  fromChecked(Core.proxyEndpoint(reveal(value), seal))
 
 /** The `proxy` setting read: a proxy URL, or `false` / `"none"` for none (or a setting already read). */
-export const proxySetting = (value: unknown): Either.Either<ProxySetting, string> => {
-  const checked = Core.proxySetting(reveal(value), seal)
-  return checked.ok ? Either.right(checked.value) : Either.left(checked.reason)
-}
+export const proxySetting = (value: unknown): Either.Either<ProxySetting, string> =>
+  fromChecked(Core.proxySetting(reveal(value), seal))
 
 /** The proxies an environment names; a refused one as `[variable, reason]`. */
 export const environmentProxies = (

@@ -1,176 +1,34 @@
 /**
- * What TLS trusts and presents: a private CA added to Node's roots (or alone, when asked), and a
- * client certificate (PEM certificate and key, or PKCS#12), as settings read and then as the
- * options undici's connector takes. Pure but for Node's TLS parser, which checks a certificate and
- * its key before the first request rather than at the first handshake; the files are read by the
- * caller (`network.ts`).
- *
- * Giving Node a `ca` replaces its whole trust store, `NODE_EXTRA_CA_CERTS` included: to add a CA,
- * the union is passed (the bundled roots, the extra certificates' file, the CA).
+ * What TLS trusts and presents (core/transport/trust.ts's rules) over this line's secrets: a
+ * client certificate's key and passphrase held as `Redacted`, each refusal an `Either`.
  */
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
-import { X509Certificate } from "node:crypto"
-import * as Tls from "node:tls"
+import type * as Tls from "node:tls"
+import * as Core from "../../../core/transport/trust.js"
+import { fromChecked, reveal } from "../validate.js"
 
-/** PEM text, or a file's path: a value holding a PEM header is the PEM itself. */
-export const isPem = (text: string): boolean => text.includes("-----BEGIN ")
+export { certificatesOf, type ClientTls, isPem, MAX_PEM_LENGTH } from "../../../core/transport/trust.js"
 
-/** A client certificate as set: PEM certificate and key (text or paths), or a PKCS#12 bundle (bytes or a path). */
-export type ClientCertificate =
-  | {
-    readonly _tag: "Pem"
-    readonly cert: string
-    /** The key, or its path: a secret either way (a path tells where it is). */
-    readonly key: Redacted.Redacted<string>
-    readonly passphrase: Redacted.Redacted<string> | undefined
-  }
-  | {
-    readonly _tag: "Pkcs12"
-    readonly pfx: Uint8Array | string
-    readonly passphrase: Redacted.Redacted<string> | undefined
-  }
+export type ClientCertificate = Core.ClientCertificate<Redacted.Redacted<string>>
 
-const text = (value: unknown): string | undefined => {
-  const revealed = Redacted.isRedacted(value) ? Redacted.value(value) : value
-  return typeof revealed === "string" && revealed.trim() !== "" ? revealed : undefined
-}
+const secrets: Core.Secrets<Redacted.Redacted<string>> = { reveal, seal: (text) => Redacted.make(text) }
 
-const secret = (value: unknown): Redacted.Redacted<string> | undefined => {
-  const found = text(value)
-  return found === undefined ? undefined : Redacted.make(found)
-}
-
-/**
- * The `clientCertificate` setting read: `{ cert, key, passphrase? }` (PEM text or file paths) or
- * `{ pfx, passphrase? }` (PKCS#12 bytes or a file path). Reasons name the fields by both their
- * option and their variable, and never show a value.
- */
-export const clientCertificate = (value: unknown): Either.Either<ClientCertificate, string> => {
-  if (typeof value !== "object" || value === null) {
-    return Either.left("must be { cert, key, passphrase? } or { pfx, passphrase? }")
-  }
-  const { cert, key, passphrase, pfx } = value as Record<string, unknown>
-  if (passphrase !== undefined && secret(passphrase) === undefined) {
-    return Either.left("has a passphrase (CLINICAL_CLIENT_KEY_PASSPHRASE) that is not text")
-  }
-  if (pfx !== undefined) {
-    if (cert !== undefined || key !== undefined) {
-      return Either.left("takes a PKCS#12 bundle (pfx, CLINICAL_CLIENT_PFX_FILE) or a PEM cert and key, not both")
-    }
-    const bundle = pfx instanceof Uint8Array ? pfx : text(pfx)
-    return bundle === undefined
-      ? Either.left("has a pfx (CLINICAL_CLIENT_PFX_FILE) that is neither bytes nor a file path")
-      : Either.right({ _tag: "Pkcs12", pfx: bundle, passphrase: secret(passphrase) })
-  }
-  const certificate = text(cert)
-  const privateKey = secret(key)
-  if (certificate === undefined) {
-    return Either.left("needs cert (CLINICAL_CLIENT_CERT_FILE): the certificate's PEM text or file path")
-  }
-  if (privateKey === undefined) {
-    return Either.left("needs key (CLINICAL_CLIENT_KEY_FILE): the private key's PEM text or file path")
-  }
-  return Either.right({ _tag: "Pem", cert: certificate, key: privateKey, passphrase: secret(passphrase) })
-}
-
-/** Longest PEM text a setting takes, as for a file: a CA bundle is kilobytes. */
-export const MAX_PEM_LENGTH = 1024 * 1024
+/** The `clientCertificate` setting read (see the core's `clientCertificate`). */
+export const clientCertificate = (value: unknown): Either.Either<ClientCertificate, string> =>
+  fromChecked(Core.clientCertificate(value, secrets))
 
 /** The `ca` setting read: PEM text or a file path. */
-export const caSetting = (value: unknown): Either.Either<string, string> => {
-  const found = text(value)
-  if (found !== undefined && found.length > MAX_PEM_LENGTH) return Either.left("is longer than 1 MiB")
-  return found === undefined
-    ? Either.left("must be the CA's certificates as PEM text, or the path of a PEM file")
-    : Either.right(found)
-}
+export const caSetting = (value: unknown): Either.Either<string, string> => fromChecked(Core.caSetting(value, reveal))
 
-const BEGIN = "-----BEGIN CERTIFICATE-----"
-const END = "-----END CERTIFICATE-----"
-
-/**
- * The certificates of a PEM text, each as its own PEM block. One pass of `indexOf`, in time linear
- * in the text (a lazy regular expression rescanned the rest of the text from every BEGIN without an
- * END: 15 s for a megabyte of them).
- */
-export const certificatesOf = (pem: string): ReadonlyArray<string> => {
-  const found: Array<string> = []
-  let at = pem.indexOf(BEGIN)
-  while (at >= 0) {
-    const end = pem.indexOf(END, at + BEGIN.length)
-    if (end < 0) break
-    // A BEGIN inside the block (one cut short) starts the block again there.
-    const restart = pem.lastIndexOf(BEGIN, end)
-    found.push(pem.slice(restart, end + END.length))
-    at = pem.indexOf(BEGIN, end + END.length)
-  }
-  return found
-}
-
-/**
- * Whether a PEM block is a certificate Node can read. Node's TLS takes a `ca` of blocks that are
- * not certificates without a word (and trusts nothing by them): a CA file of junk would otherwise
- * be accepted, and every handshake fail later as "not signed by a CA this client trusts".
- */
-const isCertificate = (pem: string): boolean => {
-  try {
-    new X509Certificate(pem)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/**
- * The CAs a client trusts, given the `ca` setting's certificates (PEM): with `caOnly`, those alone;
- * else Node's bundled roots, the certificates of `NODE_EXTRA_CA_CERTS` (its file's text, when set)
- * and those.
- */
+/** The CAs a client trusts (see the core's `trustedCas`). */
 export const trustedCas = (
   ca: string,
   caOnly: boolean,
   extraCertificates: string | undefined
-): Either.Either<ReadonlyArray<string>, string> => {
-  const given = certificatesOf(ca)
-  if (given.length === 0) return Either.left("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
-  const unreadable = given.findIndex((pem) => !isCertificate(pem))
-  if (unreadable >= 0) {
-    return Either.left(`holds a PEM block that is not a certificate (block ${unreadable + 1} of ${given.length})`)
-  }
-  return Either.right(
-    caOnly ? given : [...Tls.rootCertificates, ...certificatesOf(extraCertificates ?? ""), ...given]
-  )
-}
+): Either.Either<ReadonlyArray<string>, string> => fromChecked(Core.trustedCas(ca, caOnly, extraCertificates))
 
-/** The TLS options of undici's connector for a client certificate, its files already read. */
-export interface ClientTls {
-  readonly cert?: string
-  readonly key?: string
-  readonly pfx?: Buffer
-  readonly passphrase?: string
-}
-
-/**
- * The TLS context of the CAs trusted and the client certificate (the key opens with the
- * passphrase, and belongs to the certificate), or what is wrong, without the key or the passphrase.
- */
+/** The TLS context of the CAs trusted and the client certificate, or what is wrong. */
 export const secureContextOf = (
-  tls: ClientTls & { readonly ca?: Array<string> }
-): Either.Either<Tls.SecureContext, string> => {
-  try {
-    return Either.right(Tls.createSecureContext(tls))
-  } catch (cause) {
-    const message = cause instanceof Error ? cause.message : String(cause)
-    if (/bad decrypt|bad password|mac verify failure|decrypt/i.test(message)) {
-      return Either.left("its key or bundle does not open with the passphrase given (CLINICAL_CLIENT_KEY_PASSPHRASE)")
-    }
-    if (/key values mismatch|KEY_VALUES_MISMATCH/i.test(message)) {
-      return Either.left("its key does not belong to its certificate")
-    }
-    if (/no start line|PEM|asn1|not enough data|header too long|unsupported/i.test(message)) {
-      return Either.left("is not a PEM certificate and key, or a PKCS#12 bundle, that Node can read")
-    }
-    return Either.left("could not be used by Node's TLS")
-  }
-}
+  tls: Core.ClientTls & { readonly ca?: Array<string> }
+): Either.Either<Tls.SecureContext, string> => fromChecked(Core.secureContextOf(tls))
