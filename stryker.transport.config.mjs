@@ -10,7 +10,7 @@ export default {
     "src/internal/transport/network.ts",
     "core/transport/proxy.ts",
     "core/transport/trust.ts",
-    "src/internal/transport/connectFailure.ts"
+    "core/transport/connectFailure.ts"
   ],
   htmlReporter: { fileName: "reports/mutation-transport/index.html" },
   jsonReporter: { fileName: "reports/mutation-transport/mutation.json" },
