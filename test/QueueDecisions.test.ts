@@ -21,6 +21,7 @@ import {
   SLOT_BYTES,
   verified
 } from "../src/internal/queue/runRecord.js"
+import { describe as describeThrown, QueueError, queueError } from "../src/internal/queue/queueError.js"
 import { sealingKey } from "../src/internal/token/storedEntry.js"
 
 const at = { operation: "medications", method: "POST", url: "https://h/api/Medications" }
@@ -341,5 +342,38 @@ describe("a run's records", () => {
   it("a slot's fingerprint is the job id's first 8 bytes", () => {
     expect(fingerprint("0123456789abcdef" + "f".repeat(16))).toEqual(Buffer.from("0123456789abcdef", "hex"))
     expect(fingerprint("0123456789abcdef" + "f".repeat(16))).toHaveLength(SLOT_BYTES - 1)
+  })
+})
+
+describe("a queue's failure, from anything Redis, BullMQ or an application's code throws", () => {
+  const unreadable = Object.defineProperty({}, "message", {
+    get() {
+      throw new Error("no")
+    }
+  })
+  it.each([
+    ["an Error", new Error("connect ECONNREFUSED 127.0.0.1:6379"), "connect ECONNREFUSED 127.0.0.1:6379"],
+    ["a string", "plain text", "plain text"],
+    ["a number", 42, "42"],
+    ["a symbol", Symbol("s"), "Symbol(s)"],
+    ["undefined", undefined, "undefined"],
+    ["null", null, "null"],
+    ["an object that is not an Error", { code: 1 }, "an object that is not an Error"],
+    ["an object whose message is not text", { message: 7 }, "an object that is not an Error"],
+    ["an object without a prototype", Object.create(null), "an object that is not an Error"],
+    ["an object whose message getter throws", unreadable, "an object whose message cannot be read"]
+  ])("describes %s", (_, thrown, text) => {
+    expect(describeThrown(thrown)).toBe(text)
+  })
+
+  it("keeps its own failures and a refused setting as they are; wraps the rest, cut at 300 characters", () => {
+    const own = new QueueError({ operation: "status", detail: "d" })
+    const refused = new ClinicalError.InvalidConfig({ setting: "sealingKey", reason: "another key" })
+    expect(queueError("enqueue")(own)).toBe(own)
+    expect(queueError("enqueue")(refused)).toBe(refused)
+    const wrapped = queueError("enqueue")(new Error("x".repeat(400)))
+    expect(wrapped).toBeInstanceOf(QueueError)
+    expect(wrapped).toMatchObject({ operation: "enqueue", detail: "x".repeat(300) })
+    expect(wrapped.message).toBe(`queue enqueue failed: ${"x".repeat(300)}`)
   })
 })

@@ -33,7 +33,7 @@ export const describe = (thrown: unknown): string => {
   try {
     const message = (thrown as { readonly message?: unknown } | null | undefined)?.message
     if (typeof message === "string") return message
-    if (typeof thrown === "string") return thrown
+    // A string is itself; so is any other value that is not an object (a number, a symbol).
     return typeof thrown === "object" && thrown !== null ? "an object that is not an Error" : String(thrown)
   } catch {
     return "an object whose message cannot be read"
