@@ -142,54 +142,40 @@ describe("a full disk under the shards", { timeout: 300_000 }, () => {
   })
 })
 
+/**
+ * Runs each one-off command side by side (each takes its 10 s) against `fake`, closed after: each
+ * exits 1 saying it cannot reach Redis, which did not answer within 10 s.
+ */
+const eachGivesUp = async (fake: FakeRedis.FakeRedis, commands: ReadonlyArray<ReadonlyArray<string>>) => {
+  try {
+    const url = `redis://127.0.0.1:${fake.port}`
+    const ran = await Promise.all(commands.map((args) => queue(args, { CLINICAL_REDIS_URL: url })))
+    for (const [i, each] of ran.entries()) {
+      expect([commands[i]![0], each.code, each.stderr]).toEqual([
+        commands[i]![0],
+        1,
+        expect.stringContaining(`cannot reach Redis at ${url}: it did not answer within 10 s`)
+      ])
+    }
+  } finally {
+    await fake.close()
+  }
+}
+
 describe("a Redis that never answers", { timeout: 300_000 }, () => {
   it("every one-off command gives up within its bound and says so", async () => {
-    const silent = await FakeRedis.silent()
-    try {
-      const settings = { CLINICAL_REDIS_URL: `redis://127.0.0.1:${silent.port}` }
-      const out = Path.join(dir, "never.ndjson")
-      Fs.mkdirSync(Path.join(dir, "no-shards"), { recursive: true })
-      const commands = [
-        ["status", "--sample", "0"],
-        ["enqueue", "medications", "--persons-file", personsFile(3)],
-        ["retry-failed"],
-        ["resume"],
-        ["collect", "--shards", Path.join(dir, "no-shards"), "--out", out]
-      ]
-      // Side by side: each takes its 10 s.
-      const ran = await Promise.all(commands.map((args) => queue(args, settings)))
-      for (const [i, each] of ran.entries()) {
-        expect([commands[i]![0], each.code, each.stderr]).toEqual([
-          commands[i]![0],
-          1,
-          expect.stringContaining(
-            `cannot reach Redis at redis://127.0.0.1:${silent.port}: it did not answer within 10 s`
-          )
-        ])
-      }
-    } finally {
-      await silent.close()
-    }
+    Fs.mkdirSync(Path.join(dir, "no-shards"), { recursive: true })
+    await eachGivesUp(await FakeRedis.silent(), [
+      ["status", "--sample", "0"],
+      ["enqueue", "medications", "--persons-file", personsFile(3)],
+      ["retry-failed"],
+      ["resume"],
+      ["collect", "--shards", Path.join(dir, "no-shards"), "--out", Path.join(dir, "never.ndjson")]
+    ])
   })
 
   it("a Redis that answers PING and then nothing: every one-off command still gives up within its bound", async () => {
-    const halting = await FakeRedis.answeringPingOnly()
-    try {
-      const settings = { CLINICAL_REDIS_URL: `redis://127.0.0.1:${halting.port}` }
-      const commands = [["status", "--sample", "0"], ["retry-failed"], ["resume"]]
-      const ran = await Promise.all(commands.map((args) => queue(args, settings)))
-      for (const [i, each] of ran.entries()) {
-        expect([commands[i]![0], each.code, each.stderr]).toEqual([
-          commands[i]![0],
-          1,
-          expect.stringContaining(
-            `cannot reach Redis at redis://127.0.0.1:${halting.port}: it did not answer within 10 s`
-          )
-        ])
-      }
-    } finally {
-      await halting.close()
-    }
+    await eachGivesUp(await FakeRedis.answeringPingOnly(), [["status", "--sample", "0"], ["retry-failed"], ["resume"]])
   })
 
   // ioredis's and ClinicalQueue's own words for a Redis out of reach (ioredis/built: Command.js,

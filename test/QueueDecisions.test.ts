@@ -9,6 +9,7 @@ import * as Crypto from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { decide, kindOf } from "../core/queue/jobDecision.js"
 import { jobId, jobKeys, keyCheck, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
+import { describe as describeThrown, QueueError, queueError } from "../src/internal/queue/queueError.js"
 import {
   countOf,
   fingerprint,
@@ -21,7 +22,6 @@ import {
   SLOT_BYTES,
   verified
 } from "../src/internal/queue/runRecord.js"
-import { describe as describeThrown, QueueError, queueError } from "../src/internal/queue/queueError.js"
 import { sealingKey } from "../src/internal/token/storedEntry.js"
 
 const at = { operation: "medications", method: "POST", url: "https://h/api/Medications" }
