@@ -459,14 +459,26 @@ describe("work", () => {
       Metric.unsafeSnapshot().filter((pair) =>
         pair.metricKey.name === name && pair.metricKey.tags.some((t) => t.key === tag && t.value === value)
       ).reduce((sum, pair) => sum + Number((pair.metricState as { count?: number }).count ?? 0), 0)
-    const before = {
+    const figures = () => ({
       completed: counted("clinical_queue_jobs_total", "outcome", "completed"),
-      failed: counted("clinical_queue_failures_total", "kind", "ApiError PersonNotFound")
-    }
+      failed: counted("clinical_queue_jobs_total", "outcome", "failed"),
+      retried: counted("clinical_queue_jobs_total", "outcome", "retried"),
+      notFound: counted("clinical_queue_failures_total", "kind", "ApiError PersonNotFound"),
+      serverError: counted("clinical_queue_failures_total", "kind", "ServerError")
+    })
+    const before = figures()
+    // The first read fails once with a 500 (the client's own retries off): BullMQ tries that person again.
+    await mock.injectFaults("medications", [MockClinicalServer.Fault.status(500)])
     await enqueue([persons[0]!.personUid, persons[1]!.personUid, "NoSuchPerson0000000000000000=="])
-    await work(1, (done) => done.length >= 3)
-    expect(counted("clinical_queue_jobs_total", "outcome", "completed") - before.completed).toBe(2)
-    expect(counted("clinical_queue_failures_total", "kind", "ApiError PersonNotFound") - before.failed).toBe(1)
+    await work(1, (done) => done.length >= 3, { maxRetries: 0 })
+    const after = figures()
+    expect({
+      completed: after.completed - before.completed,
+      failed: after.failed - before.failed,
+      retried: after.retried - before.retried,
+      notFound: after.notFound - before.notFound,
+      serverError: after.serverError - before.serverError
+    }).toEqual({ completed: 2, failed: 1, retried: 1, notFound: 1, serverError: 1 })
   })
 
   it("close() waits for the jobs in hand up to closeTimeout, then leaves them (a hung call holds no shutdown)", async () => {
