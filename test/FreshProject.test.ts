@@ -327,7 +327,7 @@ describe("a fresh project that installs the packed library with the README's ins
     "the executable is one bundle that needs none of the library's peers: --help and token run without them",
     async () => {
       const bin = Path.join(fresh(), "node_modules/.bin/effect-clinical")
-      // What the package's bin names: the bundle, a few files, not dist/cli's module graph.
+      // What the package's bin names: the bundle, a few files, not dist/src/cli's module graph.
       expect(Fs.realpathSync(bin)).toBe(Path.join(fresh(), "node_modules/effect-clinical/dist/bin/effect-clinical.js"))
       const mock = await MockClinicalServer.start()
       const peers = ["effect", "@effect/platform", "@effect/platform-node"].map((name) =>

@@ -119,3 +119,74 @@ describe("whole lines, one at a time", () => {
     ])
   })
 })
+
+/**
+ * A file handle that takes `takes[i]` bytes at its i-th write (the rest of what it was given when
+ * there is no such entry), records what lands where, and cuts as told (or fails to, with `cutFails`).
+ */
+const fakeHandle = (takes: ReadonlyArray<number>, cutFails?: Error) => {
+  const writes: Array<{ readonly at: number; readonly bytes: string }> = []
+  const cuts: Array<number> = []
+  let syncs = 0
+  const handle = {
+    write: (buffer: Buffer, offset: number, length: number, position: number) => {
+      const taken = Math.min(takes[writes.length] ?? length, length)
+      writes.push({ at: position, bytes: buffer.subarray(offset, offset + taken).toString("utf8") })
+      return Promise.resolve({ bytesWritten: taken, buffer })
+    },
+    truncate: (length: number) => {
+      cuts.push(length)
+      return cutFails === undefined ? Promise.resolve() : Promise.reject(cutFails)
+    },
+    datasync: () => {
+      syncs++
+      return Promise.resolve()
+    }
+  }
+  return { handle: handle as unknown as FileHandle, writes, cuts, syncs: () => syncs }
+}
+
+describe("whole lines, at each step a disk may refuse", () => {
+  it("a write that takes nothing is a full disk (ENOSPC); the piece that landed before it is cut off", async () => {
+    const disk = fakeHandle([4, 2, 0])
+    const lines = wholeLines(disk.handle, { length: 10 })
+    await expect(lines.append("{\"index\":1}\n")).rejects.toMatchObject({
+      code: "ENOSPC",
+      message: "no space left on the device"
+    })
+    // Each write went on where the last one stopped; the file was cut back to its whole lines.
+    expect(disk.writes.map((each) => each.at)).toEqual([10, 14, 16])
+    expect(disk.cuts).toEqual([10])
+    expect(lines.length()).toBe(10)
+  })
+
+  it("a refused write with nothing landed cuts nothing, and the next line starts where the whole ones end", async () => {
+    const disk = fakeHandle([0])
+    const lines = wholeLines(disk.handle)
+    await expect(lines.append("a\n")).rejects.toMatchObject({ code: "ENOSPC" })
+    expect(disk.cuts).toEqual([])
+    await lines.append("bé\n")
+    expect(disk.writes.at(-1)).toEqual({ at: 0, bytes: "bé\n" })
+    // Bytes, not characters: "é" takes two.
+    expect(lines.length()).toBe(4)
+  })
+
+  it("a file that cannot be cut back is written no more: each later append fails with why", async () => {
+    const cause = Object.assign(new Error("read-only file system"), { code: "EROFS" })
+    const disk = fakeHandle([3, 0], cause)
+    const lines = wholeLines(disk.handle)
+    await expect(lines.append("{\"index\":1}\n")).rejects.toMatchObject({ code: "ENOSPC" })
+    const writes = disk.writes.length
+    await expect(lines.append("{\"index\":2}\n")).rejects.toBe(cause)
+    expect(disk.writes.length).toBe(writes)
+  })
+
+  it("not durable unless asked: no fdatasync; durable: one for an append that waited for none", async () => {
+    const plain = fakeHandle([])
+    await wholeLines(plain.handle).append("a\n")
+    expect(plain.syncs()).toBe(0)
+    const durable = fakeHandle([])
+    await wholeLines(durable.handle, { durable: true }).append("a\n")
+    expect(durable.syncs()).toBe(1)
+  })
+})
