@@ -5,6 +5,7 @@
  * huge position, a huge line, a link, a FIFO, glued lines) costing unbounded memory or being
  * followed or passed off as a result.
  */
+import { FastCheck as fc } from "effect"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -230,5 +231,59 @@ describe("a worker's shard", () => {
     await expect(openShard(`${shards()}/`, "q", 1, RUN_ID)).rejects.toMatchObject({ code: "ENOTDIR" })
     await expect(openShard(`${shards()}//`, "q", 1, RUN_ID)).rejects.toMatchObject({ code: "ENOTDIR" })
     expect(Fs.readdirSync(Path.join(dir, "real"))).toEqual([])
+  })
+})
+
+describe("collect, its buffers small enough that lines cross them", { timeout: 120_000 }, () => {
+  /** A run of `persons` spread over shards as workers write them: in any order, some twice, some failing first, some missing, some lines unreadable. */
+  const run = fc.record({
+    persons: fc.integer({ min: 1, max: 40 }),
+    lines: fc.array(
+      fc.record({
+        index: fc.nat(),
+        shard: fc.integer({ min: 0, max: 2 }),
+        kind: fc.constantFrom("success", "failure", "unreadable"),
+        name: fc.string({ minLength: 0, maxLength: 200 }),
+        at: fc.integer({ min: 1, max: 9_999 })
+      }),
+      { maxLength: 80 }
+    ),
+    bytes: fc.record({
+      read: fc.integer({ min: 1, max: 400 }),
+      region: fc.integer({ min: 1, max: 400 }),
+      yieldEvery: fc.integer({ min: 1, max: 1_000 })
+    }),
+    cutLast: fc.boolean()
+  })
+
+  it("merges byte for byte what it merges with its full-size buffers, with the same counts", async () => {
+    let round = 0
+    await fc.assert(
+      fc.asyncProperty(run, async ({ bytes, cutLast, lines, persons }) => {
+        const directory = Path.join(dir, `round-${round++}`)
+        Fs.mkdirSync(directory)
+        const texts = ["", "", ""]
+        for (const line of lines) {
+          const index = line.index % persons
+          texts[line.shard] += line.kind === "success"
+            ? success(index, line.name)
+            : line.kind === "failure"
+            ? failure(index, "ServerError", line.at)
+            : `{"index":${index},"outcome":"Success","operation":"medications","items":[\n`
+        }
+        if (cutLast) texts[0] += `{"index":0,"outcome":"Succ`
+        for (const [i, text] of texts.entries()) {
+          Fs.writeFileSync(Path.join(directory, `q.run-1-${RUN_ID}.w${i}.ndjson`), text)
+        }
+        const options = { queue: "q", run: 1, runId: RUN_ID, persons }
+        const whole = await collect(directory, Path.join(directory, "whole.out"), options)
+        const small = await collect(directory, Path.join(directory, "small.out"), { ...options, bytes })
+        expect(small).toEqual(whole)
+        expect(Fs.readFileSync(Path.join(directory, "small.out"), "utf8")).toBe(
+          Fs.readFileSync(Path.join(directory, "whole.out"), "utf8")
+        )
+      }),
+      { seed: 37, numRuns: 150 }
+    )
   })
 })

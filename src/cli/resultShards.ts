@@ -162,7 +162,14 @@ class Kept {
  * head; the others (and a last line without its newline, cut by a crash) counted unreadable. No
  * line is held whole, however long.
  */
-const readShard = async (fd: number, shard: number, kept: Kept, buffer: Buffer, signal: AbortSignal) => {
+const readShard = async (
+  fd: number,
+  shard: number,
+  kept: Kept,
+  buffer: Buffer,
+  signal: AbortSignal,
+  yieldEvery: number
+) => {
   const head = Buffer.alloc(HEAD_BYTES)
   let headBytes = 0
   let syntax = new JsonSyntax()
@@ -193,7 +200,7 @@ const readShard = async (fd: number, shard: number, kept: Kept, buffer: Buffer, 
       start = position + from
     }
     position += read
-    if (position % YIELD_EVERY_BYTES < read) await interruptible(signal)
+    if (position % yieldEvery < read) await interruptible(signal)
   }
   if (position > start) kept.unreadable++
 }
@@ -254,10 +261,11 @@ const writeMerged = async (
   kept: Kept,
   fd: number,
   window: Buffer,
-  signal: AbortSignal
+  signal: AbortSignal,
+  regionBytes: number
 ): Promise<void> => {
   const { order, size, starts } = plan(kept, paths.length)
-  const region = Buffer.allocUnsafe(Math.min(REGION_BYTES, size))
+  const region = Buffer.allocUnsafe(Math.min(regionBytes, size))
   // Per shard, the next of its kept lines (in position order) not yet wholly copied.
   const next = starts.slice(0, paths.length)
   for (let from = 0; from < size; from += region.length) {
@@ -330,7 +338,7 @@ const shardsOf = async (directory: string, queue: string, run: number, runId: st
 export const collect = async (
   directory: string,
   out: string,
-  { created, operation, persons, queue, run, runId, signal = new AbortController().signal }: {
+  { bytes, created, operation, persons, queue, run, runId, signal = new AbortController().signal }: {
     readonly queue: string
     readonly run: number
     /** The run's id, when known (from Redis): without it, the shards must all be of one run of that number. */
@@ -341,16 +349,18 @@ export const collect = async (
     readonly signal?: AbortSignal | undefined
     /** Told once `out` is created (its caller removes it when the merge is interrupted). */
     readonly created?: (() => void) | undefined
+    /** The reading, region and yielding sizes (tests make them small, so that lines cross them). */
+    readonly bytes?: { readonly read: number; readonly region: number; readonly yieldEvery: number } | undefined
   }
 ): Promise<Collected> => {
   const names = await shardsOf(directory, queue, run, runId)
   const paths = names.map((name) => Path.join(directory, name))
   const kept = new Kept(persons, operation)
-  const buffer = Buffer.allocUnsafe(READ_BYTES)
+  const buffer = Buffer.allocUnsafe(bytes?.read ?? READ_BYTES)
   for (const [shard, path] of paths.entries()) {
     const handle = await openShardToRead(path)
     try {
-      await readShard(handle.fd, shard, kept, buffer, signal)
+      await readShard(handle.fd, shard, kept, buffer, signal, bytes?.yieldEvery ?? YIELD_EVERY_BYTES)
     } finally {
       await handle.close()
     }
@@ -360,7 +370,7 @@ export const collect = async (
   })
   created?.()
   try {
-    await writeMerged(paths, kept, output.fd, buffer, signal)
+    await writeMerged(paths, kept, output.fd, buffer, signal, bytes?.region ?? REGION_BYTES)
     await output.chmod(OWNER_ONLY)
   } catch (error) {
     // A merged file cut short (a full disk, an interruption) is no file at all.
