@@ -8,8 +8,8 @@
 /** A value accepted (clean), or refused with a reason for the user. */
 export type Checked<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly reason: string }
 
-const accept = <A>(value: A): Checked<A> => ({ ok: true, value })
-const refuse = (reason: string): Checked<never> => ({ ok: false, reason })
+export const accept = <A>(value: A): Checked<A> => ({ ok: true, value })
+export const refuse = (reason: string): Checked<never> => ({ ok: false, reason })
 
 const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 

@@ -31,8 +31,8 @@ interface Profile {
 const partOf = ({ functionName, url }: ProfileNode["callFrame"]): string | undefined => {
   if (functionName === "(idle)") return undefined
   if (functionName === "(garbage collector)") return "garbage collection"
-  if (url.includes("/dist/src/internal/json.js") && functionName === "parse") return "JSON.parse of the answer"
-  if (url.includes("/dist/src/internal/json.js")) return "library: reading the answer (depth, fields)"
+  if (url.includes("/dist/core/json.js") && functionName === "parse") return "JSON.parse of the answer"
+  if (url.includes("/dist/core/json.js")) return "library: reading the answer (depth, fields)"
   if (
     url.includes("/dist/src/internal/observability/httpSpan.js") ||
     url.includes("/dist/src/internal/observability/fiberSpan.js")
@@ -40,7 +40,9 @@ const partOf = ({ functionName, url }: ProfileNode["callFrame"]): string | undef
     return "library: spans and the duration histogram"
   }
   if (url.includes("/dist/src/HttpTransport.js")) return "library: the undici transport (its handler)"
-  if (url.includes("/dist/")) return "library: the rest (the call, its checks, its result)"
+  if (/\/dist\/(src|core)\//.test(url) && !url.includes("/node_modules/")) {
+    return "library: the rest (the call, its checks, its result)"
+  }
   if (url.includes("/effect/dist/esm/internal/tracer.js")) return "Effect: its tracer's spans"
   if (url.includes("/effect/")) return "Effect: the runtime (fibers, operations)"
   if (url.includes("/undici/lib/api/")) return "undici: request() (streams, promises)"

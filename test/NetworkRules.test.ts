@@ -84,6 +84,13 @@ describe("a proxy URL", () => {
     )
     expect(Proxy.proxySetting(Redacted.make("http://p.example:8080"))._tag).toBe("Right")
     expect(Proxy.proxySetting(true)._tag).toBe("Left")
+    // A secret is a proxy's URL: a Redacted "none" is no way to turn the environment's proxy off.
+    expect(Proxy.proxySetting(Redacted.make("none"))._tag).toBe("Left")
+    expect(Proxy.proxySetting(Redacted.make(false as unknown as string))._tag).toBe("Left")
+    // A secret wiped (Effect holds no value for it any more) is refused, not a crash.
+    const wiped = Redacted.make("http://alice:s3cret@p.example:8080")
+    Redacted.unsafeWipe(wiped)
+    expect(Proxy.proxySetting(wiped)._tag).toBe("Left")
   })
 })
 

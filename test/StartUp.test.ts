@@ -31,9 +31,9 @@ const loadedBy = (args: ReadonlyArray<string>, env: Record<string, string> = {})
 
 const importing = (code: string) => ["--input-type=module", "-e", code]
 
-/** What nobody asked for by importing the library. */
+/** What nobody asked for by importing the library (the mock and the command line, in src/ or core/). */
 const unasked =
-  /node_modules\/(undici|ioredis|redis|@redis|@opentelemetry|@effect\/cli|@effect\/platform-node|ws)\/|dist\/(testing|cli|bin)\b/
+  /node_modules\/(undici|ioredis|redis|@redis|@opentelemetry|@effect\/cli|@effect\/platform-node|ws)\/|dist\/(src\/)?(testing|cli|bin)\b|dist\/core\/(testing|checkpoint|files|wholeLines)\b/
 
 describe("what a process loads", { timeout: 60_000 }, () => {
   it("importing the package (Effect and Promise entry points) loads none of undici, Redis, telemetry, the mock, the CLI", async () => {

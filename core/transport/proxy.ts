@@ -19,7 +19,7 @@
  */
 import * as Net from "node:net"
 import * as Url from "node:url"
-import type { Checked } from "../validate.js"
+import { type Checked, refuse } from "../validate.js"
 
 /** A proxy to go through: where it is, and the credentials it wants (a secret). */
 export interface ProxyEndpoint<S> {
@@ -37,8 +37,6 @@ export type ProxySetting<S> =
 
 export const FROM_ENVIRONMENT: ProxySetting<never> = { _tag: "FromEnvironment" }
 export const DIRECT: ProxySetting<never> = { _tag: "Direct" }
-
-const refuse = (reason: string): Checked<never> => ({ ok: false, reason })
 
 /** Longest proxy URL read: a URL is a line, not a file. */
 const MAX_PROXY_URL_LENGTH = 2048
@@ -116,15 +114,22 @@ export const proxyEndpoint = <S>(value: unknown, seal: (secret: string) => S): C
 
 const SETTING_TAGS: ReadonlySet<unknown> = new Set(["FromEnvironment", "Direct", "Through"])
 
-/** The `proxy` setting read: a proxy URL, or `false` / `"none"` for none (or a setting already read). */
-export const proxySetting = <S>(value: unknown, seal: (secret: string) => S): Checked<ProxySetting<S>> => {
+/**
+ * The `proxy` setting read: a proxy URL, or `false` / `"none"` for none (or a setting already read).
+ * `reveal` reads a secret the caller holds (a URL with credentials) as text.
+ */
+export const proxySetting = <S>(
+  value: unknown,
+  { reveal, seal }: { readonly reveal: (value: unknown) => unknown; readonly seal: (secret: string) => S }
+): Checked<ProxySetting<S>> => {
   if (value === false || (typeof value === "string" && value.trim().toLowerCase() === "none")) {
     return { ok: true, value: DIRECT }
   }
   if (typeof value === "object" && value !== null && SETTING_TAGS.has((value as { _tag?: unknown })._tag)) {
     return { ok: true, value: value as ProxySetting<S> }
   }
-  const proxy = proxyEndpoint(value, seal)
+  // A secret given is a proxy's URL, revealed only to be read as one: never "none".
+  const proxy = proxyEndpoint(reveal(value), seal)
   return proxy.ok ? { ok: true, value: { _tag: "Through", proxy: proxy.value } } : proxy
 }
 

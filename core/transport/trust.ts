@@ -12,21 +12,18 @@
  */
 import { X509Certificate } from "node:crypto"
 import * as Tls from "node:tls"
-import type { Checked } from "../validate.js"
+import { accept, type Checked, refuse } from "../validate.js"
 
 /** PEM text, or a file's path: a value holding a PEM header is the PEM itself. */
 export const isPem = (text: string): boolean => text.includes("-----BEGIN ")
 
-/** A client certificate as set: PEM certificate and key (text or paths), or a PKCS#12 bundle (bytes or a path). */
 /** How the caller holds secrets: how it reveals one it was given, and seals one read here. */
 export interface Secrets<S> {
   readonly reveal: (value: unknown) => unknown
   readonly seal: (text: string) => S
 }
 
-const accept = <A>(value: A): Checked<A> => ({ ok: true, value })
-const refuse = (reason: string): Checked<never> => ({ ok: false, reason })
-
+/** A client certificate as set: PEM certificate and key (text or paths), or a PKCS#12 bundle (bytes or a path). */
 export type ClientCertificate<S> =
   | {
     readonly _tag: "Pem"

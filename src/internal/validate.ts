@@ -10,15 +10,11 @@ import * as Redacted from "effect/Redacted"
 import * as Core from "../../core/validate.js"
 
 export {
-  type Day,
   formatDay,
-  isGuid,
-  isLoopbackHost,
   isoDay,
   MAX_PASS_CODE_LENGTH,
   MAX_PERSON_UID_LENGTH,
   MAX_TOKEN_LENGTH,
-  pad,
   positiveInteger
 } from "../../core/validate.js"
 

@@ -25,7 +25,7 @@ export const proxyEndpoint = (value: unknown): Either.Either<ProxyEndpoint, stri
 
 /** The `proxy` setting read: a proxy URL, or `false` / `"none"` for none (or a setting already read). */
 export const proxySetting = (value: unknown): Either.Either<ProxySetting, string> =>
-  fromChecked(Core.proxySetting(reveal(value), seal))
+  fromChecked(Core.proxySetting(value, { reveal, seal }))
 
 /** The proxies an environment names; a refused one as `[variable, reason]`. */
 export const environmentProxies = (
