@@ -208,6 +208,41 @@ describe("enqueue", () => {
     expect(await first).toMatchObject({ added: 10 })
   })
 
+  it.each([
+    ["operation", { operation: { name: 7 } }, "must be a PersonData operation"],
+    ["attempts", { attempts: 0 }, "must be a whole number from 1 to 100"],
+    ["attempts", { attempts: 101 }, "must be a whole number from 1 to 100"],
+    ["backoff", { backoff: "soon" }, "must be a duration"],
+    ["fleetConcurrency", { fleetConcurrency: 0 }, "must be a whole number, 1 or more"],
+    ["ratePerSecond", { ratePerSecond: 1.5 }, "must be a whole number, 1 or more"],
+    ["maxWaiting", { maxWaiting: -1 }, "must be a whole number, 1 or more"],
+    ["inputId", { inputId: "" }, "must be a non-empty string"],
+    ["inputId", { inputId: 42 }, "must be a non-empty string"],
+    ["onWaiting", { onWaiting: "log" }, "must be a function"]
+  ])("enqueue refuses %s %j before Redis sees anything: InvalidConfig naming it", async (setting, bad, reason) => {
+    const refused = await Effect.runPromise(Effect.flip(
+      ClinicalQueue.enqueue(
+        { ...queueOptions(), operation: PersonData.medications, ...(bad as Partial<ClinicalQueue.EnqueueOptions>) },
+        [persons[0]!.personUid]
+      )
+    ))
+    expect(refused).toMatchObject({ _tag: "InvalidConfig", setting, reason })
+    expect(await RedisServer.contents(redis.port)).toBe("")
+  })
+
+  it("enqueue takes every setting at its bound: 100 attempts, a backoff, a fleet concurrency, a rate, a bound on waiting", async () => {
+    const enqueued = await enqueue([persons[0]!.personUid], {
+      attempts: 100,
+      backoff: "2 seconds",
+      fleetConcurrency: 1_000_000,
+      ratePerSecond: 1_000_000,
+      maxWaiting: 1,
+      inputId: "input-1",
+      onWaiting: () => {}
+    })
+    expect(enqueued).toMatchObject({ added: 1 })
+  })
+
   it("a date range: checked at enqueue; each job carries its own, so enqueues of different ranges share a queue", async () => {
     const bad = await Effect.runPromise(Effect.either(
       ClinicalQueue.enqueue({ ...queueOptions(), operation: PersonData.medications, startDate: "2024-02-30" }, ["a"])
