@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest"
 import { decide, kindOf } from "../core/queue/jobDecision.js"
 import { jobId, jobKeys, keyCheck, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
 import { describe as describeThrown, QueueError, queueError } from "../src/internal/queue/queueError.js"
+import { type WorkerOptions, workerRefusal } from "../src/internal/queue/queueWorker.js"
 import {
   countOf,
   fingerprint,
@@ -375,5 +376,36 @@ describe("a queue's failure, from anything Redis, BullMQ or an application's cod
     expect(wrapped).toBeInstanceOf(QueueError)
     expect(wrapped).toMatchObject({ operation: "enqueue", detail: "x".repeat(300) })
     expect(wrapped.message).toBe(`queue enqueue failed: ${"x".repeat(300)}`)
+  })
+})
+
+describe("a worker's settings, checked before it starts", () => {
+  const sink = () => {}
+  it.each([
+    ["sink", { sink: "a file" }, "must be a function that takes a job's record"],
+    ["concurrency", { sink, concurrency: 0 }, "must be a whole number from 1 to 10000"],
+    ["concurrency", { sink, concurrency: 10_001 }, "must be a whole number from 1 to 10000"],
+    ["maxStalledCount", { sink, maxStalledCount: -1 }, "must be a whole number from 0 to 1000"],
+    ["maxStalledCount", { sink, maxStalledCount: 1_001 }, "must be a whole number from 0 to 1000"],
+    ["lockDuration", { sink, lockDuration: "long" }, "must be a duration"],
+    ["stalledInterval", { sink, stalledInterval: -5 }, "must be a duration"],
+    ["closeTimeout", { sink, closeTimeout: "5" }, "must be a duration"],
+    ["sinkTimeout", { sink, sinkTimeout: "never" }, "must be a duration"]
+  ])("refuses %s %j, naming it", (setting, options, reason) => {
+    expect(workerRefusal(options as unknown as WorkerOptions)).toMatchObject({ _tag: "InvalidConfig", setting, reason })
+  })
+
+  it("takes every setting at its bound, and none at all", () => {
+    expect(workerRefusal({ sink } as unknown as WorkerOptions)).toBeUndefined()
+    expect(workerRefusal({
+      sink,
+      concurrency: 10_000,
+      maxStalledCount: 0,
+      lockDuration: "30 seconds",
+      stalledInterval: "15s",
+      closeTimeout: 25_000,
+      sinkTimeout: "1m"
+    } as unknown as WorkerOptions)).toBeUndefined()
+    expect(workerRefusal({ sink, concurrency: 1, maxStalledCount: 1_000 } as unknown as WorkerOptions)).toBeUndefined()
   })
 })
