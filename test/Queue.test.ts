@@ -1080,9 +1080,12 @@ describe("the enqueue's end (from review)", () => {
       maxWaiting: 2,
       again: true
     }, stalled)))
+    // Paused by hand: no reason recorded, none made up.
     expect(Either.getLeft(outcome).pipe((e) => e._tag === "Some" && e.value)).toMatchObject({
       _tag: "QueueError",
-      message: expect.stringContaining("the queue is paused")
+      message: expect.stringMatching(
+        /^queue enqueue failed: the queue is paused: its \d+ waiting jobs do not move until it is resumed, and maxWaiting is 2$/
+      )
     })
     expect(await admin.exists("bull:test:effect-clinical:enqueuing")).toBe(0)
     await bull.close()
