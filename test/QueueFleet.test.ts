@@ -16,6 +16,7 @@ import * as Path from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { run, settingsFor } from "./support/Cli.js"
 import { forms } from "./support/Leaks.js"
+import * as QueueEvents from "./support/QueueEvents.js"
 import * as QueueWorker from "./support/QueueWorker.js"
 import * as RedisServer from "./support/RedisServer.js"
 
@@ -127,58 +128,6 @@ const afterRequests = async (n: number) => {
   while ((await mock.counters()).medicationRequests < n) await new Promise((resolve) => setTimeout(resolve, 20))
 }
 
-/**
- * When the fleet's pause (BullMQ's limiter key, 2 s) was set, bounded from its remaining time as
- * Redis reports it: polled until it appears (a later 429 that renews it moves it later).
- */
-const fleetPause = async (): Promise<{ readonly setNoEarlierThan: number; readonly setNoLaterThan: number }> => {
-  const client = new Redis(redis.port, "127.0.0.1")
-  try {
-    for (const giveUp = Date.now() + 30_000; Date.now() < giveUp;) {
-      const asked = Date.now()
-      // The limiter's own counter lives in the same key; a pause holds BullMQ's MAX_SAFE_INTEGER.
-      const [held, left] = (await client.eval(
-        "return { redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]) }",
-        1,
-        "bull:effect-clinical:limiter"
-      )) as [string | null, number]
-      const answered = Date.now()
-      if (held === String(Number.MAX_SAFE_INTEGER) && left > 0) {
-        return { setNoEarlierThan: asked - (2_000 - left), setNoLaterThan: answered - (2_000 - left) }
-      }
-      await new Promise((resolve) => setTimeout(resolve, 5))
-    }
-    throw new Error("the fleet was never paused")
-  } finally {
-    client.disconnect()
-  }
-}
-
-/**
- * How many jobs BullMQ moved to active from `from` to `to` (epoch ms: Redis's clock is this
- * machine's), read from the queue's events as they come (the stream is trimmed, so not afterwards).
- */
-const jobsTakenBetween = async (from: number, to: number): Promise<number> => {
-  const client = new Redis(redis.port, "127.0.0.1")
-  try {
-    let cursor = `${from}-0`
-    let taken = 0
-    while (Date.now() < to + 30_000) {
-      const read = await client.xread("BLOCK", 100, "STREAMS", "bull:effect-clinical:events", cursor)
-      for (const [, entries] of read ?? []) {
-        for (const [id, fields] of entries) {
-          if (Number(id.split("-")[0]) >= to) return taken
-          cursor = id
-          if (fields[0] === "event" && fields[1] === "active") taken++
-        }
-      }
-    }
-    throw new Error("the queue's events stopped before the pause ended")
-  } finally {
-    client.disconnect()
-  }
-}
-
 const everything = () => RedisServer.contents(redis.port)
 
 /** The secrets of a run: every PersonUid, the ApplicationId, and the token the mock saw. */
@@ -271,9 +220,17 @@ describe("queue: four worker processes", { timeout: 600_000 }, () => {
       "medications",
       Array.from({ length: 30 }, () => MockClinicalServer.Fault.status(429, { retryAfter: 2 }))
     )
-    const pause = await fleetPause()
+    const pause = await QueueEvents.fleetPause(redis.port, "effect-clinical")
     // Until the pause ends, no worker takes a job: not one "active" in the queue's events.
-    expect(await jobsTakenBetween(pause.setNoLaterThan, pause.setNoEarlierThan + 1_950)).toBe(0)
+    expect(
+      await QueueEvents.jobsTakenBetween(
+        redis.port,
+        "effect-clinical",
+        pause.setNoLaterThan,
+        pause.setNoEarlierThan + 1_950
+      )
+    )
+      .toBe(0)
     const exits = await Promise.all(workers.map((started) => started.exited))
     for (const exit of exits) expect(exit).toMatchObject({ code: 0 })
     const { lines } = await collect(shards)
