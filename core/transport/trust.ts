@@ -39,8 +39,8 @@ export type ClientCertificate<S> =
   }
 
 /** Text that is not blank, revealed. */
-const textOf = (value: unknown, secrets: Secrets<unknown>): string | undefined => {
-  const revealed = secrets.reveal(value)
+const textOf = (value: unknown, reveal: (value: unknown) => unknown): string | undefined => {
+  const revealed = reveal(value)
   return typeof revealed === "string" && revealed.trim() !== "" ? revealed : undefined
 }
 
@@ -50,7 +50,7 @@ const textOf = (value: unknown, secrets: Secrets<unknown>): string | undefined =
  * option and their variable, and never show a value.
  */
 export const clientCertificate = <S>(value: unknown, secrets: Secrets<S>): Checked<ClientCertificate<S>> => {
-  const text = (field: unknown) => textOf(field, secrets)
+  const text = (field: unknown) => textOf(field, secrets.reveal)
   const secret = (field: unknown): S | undefined => {
     const found = text(field)
     return found === undefined ? undefined : secrets.seal(found)
@@ -87,7 +87,7 @@ export const MAX_PEM_LENGTH = 1024 * 1024
 
 /** The `ca` setting read: PEM text or a file path. */
 export const caSetting = (value: unknown, reveal: (value: unknown) => unknown): Checked<string> => {
-  const found = textOf(value, { reveal, seal: (text) => text })
+  const found = textOf(value, reveal)
   if (found !== undefined && found.length > MAX_PEM_LENGTH) return refuse("is longer than 1 MiB")
   return found === undefined
     ? refuse("must be the CA's certificates as PEM text, or the path of a PEM file")
