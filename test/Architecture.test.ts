@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest"
 
 const SRC = Path.resolve(import.meta.dirname, "../src")
 const CORE = Path.resolve(import.meta.dirname, "../core")
+const EFFECT4 = Path.resolve(import.meta.dirname, "../effect4/src")
 
 const modules = (directory: string): Array<string> =>
   Fs.readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
@@ -22,7 +23,7 @@ const modules = (directory: string): Array<string> =>
 /** Each module's relative imports and re-exports (`import type` too), as module paths. */
 const importGraph = (): Map<string, Array<string>> =>
   new Map(
-    [...modules(CORE), ...modules(SRC)].map((file) => {
+    [...modules(CORE), ...modules(SRC), ...modules(EFFECT4)].map((file) => {
       const text = Fs.readFileSync(file, "utf8")
       const targets = [...text.matchAll(/\bfrom\s+"(\.{1,2}\/[^"]+)"/g)].map(([, specifier]) =>
         Path.resolve(Path.dirname(file), specifier!.replace(/\.js$/, ".ts"))
@@ -115,7 +116,50 @@ describe("core/: one Effect-free core for both Effect lines", () => {
   })
 })
 
-describe("the layout of src/ and core/", () => {
+/** The packages of Effect 3's ecosystem alone: the Effect 4 line has them in `effect` itself, or not at all. */
+const EFFECT3_ONLY = /^@effect\/(platform|platform-node|cli|opentelemetry|printer|printer-ansi|experimental|vitest)(\/|$)/
+
+/**
+ * What a module of one line's shell imports of the other's: its sources, or (for the Effect 4 line)
+ * a package of Effect 3's ecosystem alone. Each line is a package of its own, over the core alone.
+ */
+export const acrossLines = (file: string, text: string, own: string, other: string): Array<string> =>
+  specifiersIn(text)
+    .filter((specifier) =>
+      specifier.startsWith(".")
+        ? Path.resolve(Path.dirname(file), specifier).startsWith(other + Path.sep)
+        : own === EFFECT4 && EFFECT3_ONLY.test(specifier)
+    )
+    .map((specifier) => `${Path.relative(Path.dirname(SRC), file)} imports ${specifier}`)
+
+describe("two Effect lines over one core: neither shell reaches into the other", () => {
+  it("finds what a shell module may not import (the check itself)", () => {
+    const text = [
+      "import * as Effect from \"effect/Effect\"",
+      "import * as HttpClient from \"@effect/platform/HttpClient\"",
+      "import { x } from \"../../../src/internal/x.js\"",
+      "import { y } from \"../../../core/y.js\""
+    ].join("\n")
+    expect(acrossLines(Path.join(EFFECT4, "a/b.ts"), text, EFFECT4, SRC)).toEqual([
+      "effect4/src/a/b.ts imports @effect/platform/HttpClient",
+      "effect4/src/a/b.ts imports ../../../src/internal/x.js"
+    ])
+    expect(acrossLines(Path.join(SRC, "a.ts"), "import { z } from \"../effect4/src/z.js\"", SRC, EFFECT4)).toEqual([
+      "src/a.ts imports ../effect4/src/z.js"
+    ])
+  })
+
+  it("the Effect 4 line imports nothing of the Effect 3 line, and the Effect 3 line nothing of the Effect 4 line", () => {
+    const found = [
+      ...modules(EFFECT4).flatMap((file) => acrossLines(file, Fs.readFileSync(file, "utf8"), EFFECT4, SRC)),
+      ...modules(SRC).flatMap((file) => acrossLines(file, Fs.readFileSync(file, "utf8"), SRC, EFFECT4))
+    ]
+    expect(modules(EFFECT4).length).toBeGreaterThan(2)
+    expect(found).toEqual([])
+  })
+})
+
+describe("the layout of src/, core/ and effect4/src/", () => {
   it("finds a function longer than the limit (the check itself)", () => {
     const body = (lines: number) => Array.from({ length: lines - 2 }, (_, i) => `  const x${i} = ${i}`).join("\n")
     const text = `export const f = () => {\n${body(5)}\n}\nclass C {\n  m() {\n${body(4)}\n  }\n}\n`
@@ -124,8 +168,8 @@ describe("the layout of src/ and core/", () => {
     expect(longFunctions("b.ts", `function* g() {\n${body(6)}\n}\n`, 5)).toEqual(["b.ts:1 (6 lines)"])
   })
 
-  it(`no function in src/ or core/ is longer than ${MAX_FUNCTION_LINES} lines`, () => {
-    const long = [...modules(CORE), ...modules(SRC)].flatMap((file) =>
+  it(`no function in src/, core/ or effect4/src/ is longer than ${MAX_FUNCTION_LINES} lines`, () => {
+    const long = [...modules(CORE), ...modules(SRC), ...modules(EFFECT4)].flatMap((file) =>
       longFunctions(Path.relative(Path.dirname(SRC), file), Fs.readFileSync(file, "utf8"), MAX_FUNCTION_LINES)
     )
     expect(long).toEqual([])

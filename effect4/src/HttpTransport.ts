@@ -1,0 +1,116 @@
+/**
+ * The one thing the client needs from a network: send one request, get one response.
+ *
+ * Requests carry their secrets (`Authorization`, `ApplicationId`, a body holding a PersonUid) as
+ * `Redacted` values; a transport reveals them only when it writes the bytes (`wireHeaders`,
+ * `wireBody`). Interrupting `send` aborts the request on the socket.
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Agent, type Dispatcher } from "undici"
+import { exceedsLimit, hasTimeout } from "../../core/transport/failures.js"
+import type { InvalidConfig, TransportError } from "./ClinicalError.js"
+import { sendThrough } from "./internal/transport/undici.js"
+import {
+  invalidArgument,
+  timedOutError,
+  tooLarge,
+  transportError,
+  type TransportRequest,
+  type TransportResponse
+} from "./internal/transport/wire.js"
+
+export {
+  jsonResponse,
+  transportError,
+  type TransportRequest,
+  type TransportResponse,
+  wireBody,
+  wireHeader,
+  wireHeaders,
+  type WireValue
+} from "./internal/transport/wire.js"
+
+/** A transport: sends one request; fails only when no usable HTTP response was received. */
+export interface Service {
+  readonly send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+}
+
+/** The transport the client sends through. The application chooses the layer. */
+export class HttpTransport extends Context.Service<HttpTransport, Service>()("effect-clinical/HttpTransport") {}
+
+/** Bounds `effect` by the request's `timeoutMillis` on Effect's `Clock` (so `TestClock` drives it). */
+const withTimeout = <E>(
+  request: TransportRequest,
+  effect: Effect.Effect<TransportResponse, E>
+): Effect.Effect<TransportResponse, E | TransportError> =>
+  hasTimeout(request)
+    ? Effect.timeoutOrElse(effect, {
+      duration: request.timeoutMillis,
+      orElse: () => Effect.fail(timedOutError(request))
+    })
+    : effect
+
+/**
+ * A transport from a plain send function: adds the request's `timeoutMillis` (on Effect's `Clock`)
+ * and `maxResponseBytes`, so that a custom transport only has to send.
+ */
+export const make = (
+  send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+): Service => {
+  if (typeof send !== "function") throw invalidArgument("send", "must be a function from a request to an Effect")
+  return HttpTransport.of({
+    send: (request) => {
+      // A JavaScript caller's send may return a Promise or nothing: say so, rather than die.
+      const sent: unknown = send(request)
+      if (!Effect.isEffect(sent)) {
+        return Effect.fail(transportError(request, "Network", "the transport's send did not return an Effect"))
+      }
+      return withTimeout(
+        request,
+        Effect.flatMap(
+          sent as Effect.Effect<TransportResponse, TransportError>,
+          (response) =>
+            request.maxResponseBytes !== undefined && exceedsLimit(request, Buffer.byteLength(response.body))
+              ? Effect.fail(tooLarge(request, request.maxResponseBytes))
+              : Effect.succeed(response)
+        )
+      )
+    }
+  })
+}
+
+/**
+ * The in-memory transport for tests: every request goes to `handler`, nothing touches a network.
+ * Use `wireHeaders` / `wireBody` in the handler to read what would have been sent.
+ */
+export const layerMemory = (
+  handler: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+): Layer.Layer<HttpTransport, InvalidConfig> =>
+  typeof handler === "function"
+    ? Layer.succeed(HttpTransport, make(handler))
+    : Layer.effect(
+      HttpTransport,
+      Effect.fail(invalidArgument("handler", "must be a function from a request to an Effect of a response"))
+    )
+
+/** A transport over an undici dispatcher the application owns. */
+export const fromUndiciAgent = (agent: Pick<Dispatcher, "dispatch">): Service =>
+  HttpTransport.of({ send: (request) => sendThrough(agent, request) })
+
+/**
+ * undici called directly, on a keep-alive `Agent` this layer owns and closes with its scope.
+ * Network settings (proxy, trust, client certificate) come with the next stage of this line.
+ */
+export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport> =>
+  Layer.effect(
+    HttpTransport,
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.sync(() => new Agent(options)),
+        (agent) => Effect.promise(() => agent.close())
+      ),
+      fromUndiciAgent
+    )
+  )
