@@ -7,6 +7,7 @@ import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Settings from "../../core/config/settings.js"
 import * as Core from "../../core/validate.js"
 
 export {
@@ -52,29 +53,18 @@ export const reveal = (value: unknown): unknown => {
   }
 }
 
-/** The short forms people type: `30s`, `2m`, `1500ms`, `1h`, `1d` (decimals allowed: `1.5s`). */
-const SHORT_DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/i
-
-const UNIT_MILLIS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+/** How this line holds secrets and durations, for the core's readings of settings. */
+export const line: Settings.Line<Redacted.Redacted<string>, Duration.Duration> = {
+  reveal,
+  seal: (text) => Redacted.make(text),
+  decodeDuration: (value) => Option.getOrUndefined(Duration.decodeUnknown(value)),
+  millis: Duration.millis,
+  toMillis: Duration.toMillis
+}
 
 /**
  * A duration: anything Effect's `Duration` reads (`"10 seconds"`, a number of milliseconds, a
- * `Duration`) or a short form (`30s`, `2m`, `1500ms`). A bare number in text is refused: it would
- * be unclear whether it meant seconds or milliseconds.
+ * `Duration`) or a short form (`30s`, `2m`, `1500ms`); see the core's.
  */
-export const duration = (value: unknown): Either.Either<Duration.Duration, string> => {
-  const refusal = "must be a duration, e.g. \"30s\", \"2m\", \"1500ms\" or \"10 seconds\""
-  // Duration clamps negative numbers to zero; a negative setting is a mistake worth naming.
-  if (typeof value === "number" && value < 0) return Either.left("must not be negative")
-  if (typeof value === "number" && Number.isNaN(value)) return Either.left(refusal)
-  if (typeof value === "string") {
-    const short = SHORT_DURATION.exec(value.trim())
-    if (short !== null) return Either.right(Duration.millis(Number(short[1]) * UNIT_MILLIS[short[2]!.toLowerCase()]!))
-    if (/^\s*-/.test(value)) return Either.left("must not be negative")
-    if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Either.left(`${refusal}: a bare number needs a unit`)
-  }
-  return Option.match(Duration.decodeUnknown(value), {
-    onNone: () => Either.left(refusal),
-    onSome: Either.right
-  })
-}
+export const duration = (value: unknown): Either.Either<Duration.Duration, string> =>
+  fromChecked(Settings.duration(value, line))

@@ -1,0 +1,476 @@
+/**
+ * The client's settings, once for both Effect lines: every setting's name, its environment
+ * variable, how it is read, its default, and the rules between settings. Each line's
+ * `ClinicalConfig` is a shell over this: it says how it holds a secret (`S`, its `Redacted`) and a
+ * duration (`D`, its `Duration`), and how it reads what a user gave (see {@link Line}).
+ *
+ * A refusal names the setting (the option's name, or the variable's) and never shows its value.
+ */
+import * as CircuitBreaker from "../call/circuitBreaker.js"
+import * as ConcurrencyLimit from "../call/concurrencyLimit.js"
+import * as RetryBudget from "../call/retryBudget.js"
+import { misspelledSettings, misspellingWarning } from "../settingTypos.js"
+import * as Proxy from "../transport/proxy.js"
+import * as Trust from "../transport/trust.js"
+import * as validate from "../validate.js"
+import { accept, type Checked, refuse } from "../validate.js"
+
+/** How a line holds secrets and durations, and reads the forms of them its users write. */
+export interface Line<S, D> extends Trust.Secrets<S> {
+  /** A duration in the line's own forms (its `Duration`, `"10 seconds"`, a number of ms), or `undefined`. */
+  readonly decodeDuration: (value: unknown) => D | undefined
+  readonly millis: (millis: number) => D
+  readonly toMillis: (duration: D) => number
+}
+
+/**
+ * A duration as a setting takes it: anything the line's `Duration` reads (`"10 seconds"`, a number
+ * of milliseconds, a `Duration`) or the short form (`"30s"`, `"2m"`, `"1500ms"`, `"1h"`, `"1d"`).
+ */
+export type Duration<DurationInput> = DurationInput | `${number}${"ms" | "s" | "m" | "h" | "d"}`
+
+/**
+ * What a user passes to a line's `ClinicalConfig.layer` (`S`: the line's `Redacted`; `DurationInput`:
+ * what its `Duration` reads). Only `baseUrl` and `applicationId` are required.
+ */
+export interface Options<S, DurationInput> {
+  /** The data host, e.g. `https://openapi.intelichart.com`. A path prefix is kept. */
+  readonly baseUrl: string | URL
+  /** The token host, e.g. `https://openapiauth.intelichart.com`. Defaults to `baseUrl`. */
+  readonly authUrl?: string | URL | undefined
+  /** The GUID the vendor issued. It alone obtains a token: pass it `Redacted` where you can. */
+  readonly applicationId: string | S
+  /** Path of the token operation under `authUrl`. Default `/api/Server/Token`. */
+  readonly tokenPath?: string | undefined
+  /**
+   * The host of the authenticate operation (pass code and date of birth to PersonUid). The
+   * service documents it on both hosts. Defaults to `baseUrl`.
+   */
+  readonly authenticateUrl?: string | URL | undefined
+  /** Path of the authenticate operation under `authenticateUrl`. Default `/api/Server/Authenticate`. */
+  readonly authenticatePath?: string | undefined
+  /**
+   * How a date of birth is written in the authenticate request: `MM`, `DD` and `YYYY` once each,
+   * joined by `/`, `-` or `.`. Default `MM/DD/YYYY`, the form of the service's only sample.
+   */
+  readonly dateOfBirthFormat?: string | undefined
+  /** Longest wait for one token request. Default 10 seconds. */
+  readonly tokenTimeout?: Duration<DurationInput> | undefined
+  /** Longest wait for one data request attempt. Default 30 seconds. */
+  readonly requestTimeout?: Duration<DurationInput> | undefined
+  /**
+   * Soft refresh window: this close to expiry, a caller starts a background refresh and still gets
+   * the current token. The window used is the smaller of this and half the token's lifetime.
+   * Default 5 minutes.
+   */
+  readonly softRefreshWindow?: Duration<DurationInput> | undefined
+  /**
+   * Hard refresh window: this close to expiry, callers wait for a new token. The window used is the
+   * smaller of this and a tenth of the token's lifetime. Default 30 seconds.
+   */
+  readonly hardRefreshWindow?: Duration<DurationInput> | undefined
+  /** Retries after the first attempt of a call (transport failures, timeouts, 429, 500, 502-504). 0 turns retries off. Default 3. */
+  readonly maxRetries?: number | undefined
+  /** First backoff delay; each retry doubles it, with jitter (half to all of it). Default 1 second. */
+  readonly retryBaseDelay?: Duration<DurationInput> | undefined
+  /** Cap on one backoff delay (a longer `Retry-After` is still honoured). Default 30 seconds. */
+  readonly retryMaxDelay?: Duration<DurationInput> | undefined
+  /**
+   * Cap on a server's `Retry-After`: the longest the client waits before one retry, and the longest
+   * it remembers a throttled token endpoint. At most 1 hour. Default 60 seconds.
+   */
+  readonly maxRetryAfter?: Duration<DurationInput> | undefined
+  /**
+   * Cap on a token's lifetime: a longer one (a `TOKEN_EXPIRES` years ahead) is cut to this, with a
+   * warning. The documented lifetime is one hour. Default 24 hours.
+   */
+  readonly maxTokenLifetime?: Duration<DurationInput> | undefined
+  /** Longest a whole call may take, retries and waits included. Default 60 seconds. */
+  readonly deadline?: Duration<DurationInput> | undefined
+  /** Whether operations that write may be retried too. The documented operations only read. Default false. */
+  readonly retryWrites?: boolean | undefined
+  /**
+   * Whether a 429 is retried by the call itself (after its `Retry-After`). False ends the call at
+   * once with `RateLimited`, for a caller that pauses a whole fleet on it (the BullMQ worker).
+   * Default true.
+   */
+  readonly retryRateLimited?: boolean | undefined
+  /**
+   * Most data requests in flight at once per client; more callers wait for a turn. With
+   * `adaptiveConcurrency`, the ceiling of the limit the client finds. Default 64.
+   */
+  readonly maxConcurrentRequests?: number | undefined
+  /**
+   * Whether the client finds by itself how many requests the service takes at once: it lets more
+   * out while answers come back, and fewer after a 429, a 503 or an attempt timeout (see
+   * docs/resilience.md). Off: always `maxConcurrentRequests`. Default true.
+   */
+  readonly adaptiveConcurrency?: boolean | undefined
+  /** Requests let out at once before the limit has learnt anything (it doubles quickly). Default 4. */
+  readonly initialConcurrency?: number | undefined
+  /**
+   * Whether retries are bounded by a budget: a share of the first attempts (`retryBudgetRatio`)
+   * plus 10 a second, so that when many calls fail together their retries do not multiply the
+   * load; a retry beyond it fails at once with the error that asked for it. Default true.
+   */
+  readonly retryBudget?: boolean | undefined
+  /** Retries per first attempt the budget allows, above 0 and at most 1. Default 0.5. */
+  readonly retryBudgetRatio?: number | undefined
+  /**
+   * Failures in a row that say the service is down (the network failing, a 5xx, an attempt timing
+   * out) after which calls fail at once with `CircuitOpen` for a cool-down, then one call probes
+   * the service. 0 turns the breaker off. Default 10.
+   */
+  readonly circuitBreakerThreshold?: number | undefined
+  /** The breaker's first cool-down; each failed probe doubles it. Default 500 ms. */
+  readonly circuitBreakerCooldown?: Duration<DurationInput> | undefined
+  /** The breaker's longest cool-down. Default 2 seconds. */
+  readonly circuitBreakerMaxCooldown?: Duration<DurationInput> | undefined
+  /** Largest response body read, in bytes; a larger one fails the call. Default 4 MiB. */
+  readonly maxResponseBytes?: number | undefined
+  /**
+   * Whether each request carries the W3C `traceparent` header of its attempt's span, so that the
+   * service's own traces join the caller's. Default false: nothing is sent that the service did
+   * not ask for.
+   */
+  readonly tracePropagation?: boolean | undefined
+  /**
+   * The HTTP proxy of the default undici transport: a URL (`http://user:password@proxy:3128`,
+   * credentials percent-encoded: a secret, pass it `Redacted` where you can), or `false` / `"none"`
+   * for none. Default: the environment's `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` (either case),
+   * as curl reads them. An https target is tunnelled with CONNECT: the proxy sees only the host.
+   */
+  readonly proxy?: string | URL | S | false | undefined
+  /** Targets that go around the proxy, as `NO_PROXY` writes them. Default: the environment's `NO_PROXY`. */
+  readonly noProxy?: string | undefined
+  /** A CA the default transport trusts besides Node's roots: its PEM text, or a PEM file's path. */
+  readonly ca?: string | undefined
+  /** Trust `ca` alone, not Node's roots nor `NODE_EXTRA_CA_CERTS`. Default false. */
+  readonly caOnly?: boolean | undefined
+  /**
+   * A client certificate for a service that asks for one (mutual TLS): `{ cert, key, passphrase? }`
+   * (PEM text or file paths) or `{ pfx, passphrase? }` (PKCS#12 bytes or a file path). The key and
+   * the passphrase are secrets.
+   */
+  readonly clientCertificate?:
+    | { readonly cert: string; readonly key: string | S; readonly passphrase?: string | S | undefined }
+    | { readonly pfx: Uint8Array | string; readonly passphrase?: string | S | undefined }
+    | undefined
+  /** Connections the default transport keeps open to one host, at most. Default: no bound (undici's). */
+  readonly connections?: number | undefined
+  /** How long an idle connection is kept for the next request. Default 4 seconds (undici's). */
+  readonly keepAliveTimeout?: Duration<DurationInput> | undefined
+  /** Longest wait for a connection (TCP and TLS) to be made. Default 10 seconds (undici's). */
+  readonly connectTimeout?: Duration<DurationInput> | undefined
+}
+
+/** The resolved settings every service reads (`S` a secret, `D` a duration, as the line holds them). */
+export interface Settings<S, D> {
+  /** Data host, no trailing slash. */
+  readonly baseUrl: string
+  /** Token host, no trailing slash. */
+  readonly authUrl: string
+  readonly applicationId: S
+  readonly tokenPath: string
+  /** Authenticate host, no trailing slash. */
+  readonly authenticateUrl: string
+  readonly authenticatePath: string
+  readonly dateOfBirthFormat: string
+  readonly tokenTimeout: D
+  readonly requestTimeout: D
+  readonly softRefreshWindow: D
+  readonly hardRefreshWindow: D
+  readonly maxRetries: number
+  readonly retryBaseDelay: D
+  readonly retryMaxDelay: D
+  readonly maxRetryAfter: D
+  readonly maxTokenLifetime: D
+  readonly deadline: D
+  readonly retryWrites: boolean
+  readonly retryRateLimited: boolean
+  readonly maxConcurrentRequests: number
+  readonly adaptiveConcurrency: boolean
+  readonly initialConcurrency: number
+  readonly retryBudget: boolean
+  readonly retryBudgetRatio: number
+  readonly circuitBreakerThreshold: number
+  readonly circuitBreakerCooldown: D
+  readonly circuitBreakerMaxCooldown: D
+  readonly maxResponseBytes: number
+  readonly tracePropagation: boolean
+  /** The proxy: the environment's (`FromEnvironment`), none (`Direct`), or one (`Through`). */
+  readonly proxy: Proxy.ProxySetting<S>
+  readonly noProxy: string | undefined
+  /** PEM text or a file's path. */
+  readonly ca: string | undefined
+  readonly caOnly: boolean
+  readonly clientCertificate: Trust.ClientCertificate<S> | undefined
+  readonly connections: number | undefined
+  readonly keepAliveTimeout: D | undefined
+  readonly connectTimeout: D | undefined
+}
+
+export type Name = keyof Settings<unknown, unknown>
+
+/** Reads one setting from what a user wrote: an option's value, or an environment variable's text. */
+type Parse = <S, D>(value: unknown, line: Line<S, D>) => Checked<unknown>
+
+/**
+ * One setting: its environment variable, how it is read, and its default (`undefined`: required or
+ * derived; a duration's in milliseconds). A setting that is an object in the options takes each
+ * field from a variable of its own in the environment (`parts`: field to variable).
+ */
+interface Setting {
+  readonly variable: string
+  readonly parse: Parse
+  readonly fallback?: unknown
+  readonly durationFallback?: number | undefined
+  readonly parts?: Readonly<Record<string, string>> | undefined
+}
+
+/** The short forms people type: `30s`, `2m`, `1500ms`, `1h`, `1d` (decimals allowed: `1.5s`). */
+const SHORT_DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/i
+
+const UNIT_MILLIS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/**
+ * A duration: anything the line's `Duration` reads (`"10 seconds"`, a number of milliseconds, a
+ * `Duration`) or a short form (`30s`, `2m`, `1500ms`). A bare number in text is refused: it would
+ * be unclear whether it meant seconds or milliseconds.
+ */
+export const duration = <S, D>(value: unknown, line: Line<S, D>): Checked<D> => {
+  const refusal = "must be a duration, e.g. \"30s\", \"2m\", \"1500ms\" or \"10 seconds\""
+  // Effect's Duration clamps negative numbers to zero; a negative setting is a mistake worth naming.
+  if (typeof value === "number" && value < 0) return refuse("must not be negative")
+  if (typeof value === "number" && Number.isNaN(value)) return refuse(refusal)
+  if (typeof value === "string") {
+    const short = SHORT_DURATION.exec(value.trim())
+    if (short !== null) return accept(line.millis(Number(short[1]) * UNIT_MILLIS[short[2]!.toLowerCase()]!))
+    if (/^\s*-/.test(value)) return refuse("must not be negative")
+    if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return refuse(`${refusal}: a bare number needs a unit`)
+  }
+  const decoded = line.decodeDuration(value)
+  return decoded === undefined ? refuse(refusal) : accept(decoded)
+}
+
+interface DurationBounds {
+  readonly allowZero: boolean
+  /** Shortest allowed, in milliseconds. */
+  readonly minMillis?: number | undefined
+  /** Longest allowed, in milliseconds, with its wording for the refusal. */
+  readonly max?: { readonly millis: number; readonly words: string } | undefined
+}
+
+const bounded = ({ allowZero, max, minMillis }: DurationBounds): Parse => (value, line) => {
+  const decoded = duration(value, line)
+  if (!decoded.ok) return decoded
+  const millis = line.toMillis(decoded.value)
+  if (!Number.isFinite(millis)) return refuse("must be finite")
+  if (allowZero ? millis < 0 : millis <= 0) return refuse(allowZero ? "must not be negative" : "must be positive")
+  if (max !== undefined && millis > max.millis) return refuse(`must be at most ${max.words}`)
+  if (minMillis !== undefined && millis < minMillis) return refuse(`must be at least ${minMillis} ms`)
+  return decoded
+}
+
+const HOUR = 3_600_000
+const positive = bounded({ allowZero: false })
+const nonNegative = bounded({ allowZero: true })
+/**
+ * A breaker's cool-down: from 10 ms (callers waiting for its probe come back this often) to an
+ * hour (longer is an outage the application should see, not a pause).
+ */
+const breakerCooldown = bounded({ allowZero: false, max: { millis: HOUR, words: "1 hour" }, minMillis: 10 })
+
+/** `NO_PROXY`'s text: host names, addresses, networks, `*`; entries that mean nothing are skipped, as curl skips them. */
+const noProxy: Parse = (value) =>
+  typeof value === "string" && value.length <= 4096
+    ? accept(value.trim())
+    : refuse("must be text such as \"localhost,.internal.example,10.0.0.0/8\"")
+
+const applicationId: Parse = (value, line) => {
+  const checked = validate.guid(line.reveal(value))
+  return checked.ok ? accept(line.seal(checked.value)) : checked
+}
+
+/** A check that needs nothing of the line. */
+const plain = (check: (value: unknown) => Checked<unknown>): Parse => (value) => check(value)
+
+const setting = (variable: string, parse: Parse, fallback?: unknown): Setting => ({ variable, parse, fallback })
+const durationSetting = (variable: string, parse: Parse, millis?: number): Setting => ({
+  variable,
+  parse,
+  durationFallback: millis
+})
+
+/** Every setting, once: the options, the environment, the defaults and the checks all come from here. */
+const settings: { readonly [K in Name]: Setting } = {
+  baseUrl: setting("CLINICAL_BASE_URL", plain(validate.baseUrl)),
+  authUrl: setting("CLINICAL_AUTH_URL", plain(validate.baseUrl)), // defaults to baseUrl
+  applicationId: setting("CLINICAL_APPLICATION_ID", applicationId),
+  tokenPath: setting("CLINICAL_TOKEN_PATH", plain(validate.urlPath), "/api/Server/Token"),
+  authenticateUrl: setting("CLINICAL_AUTHENTICATE_URL", plain(validate.baseUrl)), // defaults to baseUrl
+  authenticatePath: setting("CLINICAL_AUTHENTICATE_PATH", plain(validate.urlPath), "/api/Server/Authenticate"),
+  dateOfBirthFormat: setting("CLINICAL_DATE_OF_BIRTH_FORMAT", plain(validate.dayFormat), "MM/DD/YYYY"),
+  tokenTimeout: durationSetting("CLINICAL_TOKEN_TIMEOUT", positive, 10_000),
+  requestTimeout: durationSetting("CLINICAL_REQUEST_TIMEOUT", positive, 30_000),
+  softRefreshWindow: durationSetting("CLINICAL_SOFT_REFRESH_WINDOW", nonNegative, 300_000),
+  hardRefreshWindow: durationSetting("CLINICAL_HARD_REFRESH_WINDOW", nonNegative, 30_000),
+  maxRetries: setting("CLINICAL_MAX_RETRIES", plain(validate.integer(0, 100)), 3),
+  retryBaseDelay: durationSetting("CLINICAL_RETRY_BASE_DELAY", nonNegative, 1_000),
+  retryMaxDelay: durationSetting("CLINICAL_RETRY_MAX_DELAY", nonNegative, 30_000),
+  maxRetryAfter: durationSetting(
+    "CLINICAL_MAX_RETRY_AFTER",
+    bounded({ allowZero: false, max: { millis: HOUR, words: "1 hour" } }),
+    60_000
+  ),
+  maxTokenLifetime: durationSetting(
+    "CLINICAL_MAX_TOKEN_LIFETIME",
+    bounded({ allowZero: false, max: { millis: 365 * 24 * HOUR, words: "365 days" } }),
+    24 * HOUR
+  ),
+  deadline: durationSetting("CLINICAL_DEADLINE", positive, 60_000),
+  retryWrites: setting("CLINICAL_RETRY_WRITES", plain(validate.boolean), false),
+  retryRateLimited: setting("CLINICAL_RETRY_RATE_LIMITED", plain(validate.boolean), true),
+  maxConcurrentRequests: setting("CLINICAL_MAX_CONCURRENT_REQUESTS", plain(validate.integer(1, 100_000)), 64),
+  adaptiveConcurrency: setting("CLINICAL_ADAPTIVE_CONCURRENCY", plain(validate.boolean), true),
+  initialConcurrency: setting(
+    "CLINICAL_INITIAL_CONCURRENCY",
+    plain(validate.integer(1, 100_000)),
+    ConcurrencyLimit.DEFAULTS.initial
+  ),
+  retryBudget: setting("CLINICAL_RETRY_BUDGET", plain(validate.boolean), true),
+  retryBudgetRatio: setting("CLINICAL_RETRY_BUDGET_RATIO", plain(validate.share), RetryBudget.DEFAULTS.ratio),
+  circuitBreakerThreshold: setting(
+    "CLINICAL_CIRCUIT_BREAKER_THRESHOLD",
+    plain(validate.integer(0, 100_000)),
+    CircuitBreaker.DEFAULTS.failureThreshold
+  ),
+  circuitBreakerCooldown: durationSetting(
+    "CLINICAL_CIRCUIT_BREAKER_COOLDOWN",
+    breakerCooldown,
+    CircuitBreaker.DEFAULTS.cooldownMillis
+  ),
+  circuitBreakerMaxCooldown: durationSetting(
+    "CLINICAL_CIRCUIT_BREAKER_MAX_COOLDOWN",
+    breakerCooldown,
+    CircuitBreaker.DEFAULTS.maxCooldownMillis
+  ),
+  maxResponseBytes: setting(
+    "CLINICAL_MAX_RESPONSE_BYTES",
+    plain(validate.integer(1, 1024 * 1024 * 1024)),
+    4 * 1024 * 1024
+  ),
+  tracePropagation: setting("CLINICAL_TRACE_PROPAGATION", plain(validate.boolean), false),
+  proxy: setting("CLINICAL_PROXY", (value, line) => Proxy.proxySetting(value, line), Proxy.FROM_ENVIRONMENT),
+  noProxy: setting("CLINICAL_NO_PROXY", noProxy),
+  ca: setting("CLINICAL_CA_FILE", (value, line) => Trust.caSetting(value, line.reveal)),
+  caOnly: setting("CLINICAL_CA_ONLY", plain(validate.boolean), false),
+  clientCertificate: {
+    ...setting("CLINICAL_CLIENT_CERT_FILE", (value, line) => Trust.clientCertificate(value, line)),
+    parts: {
+      cert: "CLINICAL_CLIENT_CERT_FILE",
+      key: "CLINICAL_CLIENT_KEY_FILE",
+      passphrase: "CLINICAL_CLIENT_KEY_PASSPHRASE",
+      pfx: "CLINICAL_CLIENT_PFX_FILE"
+    }
+  },
+  connections: setting("CLINICAL_CONNECTIONS", plain(validate.integer(1, 100_000))),
+  keepAliveTimeout: setting("CLINICAL_KEEP_ALIVE_TIMEOUT", positive),
+  connectTimeout: setting("CLINICAL_CONNECT_TIMEOUT", positive)
+}
+
+/** Every setting's name, in the order refusals are listed. */
+export const names = Object.keys(settings) as ReadonlyArray<Name>
+
+/** The defaults of the optional settings (`authUrl` and `authenticateUrl` default to `baseUrl`). */
+export const defaults = <S, D>(line: Line<S, D>): { readonly [K in Name]?: Settings<S, D>[K] } =>
+  Object.fromEntries(names.flatMap((name): Array<readonly [Name, unknown]> => {
+    const { durationFallback, fallback } = settings[name]
+    if (durationFallback !== undefined) return [[name, line.millis(durationFallback)]]
+    return fallback === undefined ? [] : [[name, fallback]]
+  }))
+
+/** The environment variable behind each setting. */
+export const environment: { readonly [K in Name]: string } = Object.fromEntries(
+  names.map((name) => [name, settings[name].variable])
+) as { readonly [K in Name]: string }
+
+/** Every variable a setting is read from, the parts of one included. */
+export const variables: ReadonlyArray<string> = [
+  ...new Set(names.flatMap((name) => [settings[name].variable, ...Object.values(settings[name].parts ?? {})]))
+]
+
+/** Variables the library's own tools read (the command line, the demo): no typo of a setting. */
+const TOOL_VARIABLES: ReadonlySet<string> = new Set(["CLINICAL_STACK", "CLINICAL_PERSON_UIDS"])
+
+/**
+ * A warning for each variable of `present` (an environment's names) that looks like a mistyped
+ * setting (`CLINICAL_REQUEST_TIMOUT`), naming the setting it is nearest to. A misspelled setting is
+ * silently unset: worth a warning, which names variables only, never a value. Each caller says it
+ * its own way: a log line, Node's `process.emitWarning`, the command line's stderr.
+ */
+export const misspellingWarnings = (present: Iterable<string>): ReadonlyArray<string> =>
+  misspelledSettings(Array.from(present).filter((name) => !TOOL_VARIABLES.has(name)), variables).map(misspellingWarning)
+
+/** The variables of a setting read from several (`clientCertificate`'s parts), field by field. */
+export const partsOf = (name: Name): Readonly<Record<string, string>> | undefined => settings[name].parts
+
+/** What was given for each setting (an option's value, or a variable's text), before it is read. */
+export type Given = { readonly [K in Name]?: unknown }
+
+/** One refused setting: `setting` is its label (the option's name or the variable's). */
+export interface Refusal {
+  readonly setting: string
+  readonly reason: string
+}
+
+/** The settings, or every refusal (the first one first). */
+export type Resolved<S, D> =
+  | { readonly ok: true; readonly value: Settings<S, D> }
+  | { readonly ok: false; readonly refusals: readonly [Refusal, ...Array<Refusal>] }
+
+const refused = <S, D>(refusals: readonly [Refusal, ...Array<Refusal>]): Resolved<S, D> => ({ ok: false, refusals })
+
+/** The rules between settings, once each is read: the first broken one. */
+const between = <S, D>(resolved: Settings<S, D>, line: Line<S, D>): readonly [Name, string] | undefined => {
+  const longer = (a: D, b: D) => line.toMillis(a) > line.toMillis(b)
+  if (longer(resolved.hardRefreshWindow, resolved.softRefreshWindow)) {
+    return ["hardRefreshWindow", "must not be longer than softRefreshWindow"]
+  }
+  if (longer(resolved.retryBaseDelay, resolved.retryMaxDelay)) {
+    return ["retryBaseDelay", "must not be longer than retryMaxDelay"]
+  }
+  if (longer(resolved.circuitBreakerCooldown, resolved.circuitBreakerMaxCooldown)) {
+    return ["circuitBreakerCooldown", "must not be longer than circuitBreakerMaxCooldown"]
+  }
+  if (resolved.caOnly && resolved.ca === undefined) return ["caOnly", "needs ca: the CA to trust alone"]
+  return undefined
+}
+
+/**
+ * Reads every setting from what was given, then checks the rules between them. Refuses with every
+ * refusal at once (one run names every missing variable), each setting named through `label`.
+ */
+export const resolve = <S, D>(given: Given, line: Line<S, D>, label: (name: Name) => string): Resolved<S, D> => {
+  const refusals: Array<Refusal> = []
+  const resolved: Record<string, unknown> = { ...defaults(line) }
+  for (const name of names) {
+    const value = given[name]
+    if (value === undefined) {
+      if (name === "baseUrl" || name === "applicationId") refusals.push({ setting: label(name), reason: "is not set" })
+      continue
+    }
+    const parsed = settings[name].parse(value, line)
+    if (!parsed.ok) refusals.push({ setting: label(name), reason: parsed.reason })
+    else resolved[name] = parsed.value
+  }
+  const [first, ...others] = refusals
+  if (first !== undefined) return refused([first, ...others])
+  const service = resolved as { -readonly [K in Name]: Settings<S, D>[K] }
+  service.authUrl ??= service.baseUrl
+  service.authenticateUrl ??= service.baseUrl
+  const broken = between(service, line)
+  return broken === undefined
+    ? { ok: true, value: service }
+    : refused([{ setting: label(broken[0]), reason: broken[1] }])
+}
