@@ -78,15 +78,17 @@ export abstract class Exchange {
   protected abstract succeed(response: Received): void
   /** The request failed; `detail` may hold what the request carried: the line scrubs it. */
   protected abstract fail(reason: TransportFailure, detail: string, requestSent: false | undefined): void
+  /** What goes on the wire to `origin` at `path`: the line reveals the request's secrets here, and only here. */
+  protected abstract outgoing(origin: string, path: string): Outgoing
 
-  /** Sends `outgoing()`; returns the function that calls it off (then neither `succeed` nor `fail` is called). */
-  start(agent: Dispatching, outgoing: () => Outgoing): () => void {
+  /** Sends the request; returns the function that calls it off (then neither `succeed` nor `fail` is called). */
+  start(agent: Dispatching, { origin, path }: { readonly origin: string; readonly path: string }): () => void {
     const bounds = this.bounds
     if (hasTimeout(bounds)) {
       this.timer = setTimeout(() => this.stop("Timeout", timedOut(bounds.timeoutMillis)), bounds.timeoutMillis)
     }
     try {
-      agent.dispatch(outgoing(), this)
+      agent.dispatch(this.outgoing(origin, path), this)
     } catch (cause) {
       this.failWith(cause)
     }

@@ -5,6 +5,7 @@
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import type * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
+import type { Received } from "../../../core/transport/message.js"
 import type { TransportError } from "../../ClinicalError.js"
 import type { WireValue } from "../call/secretText.js"
 
@@ -22,18 +23,11 @@ export interface TransportRequest {
   readonly timeoutMillis?: number | undefined
 }
 
-/** One HTTP response. Header names are lower-cased; repeated headers are joined with `, `. */
-export interface TransportResponse {
-  readonly status: number
-  readonly headers: Readonly<Record<string, string>>
-  readonly body: string
-  /**
-   * True when the body's bytes were not UTF-8 (the body then holds U+FFFD in their place): the
-   * client refuses such a body rather than read corrupted clinical text. A transport that only
-   * sees text leaves it out.
-   */
-  readonly invalidUtf8?: boolean | undefined
-}
+/**
+ * One HTTP response. Header names are lower-cased; repeated headers are joined with `, `.
+ * `invalidUtf8` is true when the body's bytes were not UTF-8: the client refuses such a body.
+ */
+export type TransportResponse = Received
 
 /**
  * Sends one request. Fails only when no usable HTTP response was received. A transport honours

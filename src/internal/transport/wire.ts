@@ -4,10 +4,14 @@
  */
 import * as Redacted from "effect/Redacted"
 import { field } from "../../../core/json.js"
+import { neverConnected, timedOut, tooLargeDetail } from "../../../core/transport/failures.js"
 import { InvalidConfig, TransportError } from "../../ClinicalError.js"
 import { secretBodyOf } from "../call/secretText.js"
 import { scrub } from "../redaction/redaction.js"
-import type { TransportRequest, TransportResponse, WireValue } from "./port.js"
+import type { TransportRequest, WireValue } from "./port.js"
+
+export { describe, exceedsLimit, hasTimeout, neverConnected } from "../../../core/transport/failures.js"
+export { jsonResponse } from "../../../core/transport/message.js"
 
 const reveal = (value: WireValue): string => (typeof value === "string" ? value : Redacted.value(value))
 
@@ -69,76 +73,17 @@ export const transportError = (
     ...(requestSent === undefined ? {} : { requestSent })
   })
 
-/** Error codes of a connection that was never made: whatever the request was, the server never saw it. */
-const NEVER_CONNECTED = new Set([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EADDRNOTAVAIL",
-  "UND_ERR_CONNECT_TIMEOUT"
-])
-
-/**
- * True when a failure surely came before the request reached a server: no connection was made
- * (refused, no such host, connect timeout). The code is looked for down the cause chain (fetch
- * wraps it twice); an `AggregateError` (several addresses tried) counts when all of its errors do.
- */
-export const neverConnected = (cause: unknown): boolean => {
-  let current = cause
-  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
-    if (current instanceof AggregateError) {
-      return current.errors.length > 0 && current.errors.every(neverConnected)
-    }
-    const code = (current as { readonly code?: unknown }).code
-    if (typeof code === "string" && NEVER_CONNECTED.has(code)) return true
-    current = (current as { readonly cause?: unknown }).cause
-  }
-  return false
-}
-
 /** A `Network` failure, with what is known of whether the request was sent. */
 export const networkError = (request: TransportRequest, detail: string, cause: unknown): TransportError =>
   transportError(request, "Network", detail, neverConnected(cause) ? false : undefined)
 
 /** The failure of a response whose body is larger than the request allowed. */
 export const tooLarge = (request: TransportRequest, limit: number): TransportError =>
-  transportError(request, "ResponseTooLarge", `the response body exceeds the limit of ${limit} bytes`)
-
-export const exceedsLimit = (request: TransportRequest, bytes: number): boolean =>
-  request.maxResponseBytes !== undefined && bytes > request.maxResponseBytes
+  transportError(request, "ResponseTooLarge", tooLargeDetail(limit))
 
 /** The failure of a request that outlived its `timeoutMillis`. */
 export const timedOutError = (request: TransportRequest): TransportError =>
-  transportError(request, "Timeout", `no response within ${request.timeoutMillis} ms`)
-
-/** Timers above this many milliseconds fire at once in Node; such a timeout is no limit at all. */
-const MAX_TIMER_MILLIS = 2_147_483_647
-
-export const hasTimeout = (
-  request: TransportRequest
-): request is TransportRequest & { readonly timeoutMillis: number } =>
-  request.timeoutMillis !== undefined && request.timeoutMillis <= MAX_TIMER_MILLIS
-
-export const describe = (cause: unknown): string => {
-  if (cause instanceof Error) {
-    const code = (cause as { readonly code?: unknown }).code
-    return typeof code === "string" ? `${code}: ${cause.message}` : `${cause.name}: ${cause.message}`
-  }
-  return String(cause)
-}
-
-/** A JSON response, for in-memory handlers in tests. */
-export const jsonResponse = (
-  status: number,
-  body: unknown,
-  headers: Readonly<Record<string, string>> = {}
-): TransportResponse => {
-  const lower: Record<string, string> = { "content-type": "application/json; charset=utf-8" }
-  for (const name in headers) lower[name.toLowerCase()] = headers[name]!
-  return { status, headers: lower, body: typeof body === "string" ? body : JSON.stringify(body) }
-}
+  transportError(request, "Timeout", timedOut(request.timeoutMillis))
 
 /** `InvalidConfig` for an argument a JavaScript caller got wrong. */
 export const invalidArgument = (setting: string, reason: string) => new InvalidConfig({ setting, reason })

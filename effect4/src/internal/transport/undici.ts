@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import type { Dispatcher } from "undici"
 import type { Route } from "../../../../core/transport/connectFailure.js"
 import type { Received } from "../../../../core/transport/message.js"
-import { type Dispatching, Exchange } from "../../../../core/transport/undiciExchange.js"
+import { type Dispatching, Exchange, type Outgoing } from "../../../../core/transport/undiciExchange.js"
 import { splitUrl } from "../../../../core/url.js"
 import type { TransportError } from "../../ClinicalError.js"
 import { sendableBody, transportError, type TransportRequest, type TransportResponse, wireHeaders } from "./wire.js"
@@ -25,16 +25,12 @@ class Resuming extends Exchange {
   protected fail(reason: TransportError["reason"], detail: string, requestSent: false | undefined): void {
     this.resume(Effect.fail(transportError(this.request, reason, detail, requestSent)))
   }
-}
 
-/** What goes on the wire for `request` (its secrets revealed here, as the bytes are written). */
-const outgoing = (request: TransportRequest, split: { readonly origin: string; readonly path: string }) => () => ({
-  origin: split.origin,
-  path: split.path,
-  method: request.method,
-  headers: wireHeaders(request),
-  body: sendableBody(request) ?? null
-})
+  protected outgoing(origin: string, path: string): Outgoing {
+    const request = this.request
+    return { origin, path, method: request.method, headers: wireHeaders(request), body: sendableBody(request) ?? null }
+  }
+}
 
 /** Sends `request` through `agent`; interruption stops the timer and aborts the request on the socket. */
 export const sendThrough = (
@@ -43,9 +39,6 @@ export const sendThrough = (
   route?: Route
 ): Effect.Effect<TransportResponse, TransportError> =>
   Effect.callback<TransportResponse, TransportError>((resume) => {
-    const cancel = new Resuming(request, route, resume).start(
-      agent as unknown as Dispatching,
-      outgoing(request, splitUrl(request.url))
-    )
+    const cancel = new Resuming(request, route, resume).start(agent as unknown as Dispatching, splitUrl(request.url))
     return Effect.sync(cancel)
   })
