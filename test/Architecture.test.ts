@@ -75,17 +75,33 @@ const specifiersIn = (text: string): Array<string> =>
   ts.preProcessFile(text, true, true).importedFiles.map((file) => file.fileName)
 
 /**
- * What a core module imports that a core module may not: anything but Node's own modules and
- * other core modules (no Effect, no package, nothing of either line's shell).
+ * The packages a core module may import types of (never values): undici, which each line depends
+ * on and hands to the core's network (core/transport/network.ts) when a transport is built.
  */
-export const outsideCore = (file: string, text: string, core: string): Array<string> =>
-  specifiersIn(text)
+const TYPES_ONLY = new Set(["undici"])
+
+/** The packages a text imports as values (any import but `import type`), by specifier. */
+const valueImports = (text: string): Set<string> =>
+  new Set(
+    [...text.matchAll(/^\s*(import|export)\s+(?!type\b)[^;]*?from\s+"([^"]+)"|import\(\s*"([^"]+)"\s*\)/gm)]
+      .map((match) => match[2] ?? match[3]!)
+  )
+
+/**
+ * What a core module imports that a core module may not: anything but Node's own modules, other
+ * core modules and the types of {@link TYPES_ONLY} (no Effect, no package's code, nothing of
+ * either line's shell).
+ */
+export const outsideCore = (file: string, text: string, core: string): Array<string> => {
+  const values = valueImports(text)
+  return specifiersIn(text)
     .filter((specifier) =>
       specifier.startsWith(".")
         ? !Path.resolve(Path.dirname(file), specifier).startsWith(core + Path.sep)
-        : !specifier.startsWith("node:")
+        : !specifier.startsWith("node:") && !(TYPES_ONLY.has(specifier) && !values.has(specifier))
     )
     .map((specifier) => `${Path.relative(core, file)} imports ${specifier}`)
+}
 
 describe("core/: one Effect-free core for both Effect lines", () => {
   it("finds what a core module may not import (the check itself)", () => {
@@ -107,6 +123,16 @@ describe("core/: one Effect-free core for both Effect lines", () => {
       "call/a.ts imports undici",
       "call/a.ts imports ../../src/internal/x.js"
     ])
+    // undici's types alone, never its code.
+    expect(
+      outsideCore(
+        file,
+        "import type * as Undici from \"undici\"\nimport type { Dispatcher } from \"undici\"",
+        "/repo/core"
+      )
+    )
+      .toEqual([])
+    expect(outsideCore(file, "import { Agent } from \"undici\"", "/repo/core")).toEqual(["call/a.ts imports undici"])
   })
 
   it("no module of core/ imports Effect, a package, or anything outside core/", () => {
@@ -117,7 +143,8 @@ describe("core/: one Effect-free core for both Effect lines", () => {
 })
 
 /** The packages of Effect 3's ecosystem alone: the Effect 4 line has them in `effect` itself, or not at all. */
-const EFFECT3_ONLY = /^@effect\/(platform|platform-node|cli|opentelemetry|printer|printer-ansi|experimental|vitest)(\/|$)/
+const EFFECT3_ONLY =
+  /^@effect\/(platform|platform-node|cli|opentelemetry|printer|printer-ansi|experimental|vitest)(\/|$)/
 
 /**
  * What a module of one line's shell imports of the other's: its sources, or (for the Effect 4 line)

@@ -8,9 +8,14 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { Agent, type Dispatcher } from "undici"
+import type { Dispatcher } from "undici"
 import { exceedsLimit, hasTimeout } from "../../core/transport/failures.js"
+import type { Network } from "../../core/transport/network.js"
+import { splitUrl } from "../../core/url.js"
+import * as ClinicalConfig from "./ClinicalConfig.js"
 import type { InvalidConfig, TransportError } from "./ClinicalError.js"
+import * as NetworkShell from "./internal/transport/network.js"
+import type { UndiciOptions } from "./internal/transport/network.js"
 import { sendThrough } from "./internal/transport/undici.js"
 import {
   invalidArgument,
@@ -21,6 +26,7 @@ import {
   type TransportResponse
 } from "./internal/transport/wire.js"
 
+export type { NetworkOptions, UndiciOptions } from "./internal/transport/network.js"
 export {
   jsonResponse,
   transportError,
@@ -99,18 +105,37 @@ export const layerMemory = (
 export const fromUndiciAgent = (agent: Pick<Dispatcher, "dispatch">): Service =>
   HttpTransport.of({ send: (request) => sendThrough(agent, request) })
 
+/** A transport over a network's dispatchers: each request through its origin's, a failure explained by its route. */
+const fromNetwork = (network: Network): Service =>
+  HttpTransport.of({
+    send: (request) => {
+      const { dispatcher, route } = network.routeOf(splitUrl(request.url).origin)
+      return sendThrough(dispatcher, request, route)
+    }
+  })
+
 /**
- * undici called directly, on a keep-alive `Agent` this layer owns and closes with its scope.
- * Network settings (proxy, trust, client certificate) come with the next stage of this line.
+ * The default transport: undici called directly, on `Agent`s (keep-alive connection pools) that
+ * this layer owns and closes with its scope.
+ *
+ * Besides undici's `Agent` options it takes a proxy (by default the environment's `HTTPS_PROXY`,
+ * `HTTP_PROXY`, `NO_PROXY`, as curl reads them; an https target is tunnelled with CONNECT), a CA to
+ * trust besides Node's roots, and a client certificate: see {@link UndiciOptions}. A refused
+ * option, or a file it names that cannot be read, fails the layer with `InvalidConfig`. undici is
+ * loaded when the layer is built.
  */
-export const layerUndici = (options?: Agent.Options): Layer.Layer<HttpTransport> =>
-  Layer.effect(
-    HttpTransport,
-    Effect.map(
-      Effect.acquireRelease(
-        Effect.sync(() => new Agent(options)),
-        (agent) => Effect.promise(() => agent.close())
-      ),
-      fromUndiciAgent
+export const layerUndici = (options?: UndiciOptions): Layer.Layer<HttpTransport, InvalidConfig> =>
+  Layer.effect(HttpTransport, Effect.map(NetworkShell.acquire(options), fromNetwork))
+
+/**
+ * {@link layerUndici} over the network settings of the client's `ClinicalConfig` (its `proxy`,
+ * `ca`, `clientCertificate`, `connections`, ...), undici's `agentOptions` on top.
+ */
+export const layerUndiciFromConfig = (
+  agentOptions?: UndiciOptions
+): Layer.Layer<HttpTransport, InvalidConfig, ClinicalConfig.ClinicalConfig> =>
+  Layer.unwrap(
+    ClinicalConfig.ClinicalConfig.useSync((config) =>
+      layerUndici({ ...NetworkShell.optionsOf(config), ...agentOptions })
     )
   )
