@@ -8,6 +8,10 @@ export default {
     include: [
       "test/QueueDecisions.test.ts",
       "test/Queue.test.ts",
+      "test/QueueJobs.test.ts",
+      "test/QueueLibrary.test.ts",
+      "test/QueueRuns.test.ts",
+      "test/RunRecord.test.ts",
       "test/ResultShards.test.ts",
       "test/WholeLines.test.ts"
     ]

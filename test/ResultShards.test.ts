@@ -3,7 +3,8 @@
  * real files. What users rely on: each position of the run once, in input order, a success over a
  * failure, nothing but whole lines, who is missing (the last position too), and no hostile shard (a
  * huge position, a huge line, a link, a FIFO, glued lines) costing unbounded memory or being
- * followed or passed off as a result.
+ * followed or passed off as a result; a failure (a full disk, a shard cut, an interruption) leaving
+ * no merged file and saying which side failed.
  */
 import { FastCheck as fc } from "effect"
 import { execFileSync } from "node:child_process"
@@ -12,6 +13,13 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
 import { collect, openShard, shardLine } from "../src/cli/resultShards.js"
+import * as Tmpfs from "./support/Tmpfs.js"
+
+// The host a shard is named after, set by the test of its name.
+vi.mock("node:os", async (importOriginal) => {
+  const os = await importOriginal<typeof import("node:os")>()
+  return { ...os, hostname: vi.fn(os.hostname) }
+})
 
 let dir: string
 beforeEach(() => {
@@ -96,27 +104,43 @@ describe("collect", { timeout: 120_000 }, () => {
   })
 
   it("a cut last line, a stranger's line, another operation's: counted unreadable, never copied", async () => {
-    write("a", success(0) + "not ours\n" + success(1, "A", "ethnicities") + success(2).trimEnd())
-    const { collected, lines } = await merged(3, { operation: "medications" })
+    write(
+      "a",
+      success(0) + "not ours\n" + `{"note":"whole JSON, but no result"}\n` +
+        // A result's start, whole as far as it goes, then a line break.
+        `{"index":3,"outcome":"Success","operation":"medications","items":[\n` +
+        success(1, "A", "ethnicities") + success(2).trimEnd()
+    )
+    const { collected, lines } = await merged(4, { operation: "medications" })
     expect(lines).toEqual([success(0).trimEnd()])
-    expect(collected).toMatchObject({ unreadable: 3, missing: 2, operation: "medications" })
+    expect(collected).toMatchObject({ unreadable: 5, missing: 3, operation: "medications" })
   })
 
   it("positions past the run's size (a hostile 10^15, 16 digits, 20 digits, or a size given too small) are counted apart and cost nothing", async () => {
     write(
       "a",
-      success(0) + success(999999999999999) + success(1234567890123456) +
+      success(0) + success(2) + success(999999999999999) + success(1234567890123456) +
         `{"index":99999999999999999999,"outcome":"Success","operation":"medications","items":[]}\n`
     )
     const { collected, lines } = await merged(2)
     expect(lines).toEqual([success(0).trimEnd()])
-    expect(collected).toMatchObject({ persons: 2, beyond: 3, unreadable: 0, missing: 1 })
+    // The first past the end too (2 of 2 positions, 0 and 1).
+    expect(collected).toMatchObject({ persons: 2, beyond: 4, duplicates: 0, unreadable: 0, missing: 1 })
   })
 
   it("the latest failure of a person is kept, whichever shard holds it and however the shards are named", async () => {
     write("zeta", failure(0, "Earlier", 1_000))
     write("alpha", failure(0, "Later", 5_000))
     expect((await merged(1)).lines).toEqual([failure(0, "Later", 5_000).trimEnd()])
+  })
+
+  it("which of a person's lines is kept does not hang on the directory's listing order: shards are read by name", async () => {
+    // Created out of order: each shard has a success of position 0 and a failure of position 1 at one time.
+    for (const name of ["c", "a", "e", "b", "d"]) write(name, success(0, name) + failure(1, name, 3_000))
+    const { collected, lines } = await merged(2)
+    // The first success read, the failure of that time read last.
+    expect(lines).toEqual([success(0, "a").trimEnd(), failure(1, "e", 3_000).trimEnd()])
+    expect(collected).toMatchObject({ shards: 5, succeeded: 1, failed: 1, duplicates: 8 })
   })
 
   it("reads only the shards of the queue and run asked for: another queue's, another run's, another id's are left", async () => {
@@ -136,6 +160,7 @@ describe("collect", { timeout: 120_000 }, () => {
     write("a", success(0, "one"))
     write(`q.run-1-fedcba9876543210.a.ndjson`, success(0, "two"))
     await expect(merged(1, { runId: undefined })).rejects.toMatchObject({
+      message: "shards of more than one run",
       code: "ERUNS",
       runs: ["0123456789abcdef", "fedcba9876543210"]
     })
@@ -159,9 +184,112 @@ describe("collect", { timeout: 120_000 }, () => {
         controller.abort()
       }
     })
-    await expect(collecting).rejects.toMatchObject({ code: "EINTR" })
+    await expect(collecting).rejects.toMatchObject({ message: "interrupted", code: "EINTR", out: true })
     expect(created).toBe(true)
     expect(Fs.existsSync(out)).toBe(false)
+  })
+
+  it("interrupted while it reads the shards, it stops there, before creating the merged file", async () => {
+    let text = ""
+    for (let index = 0; index < 50; index++) text += success(index)
+    write("a", text)
+    const controller = new AbortController()
+    controller.abort()
+    const out = Path.join(dir, "interrupted.ndjson")
+    let created = false
+    await expect(collect(shards(), out, {
+      queue: "q",
+      run: 1,
+      runId: RUN_ID,
+      persons: 50,
+      signal: controller.signal,
+      created: () => (created = true),
+      // Reads bigger than the stretch after which it looks at the signal: it looks after each.
+      bytes: { read: 256, region: 256, yieldEvery: 64 }
+    })).rejects.toMatchObject({ message: "interrupted", code: "EINTR" })
+    expect(created).toBe(false)
+    expect(Fs.existsSync(out)).toBe(false)
+  })
+
+  it("a shard cut between its reading and the merge: refused as the shards' fault, no merged file left", async () => {
+    write("a", success(0) + success(1))
+    const out = Path.join(dir, "out.ndjson")
+    const collecting = collect(shards(), out, {
+      queue: "q",
+      run: 1,
+      runId: RUN_ID,
+      persons: 2,
+      // Once read, and before the merge copies it: cut inside its second line.
+      created: () => Fs.truncateSync(Path.join(shards(), `q.run-1-${RUN_ID}.a.ndjson`), success(0).length + 5)
+    })
+    await expect(collecting).rejects.toMatchObject({
+      message: "a shard was cut while it was read",
+      code: "ESHARD",
+      out: false
+    })
+    expect(Fs.existsSync(out)).toBe(false)
+  })
+
+  it("a full disk under the merged file: refused as the merged file's fault (ENOSPC), no file left", async () => {
+    // About 16 KB to merge, in regions of 10,000 bytes, onto 12 KiB of space: the second region lands short.
+    let text = ""
+    for (let index = 0; index < 100; index++) text += success(index, "x".repeat(80))
+    expect(text.length).toBeGreaterThan(12 * 1024)
+    expect(text.length).toBeLessThan(20_000)
+    write("a", text)
+    const disk = Tmpfs.mount(256)
+    try {
+      disk.fill(12 * 1024)
+      const out = Path.join(disk.path, "out.ndjson")
+      const collecting = collect(shards(), out, {
+        queue: "q",
+        run: 1,
+        runId: RUN_ID,
+        persons: 100,
+        bytes: { read: 1 << 16, region: 10_000, yieldEvery: 1 << 20 }
+      })
+      await expect(collecting).rejects.toMatchObject({ code: "ENOSPC", out: true })
+      expect(Fs.existsSync(out)).toBe(false)
+    } finally {
+      disk.unmount()
+    }
+  })
+
+  // Its own time limit: a merge that never ends fails here rather than at the suite's.
+  it(
+    "a run none of whose lines is readable: an empty merged file, every person missing",
+    { timeout: 20_000 },
+    async () => {
+      write("a", "not ours\n")
+      const { collected, lines } = await merged(3)
+      expect(lines).toEqual([])
+      expect(collected).toMatchObject({ shards: 1, succeeded: 0, failed: 0, missing: 3, unreadable: 1 })
+    }
+  )
+
+  it("a first shard none of whose lines is kept: the next shard's are copied all the same", async () => {
+    write("a", "not ours\n" + failure(0, "Earlier", 1_000))
+    write("b", success(0) + success(1))
+    const { collected, lines } = await merged(2)
+    expect(lines).toEqual([success(0).trimEnd(), success(1).trimEnd()])
+    expect(collected).toMatchObject({ succeeded: 2, duplicates: 1, unreadable: 1 })
+  })
+
+  it("leaves no shard open, in the reading or in the merge", async () => {
+    for (let shard = 0; shard < 20; shard++) write(`w${String(shard).padStart(2, "0")}`, success(shard))
+    const open = () => Fs.readdirSync("/proc/self/fd").length
+    const before = open()
+    const out = Path.join(dir, "out.ndjson")
+    await collect(shards(), out, {
+      queue: "q",
+      run: 1,
+      runId: RUN_ID,
+      persons: 20,
+      bytes: { read: 64, region: 64, yieldEvery: 1 << 20 }
+    })
+    // At most as many (a handle an earlier test dropped may be closed meanwhile, by the garbage collector).
+    expect(open()).toBeLessThanOrEqual(before)
+    expect(Fs.readFileSync(out, "utf8")).toBe(Array.from({ length: 20 }, (_, i) => success(i)).join(""))
   })
 
   it("a line of 24 MiB is copied whole, through a window of a fraction of it", async () => {
@@ -189,11 +317,15 @@ describe("collect", { timeout: 120_000 }, () => {
     Fs.writeFileSync(Path.join(dir, "elsewhere"), success(5))
     const link = `q.run-1-${RUN_ID}.b.ndjson`
     Fs.symlinkSync(Path.join(dir, "elsewhere"), Path.join(shards(), link))
-    await expect(merged(1)).rejects.toMatchObject({ code: "a symbolic link", shard: link })
+    await expect(merged(1)).rejects.toMatchObject({ message: `${link}: ELOOP`, code: "a symbolic link", shard: link })
     Fs.unlinkSync(Path.join(shards(), link))
     const fifo = `q.run-1-${RUN_ID}.c.ndjson`
     execFileSync("mkfifo", [Path.join(shards(), fifo)])
-    await expect(merged(1)).rejects.toMatchObject({ code: "not a regular file", shard: fifo })
+    await expect(merged(1)).rejects.toMatchObject({
+      message: `${fifo}: ENOTREG`,
+      code: "not a regular file",
+      shard: fifo
+    })
   })
 
   it("an existing output (a file or a link) is never written through; one in a missing directory is named as the output", async () => {
@@ -224,10 +356,25 @@ describe("a worker's shard", () => {
     expect(collected).toMatchObject({ persons: 200, unreadable: 0, missing: 0 })
   })
 
+  it("is named after its host, pid and a random part: what a file name cannot hold as _, at most 40 of the host's characters", async () => {
+    // A space, a slash, a colon, a letter beyond ASCII, and far more than 255 characters in all.
+    vi.mocked(Os.hostname).mockReturnValueOnce(`ci runner/7:é${"h".repeat(300)}`)
+    const { handle, lines, path } = await openShard(shards(), "q", 7, RUN_ID)
+    expect(Path.basename(path)).toMatch(
+      new RegExp(`^q\\.run-7-${RUN_ID}\\.ci_runner_7__${"h".repeat(27)}-${process.pid}-[0-9a-f]{8}\\.ndjson$`)
+    )
+    await lines.append(success(0))
+    await handle.close()
+    expect((await merged(1, { run: 7 })).collected).toMatchObject({ shards: 1, succeeded: 1, missing: 0 })
+  })
+
   it("a shards directory that is a link is refused, named with a trailing slash too", async () => {
     Fs.mkdirSync(Path.join(dir, "real"))
     Fs.symlinkSync(Path.join(dir, "real"), shards())
-    await expect(openShard(shards(), "q", 1, RUN_ID)).rejects.toMatchObject({ code: "ENOTDIR" })
+    await expect(openShard(shards(), "q", 1, RUN_ID)).rejects.toMatchObject({
+      message: `${shards()} is not a directory`,
+      code: "ENOTDIR"
+    })
     await expect(openShard(`${shards()}/`, "q", 1, RUN_ID)).rejects.toMatchObject({ code: "ENOTDIR" })
     await expect(openShard(`${shards()}//`, "q", 1, RUN_ID)).rejects.toMatchObject({ code: "ENOTDIR" })
     expect(Fs.readdirSync(Path.join(dir, "real"))).toEqual([])

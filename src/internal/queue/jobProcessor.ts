@@ -126,7 +126,9 @@ const unlessAbandoned = <A>(work: Promise<A>, signal: AbortSignal | undefined): 
   if (signal.aborted) return Promise.reject(thrown(new Error(ABANDONED)))
   return new Promise<A>((resolve, reject) => {
     const abandon = () => reject(thrown(new Error(ABANDONED)))
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: equivalent, a signal dispatches "abort" once at most
     signal.addEventListener("abort", abandon, { once: true })
+    // Stryker disable next-line ArrowFunction,StringLiteral: equivalent, a listener left can only reject a settled promise
     work.then(resolve, reject).finally(() => signal.removeEventListener("abort", abandon))
   })
 }

@@ -57,7 +57,7 @@ export const recordOperation = (settings: Settings, operation: string): Promise<
 export const refusal = (
   settings: Settings,
   meta: QueueMeta,
-  operations: ReadonlyArray<string> | undefined
+  operations: ReadonlyArray<string>
 ): InvalidConfig | undefined => {
   if (meta.keyCheck !== undefined && meta.keyCheck !== keyCheck(settings.keys)) {
     return new InvalidConfig({
@@ -65,7 +65,7 @@ export const refusal = (
       reason: `is not the key the queue "${settings.name}" was filled with: every process of a queue needs the same key`
     })
   }
-  if (operations !== undefined && meta.operation !== undefined && !operations.includes(meta.operation)) {
+  if (meta.operation !== undefined && !operations.includes(meta.operation)) {
     return new InvalidConfig({
       setting: "operation",
       reason: `the queue "${settings.name}" holds ${meta.operation} jobs, not ${operations.join(" or ")}`

@@ -115,6 +115,7 @@ export const startWorker = async (
   if (refused !== undefined) throw refused
   const report = (error: unknown) => {
     try {
+      // Stryker disable next-line OptionalChaining: equivalent, calling an absent onError throws into the catch below
       options.onError?.(queueError("work")(error))
     } catch {
       // The application's listener failing must not stop the worker.
@@ -176,11 +177,13 @@ export const startWorker = async (
         const closed = worker.close().catch(report)
         let timer: ReturnType<typeof setTimeout> | undefined
         const late = await Promise.race([
+          // Stryker disable next-line ArrowFunction: equivalent, undefined is as false as false
           closed.then(() => false),
           new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), closeTimeout)))
         ])
         clearTimeout(timer)
         if (late) {
+          // Stryker disable next-line StringLiteral: equivalent, the processor never reads its signal's reason
           worker.cancelAllJobs("the worker was closed")
           // Their failures are written as Redis allows: a Redis that is away holds close() no longer.
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, ABANDON_MILLIS).unref())])
