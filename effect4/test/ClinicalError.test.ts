@@ -56,3 +56,23 @@ describe("ClinicalError (Effect 4)", () => {
       assert.strictEqual(caught, 503)
     }))
 })
+
+describe("a failure the core decided on", () => {
+  it("becomes this line's class of its tag, with its fields, message and guards", () => {
+    const error = ClinicalError.fromCore({
+      _tag: "UnexpectedStatus",
+      operation: "medications",
+      method: "POST",
+      url: "https://api.example/x",
+      status: 302,
+      location: "https://elsewhere.example"
+    })
+    assert.instanceOf(error, ClinicalError.UnexpectedStatus)
+    assert.strictEqual(error.location, "https://elsewhere.example")
+    assert.strictEqual(error.message, Core.messageOf(error))
+    assert.isTrue(ClinicalError.isRequestError(error))
+    const refused = ClinicalError.fromCore({ _tag: "InvalidConfig", setting: "ca", reason: "is empty" })
+    assert.instanceOf(refused, ClinicalError.InvalidConfig)
+    assert.isFalse(ClinicalError.isRequestError(refused))
+  })
+})

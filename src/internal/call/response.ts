@@ -1,179 +1,37 @@
 /**
- * Turning an HTTP response into a JSON value or a typed error: the one place where statuses, the
- * service's envelope (`Success`, `ErrorType`, `ErrorMessage`), redirects and `Retry-After` are read.
- * Whatever the server sends, the answer is a value or a typed error, never a thrown exception.
+ * Turning an HTTP response into a JSON value or this line's typed error (the core's rules:
+ * core/call/response.ts), and describing a Schema decode failure without its values.
  */
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import type * as Redacted from "effect/Redacted"
-import { isTokenRejected } from "../../../core/call/callPolicy.js"
-import * as Json from "../../../core/json.js"
-import {
-  ApiError,
-  BadRequest,
-  type HttpError,
-  type Operation,
-  RateLimited,
-  ResponseDecodeError,
-  ServerError,
-  TokenExpired,
-  Unauthorized,
-  UnexpectedStatus
-} from "../../ClinicalError.js"
-import * as HttpDate from "../../HttpDate.js"
+import * as Core from "../../../core/call/response.js"
+import { fromCore, type HttpError } from "../../ClinicalError.js"
 import type { TransportResponse } from "../../HttpTransport.js"
-import { MAX_SEARCHED, scrub, type Scrubber, scrubber } from "../redaction/redaction.js"
+import { reveal } from "../validate.js"
 
-/**
- * `Retry-After` as milliseconds from `now` (delta-seconds or an HTTP date), at most `max`: one
- * absurd value must not pause the client for years. `undefined` when absent or malformed.
- */
-export const retryAfterMillis = (value: string | undefined, now: number, max: number): number | undefined => {
-  if (value === undefined) return undefined
-  const text = value.trim()
-  const millis = /^\d+$/.test(text)
-    ? Number(text) * 1000
-    : Option.getOrUndefined(Option.map(HttpDate.parseMillis(text, { now }), (at) => Math.max(0, at - now)))
-  return millis === undefined ? undefined : Math.min(millis, max)
-}
+export { retryAfterMillis, serverText } from "../../../core/call/response.js"
 
-/** What the caller knows about the exchange being read. */
-export interface Exchange {
-  readonly operation: Operation
-  /** The request's method and URL: shown in every error, and the URL is what a `Location` resolves against. */
-  readonly method: string
-  readonly url: string
+/** What the caller knows about the exchange being read (see the core's), its secrets as this line holds them. */
+export interface Exchange extends Omit<Core.Exchange, "secrets"> {
   /** Secrets the request carried; scrubbed out of any server text kept in an error. Asked for only then. */
   readonly secrets: () => Iterable<Redacted.Redacted<string>>
-  /** Local time (epoch ms) the response arrived, for an HTTP-date `Retry-After`. */
-  readonly now: number
-  /** Cap on a `Retry-After`, in milliseconds. */
-  readonly maxRetryAfterMillis: number
 }
 
-/** The origin (scheme, host, port) a `Location` points to, scrubbed; never its path or query. */
-const redirectOrigin = (exchange: Exchange, location: string | undefined): string | undefined => {
-  if (location === undefined) return undefined
-  try {
-    return scrub(new URL(location, exchange.url).origin, exchange.secrets())
-  } catch {
-    return "an invalid Location"
-  }
-}
-
-/** The fields every error of an exchange carries: the operation, and where the request went. */
-const about = ({ method, operation, url }: Exchange) => ({ operation, method, url })
-
-const statusError = (exchange: Exchange, response: TransportResponse): HttpError => {
-  const target = about(exchange)
-  const status = response.status
-  const retryAfter = () => retryAfterMillis(response.headers["retry-after"], exchange.now, exchange.maxRetryAfterMillis)
-  switch (status) {
-    case 400:
-      return new BadRequest({ ...target, status })
-    case 401:
-      return new Unauthorized({ ...target, status })
-    case 419:
-      return new TokenExpired({ ...target, status })
-    case 429: {
-      const after = retryAfter()
-      return new RateLimited({ ...target, status, ...(after === undefined ? {} : { retryAfterMillis: after }) })
-    }
-  }
-  if (status >= 500 && status <= 599) {
-    const after = retryAfter()
-    return new ServerError({ ...target, status, ...(after === undefined ? {} : { retryAfterMillis: after }) })
-  }
-  const location = status >= 300 && status <= 399 ? redirectOrigin(exchange, response.headers["location"]) : undefined
-  return new UnexpectedStatus({ ...target, status, ...(location === undefined ? {} : { location }) })
-}
-
-/** What the envelope's `Success` says. .NET services and proxies also write it as a string or a number. */
-type Outcome = "success" | "failure" | "absent" | "invalid"
-
-const outcomeOf = (value: unknown): Outcome => {
-  if (value === undefined) return "absent"
-  if (value === true || value === 1) return "success"
-  if (value === false || value === 0) return "failure"
-  if (typeof value === "string") {
-    const lower = value.toLowerCase()
-    if (lower === "true") return "success"
-    if (lower === "false") return "failure"
-  }
-  return "invalid"
-}
+/** The secrets of an exchange, revealed only to be searched for in server text. */
+const revealed = (exchange: Exchange) => () =>
+  Array.from(exchange.secrets(), (secret) => {
+    const value = reveal(secret)
+    return typeof value === "string" ? value : undefined
+  })
 
 /**
- * Server text for an error: scrubbed of every secret and of whatever has the shape of one, bounded,
- * whatever the value's shape. A value that is not a string is rendered past what the scrubber
- * searches, so that it makes the one cut; every string inside it is scrubbed before the rendering
- * escapes it, all of them within one search budget.
- */
-export const serverText = (value: unknown, clean: Scrubber): string | null => {
-  if (value === null || value === undefined) return null
-  // One budget for the strings inside: a value of sixty strings of 64 KiB is searched 64 KiB in
-  // all, not each (that held the event loop 16 s per answer).
-  let left = MAX_SEARCHED
-  const budgeted = (inner: string) => {
-    const limit = left
-    left = Math.max(0, left - inner.length)
-    return clean(inner, limit)
-  }
-  return clean(Json.render(value, MAX_SEARCHED + 1, budgeted))
-}
-
-const decodeError = (exchange: Exchange, status: number, reason: string) =>
-  new ResponseDecodeError({ ...about(exchange), status, reason })
-
-/** Content codings a server might send: named in an error. Any other value is server text, and is not shown. */
-const KNOWN_ENCODINGS = new Set(["gzip", "x-gzip", "deflate", "br", "compress", "x-compress", "zstd"])
-
-/** Why a body is not JSON; a compressed one says so (the client asks for none: `Accept-Encoding: identity`). */
-const notJson = (response: TransportResponse): string => {
-  const encoding = response.headers["content-encoding"]?.trim().toLowerCase()
-  if (encoding === undefined || encoding === "" || encoding === "identity") {
-    return response.invalidUtf8 === true ? "the body is not valid UTF-8 (JSON must be)" : "the body is not JSON"
-  }
-  const named = KNOWN_ENCODINGS.has(encoding) ? `Content-Encoding: ${encoding}` : "a Content-Encoding"
-  return `the body is not JSON (it came with ${named}, which the client did not ask for)`
-}
-
-/**
- * The JSON body of a successful response, or the typed error the response stands for:
- * 401, 419 and 3xx (with its `Location` origin) by status; then the envelope's `Success: false`
- * (`ApiError`), whatever the status; then any other non-2xx by status; then a 2xx body that is not
- * JSON, whose `Success` is neither true nor false, or that nests deeper than {@link Json.MAX_DEPTH}.
+ * The JSON body of a successful response, or the typed error the response stands for (the core's
+ * rules: `readJson` in core/call/response.ts).
  */
 export const readJson = (exchange: Exchange, response: TransportResponse): Either.Either<unknown, HttpError> => {
-  const status = response.status
-  // 401 and 419 drive the token refresh; a redirect is never followed: both whatever the body says.
-  if (isTokenRejected(status) || (status >= 300 && status <= 399)) return Either.left(statusError(exchange, response))
-  // Bytes that are not UTF-8 are corrupted text: read with replacement characters, a drug's name
-  // would change. Such a body is no JSON at all.
-  const json = response.invalidUtf8 === true ? undefined : Json.parse(response.body)
-  const record = json !== undefined && Json.isRecord(json.value) ? json.value : undefined
-  const outcome = record === undefined ? "absent" : outcomeOf(Json.field(record, "Success"))
-  if (outcome === "failure") {
-    const clean = scrubber(exchange.secrets())
-    return Either.left(
-      new ApiError({
-        ...about(exchange),
-        status,
-        errorType: serverText(Json.field(record!, "ErrorType"), clean),
-        errorMessage: serverText(Json.field(record!, "ErrorMessage"), clean)
-      })
-    )
-  }
-  if (status < 200 || status > 299) return Either.left(statusError(exchange, response))
-  if (json === undefined) return Either.left(decodeError(exchange, status, notJson(response)))
-  if (outcome === "invalid") {
-    return Either.left(decodeError(exchange, status, "the envelope's Success is neither true nor false"))
-  }
-  if (Json.deeperThan(json.value, Json.MAX_DEPTH)) {
-    return Either.left(decodeError(exchange, status, `the body nests deeper than ${Json.MAX_DEPTH} levels`))
-  }
-  return Either.right(json.value)
+  const read = Core.readJson({ ...exchange, secrets: revealed(exchange) }, response)
+  return read instanceof Core.Failed ? Either.left(fromCore(read.error)) : Either.right(read)
 }
 
 const ISSUE_WORDS = {
