@@ -277,31 +277,6 @@ export type AnyClinicalError = typeof AnyClinicalError.Type
  */
 export const isClinicalError: (u: unknown) => u is AnyClinicalError = Schema.is(AnyClinicalError)
 
-/** Each failure's class, by its tag. */
-const classes = {
-  InvalidConfig,
-  InvalidRequest,
-  TransportError,
-  Unauthorized,
-  TokenExpired,
-  BadRequest,
-  RateLimited,
-  ServerError,
-  UnexpectedStatus,
-  ResponseDecodeError,
-  ApiError,
-  TokenStoreError,
-  CircuitOpen,
-  ClientClosed
-} as const
-
-/** A failure the core decided on (plain data), as this line's error class. */
-export const fromCore = <E extends Core.AnyClinicalError>(error: E): Extract<AnyClinicalError, { _tag: E["_tag"] }> => {
-  const { _tag, ...fields } = error
-  const Class = classes[_tag] as unknown as new(fields: object) => Extract<AnyClinicalError, { _tag: E["_tag"] }>
-  return new Class(fields)
-}
-
 // Each class holds what the core's failure of its tag holds: the core's decisions read them.
 const matchesCore = <Core, Line extends Core>(line: (value: Line) => Core): typeof line => line
 void matchesCore<Core.AnyClinicalError, AnyClinicalError>((error) => error)

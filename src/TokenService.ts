@@ -36,8 +36,8 @@ import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type HttpError, InvalidRequest, type RateLimited, type ServerError, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as RetrySettings from "./internal/call/retrySettings.js"
+import { fromCore } from "./internal/fromCore.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
-import { throttledError } from "./internal/token/throttledError.js"
 import { type IssuedToken, requestToken, tokenUrl } from "./internal/token/tokenRequest.js"
 import * as TokenSharing from "./internal/token/tokenSharing.js"
 import * as TokenStore from "./TokenStore.js"
@@ -365,7 +365,7 @@ class TokenKeeper {
       case "FailFast": {
         const outcome = Effect.zipRight(
           Metric.increment(Telemetry.throttledFastFails),
-          Effect.fail(throttledError(decision.error, decision.retryAfterMillis))
+          Effect.fail(fromCore(TokenCache.withRetryAfter(decision.error, decision.retryAfterMillis)))
         )
         return Effect.succeed([{ _tag: "Now", outcome }, current])
       }

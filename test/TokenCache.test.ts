@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { ClinicalError } from "effect-clinical"
 import * as TokenCache from "../core/token/tokenCache.js"
-import { throttledError } from "../src/internal/token/throttledError.js"
+import { fromCore } from "../src/internal/fromCore.js"
 
 type State = TokenCache.State<string, string>
 
@@ -127,12 +127,17 @@ describe("decide", () => {
   it("the error a caller fails fast with says where the endpoint is, as the endpoint's own did, counted down", () => {
     const at = { method: "POST", url: "https://auth.example.test/api/Server/Token" }
     const error = new ClinicalError.RateLimited({ operation: "token", ...at, status: 429, retryAfterMillis: 9_000 })
-    expect(throttledError(error, 4_000)).toEqual(
+    // The core's decision as data; the line's class of it (what the caller fails with).
+    const throttled = (
+      error: ClinicalError.RateLimited | ClinicalError.ServerError,
+      millis: number
+    ) => fromCore(TokenCache.withRetryAfter(error, millis))
+    expect(throttled(error, 4_000)).toEqual(
       new ClinicalError.RateLimited({ operation: "token", ...at, status: 429, retryAfterMillis: 4_000 })
     )
-    expect(throttledError(serverError(503, 9_000), 3_000)).toEqual(serverError(503, 3_000))
-    expect(throttledError(serverError(503, 9_000), 3_000)).toBeInstanceOf(ClinicalError.ServerError)
-    expect(throttledError(rateLimited(9_000), 3_000)).toBeInstanceOf(ClinicalError.RateLimited)
+    expect(throttled(serverError(503, 9_000), 3_000)).toEqual(serverError(503, 3_000))
+    expect(throttled(serverError(503, 9_000), 3_000)).toBeInstanceOf(ClinicalError.ServerError)
+    expect(throttled(rateLimited(9_000), 3_000)).toBeInstanceOf(ClinicalError.RateLimited)
   })
 
   it("fresh is decide's first rule, without the lock", () => {

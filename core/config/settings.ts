@@ -9,6 +9,7 @@
 import * as CircuitBreaker from "../call/circuitBreaker.js"
 import * as ConcurrencyLimit from "../call/concurrencyLimit.js"
 import * as RetryBudget from "../call/retryBudget.js"
+import type { RetryPolicy } from "../call/retryPolicy.js"
 import { misspelledSettings, misspellingWarning } from "../settingTypos.js"
 import * as Proxy from "../transport/proxy.js"
 import * as Trust from "../transport/trust.js"
@@ -474,3 +475,14 @@ export const resolve = <S, D>(given: Given, line: Line<S, D>, label: (name: Name
     ? { ok: true, value: service }
     : refused([{ setting: label(broken[0]), reason: broken[1] }])
 }
+
+/** The retry policy a client's settings describe, in milliseconds. */
+export const retryPolicyOf = <D>(
+  settings: Pick<Settings<unknown, D>, "maxRetries" | "retryBaseDelay" | "retryMaxDelay" | "retryRateLimited">,
+  toMillis: (duration: D) => number
+): RetryPolicy => ({
+  maxRetries: settings.maxRetries,
+  baseDelayMillis: toMillis(settings.retryBaseDelay),
+  maxDelayMillis: toMillis(settings.retryMaxDelay),
+  retryRateLimited: settings.retryRateLimited
+})

@@ -239,3 +239,16 @@ export const backgroundStep = (
     delayMillis: Math.min(RetryPolicy.delayMillis(policy, retry, random, retryAfter), hardAt - now)
   }
 }
+
+/**
+ * The throttling error a caller fails fast with: the endpoint's, its `retryAfterMillis` counted
+ * down to what is left of the pause (as plain data: each line makes it its class).
+ */
+export const withRetryAfter = (error: ThrottleError, retryAfterMillis: number): ThrottleError => ({
+  _tag: error._tag,
+  operation: error.operation,
+  ...(error.method === undefined ? {} : { method: error.method }),
+  ...(error.url === undefined ? {} : { url: error.url }),
+  status: error.status,
+  retryAfterMillis
+})

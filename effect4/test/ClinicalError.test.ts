@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as Core from "../../core/errors.js"
 import * as ClinicalError from "../src/ClinicalError.js"
+import { fromCore } from "../src/internal/fromCore.js"
 
 describe("ClinicalError (Effect 4)", () => {
   it("each message is the core's, and says what failed without any field's raw dump", () => {
@@ -59,7 +60,7 @@ describe("ClinicalError (Effect 4)", () => {
 
 describe("a failure the core decided on", () => {
   it("becomes this line's class of its tag, with its fields, message and guards", () => {
-    const error = ClinicalError.fromCore({
+    const error = fromCore({
       _tag: "UnexpectedStatus",
       operation: "medications",
       method: "POST",
@@ -71,7 +72,7 @@ describe("a failure the core decided on", () => {
     assert.strictEqual(error.location, "https://elsewhere.example")
     assert.strictEqual(error.message, Core.messageOf(error))
     assert.isTrue(ClinicalError.isRequestError(error))
-    const refused = ClinicalError.fromCore({ _tag: "InvalidConfig", setting: "ca", reason: "is empty" })
+    const refused = fromCore({ _tag: "InvalidConfig", setting: "ca", reason: "is empty" })
     assert.instanceOf(refused, ClinicalError.InvalidConfig)
     assert.isFalse(ClinicalError.isRequestError(refused))
   })

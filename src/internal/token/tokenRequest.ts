@@ -11,9 +11,10 @@ import * as Redacted from "effect/Redacted"
 import { Failed } from "../../../core/call/response.js"
 import * as Core from "../../../core/token/tokenResponse.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
-import { fromCore, type HttpError } from "../../ClinicalError.js"
+import { type HttpError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import { send } from "../call/attempt.js"
+import { fromCore } from "../fromCore.js"
 import * as Telemetry from "../observability/telemetry.js"
 
 /** A token as the service issued it, with its expiry already moved onto the local clock. */

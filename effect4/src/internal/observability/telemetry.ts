@@ -1,0 +1,24 @@
+/**
+ * The client's metrics (core/observability/metrics.ts: names, descriptions, buckets) as Effect 4
+ * `Metric`s. Labels are drawn from small fixed sets: never a token, an ApplicationId or a PersonUid.
+ */
+import * as Metric from "effect/Metric"
+import * as Metrics from "../../../../core/observability/metrics.js"
+
+const counter = ({ description, name }: Metrics.Definition) => Metric.counter(name, { description, incremental: true })
+const gauge = ({ description, name }: Metrics.Definition) => Metric.gauge(name, { description })
+
+/** Token requests sent to the token endpoint. */
+export const tokenRequests = counter(Metrics.tokenRequests)
+
+/** Token refreshes started, by `reason` (empty, soft-window, hard-window, expired). */
+export const tokenRefreshes = counter(Metrics.tokenRefreshes)
+
+/** The last observed server clock minus the local clock, in milliseconds. */
+export const serverClockSkew = gauge(Metrics.serverClockSkew)
+
+/** The lifetime of the last token obtained, in seconds, after the `maxTokenLifetime` cap. */
+export const tokenLifetime = gauge(Metrics.tokenLifetime)
+
+/** Requests refused fast because the token endpoint asked for a pause (`Retry-After`). */
+export const throttledFastFails = counter(Metrics.throttledFastFails)
