@@ -30,6 +30,7 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Crypto from "node:crypto"
 import type * as RetryPolicy from "../core/call/retryPolicy.js"
+import * as Core from "../core/token/accessToken.js"
 import * as FreshToken from "../core/token/freshToken.js"
 import * as TokenCache from "../core/token/tokenCache.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
@@ -43,23 +44,7 @@ import * as TokenSharing from "./internal/token/tokenSharing.js"
 import * as TokenStore from "./TokenStore.js"
 
 /** A token ready to use. All times are epoch milliseconds on the local clock. */
-export interface AccessToken {
-  /** The bearer token itself. */
-  readonly token: Redacted.Redacted<string>
-  /** The `Authorization` header value, `Bearer <token>`. */
-  readonly authorization: Redacted.Redacted<string>
-  /** 1 for the first token this service obtained, then 2, 3, ... */
-  readonly generation: number
-  /** When the request for this token was sent (its lifetime is counted from here). */
-  readonly issuedAt: number
-  /** When the token expires: `issuedAt` plus the lifetime the server gave. */
-  readonly expiresAt: number
-  /** The lifetime used: the one the server gave (`TOKEN_EXPIRES - Date`), at most `maxTokenLifetime`. */
-  readonly lifetimeMillis: number
-  /** The lifetime the server gave; larger than `lifetimeMillis` when the cap cut it. */
-  readonly serverLifetimeMillis: number
-  /** The server's clock minus ours, from its `Date` header; `undefined` when it sent none. */
-  readonly serverClockSkewMillis: number | undefined
+export interface AccessToken extends Core.AccessToken<Redacted.Redacted<string>> {
   /** Where it came from: the token endpoint, or the token store (another instance of the fleet asked for it). */
   readonly source: "server" | "store"
   /**
@@ -97,30 +82,19 @@ type Next =
 /** The cache's state: this line's errors held for a pause. */
 type CacheState = TokenCache.State<AccessToken, Refresh, RateLimited | ServerError>
 
-/** A token as cached: `issued`, its refresh windows placed, numbered `generation`. */
+/** A token as cached (the core's `cachedToken`), with where it came from. */
 const cachedToken = (
   windows: TokenCache.Windows,
   issued: IssuedToken,
   generation: number
-): TokenCache.Cached<AccessToken> => {
-  const at = TokenCache.windowsOf(windows, issued.sentAt, issued.lifetimeMillis)
-  return {
-    ...at,
-    generation,
-    token: {
-      token: issued.token,
-      authorization: Redacted.make(`Bearer ${Redacted.value(issued.token)}`),
-      generation,
-      issuedAt: issued.sentAt,
-      expiresAt: at.expiresAt,
-      lifetimeMillis: issued.lifetimeMillis,
-      serverLifetimeMillis: issued.serverLifetimeMillis,
-      serverClockSkewMillis: issued.serverClockSkewMillis,
-      source: issued.source,
-      storeGeneration: issued.storeGeneration
-    }
-  }
-}
+): TokenCache.Cached<AccessToken> =>
+  Core.cachedToken(windows, issued, generation, bearer, {
+    source: issued.source,
+    storeGeneration: issued.storeGeneration
+  })
+
+/** The `Authorization` value of a token. */
+const bearer = (token: Redacted.Redacted<string>) => Redacted.make(`Bearer ${Redacted.value(token)}`)
 
 /** A refresh's failure, on its span and in the log. */
 const reportFailure = (cause: Cause.Cause<HttpError>) => {
@@ -157,16 +131,13 @@ const reportIssued = (token: AccessToken) => {
   ], { discard: true })
 }
 
-/** `maxWait` in milliseconds, or the `InvalidRequest` it is. The call path passes a plain number: no Duration is decoded on it. */
+/** `maxWait` in milliseconds, or the `InvalidRequest` it is (the core's reading, Effect 3's durations). */
 const maxWaitMillis = (maxWait: Duration.DurationInput): number | InvalidRequest => {
-  if (typeof maxWait === "number" && maxWait >= 0) return maxWait
-  // Duration reads NaN and negative numbers as zero; as an argument they are a mistake.
-  const decoded = typeof maxWait === "number" || (typeof maxWait === "string" && maxWait.trim().startsWith("-"))
-    ? Option.none()
-    : Duration.decodeUnknown(maxWait)
-  return Option.isSome(decoded)
-    ? Duration.toMillis(decoded.value)
-    : new InvalidRequest({ operation: "token", field: "maxWait", reason: "must be a duration, e.g. \"5 seconds\"" })
+  const millis = Core.maxWaitMillisOf(
+    maxWait,
+    (value) => Option.getOrUndefined(Option.map(Duration.decodeUnknown(value), Duration.toMillis))
+  )
+  return typeof millis === "number" ? millis : fromCore(millis)
 }
 
 /**

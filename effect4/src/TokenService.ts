@@ -33,6 +33,7 @@ import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import type * as RetryPolicy from "../../core/call/retryPolicy.js"
 import { retryPolicyOf } from "../../core/config/settings.js"
+import * as Core from "../../core/token/accessToken.js"
 import * as TokenCache from "../../core/token/tokenCache.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type HttpError, InvalidRequest, type RateLimited, type ServerError, TransportError } from "./ClinicalError.js"
@@ -42,24 +43,7 @@ import * as Telemetry from "./internal/observability/telemetry.js"
 import { type IssuedToken, requestToken, tokenUrl } from "./internal/token/tokenRequest.js"
 
 /** A token ready to use. All times are epoch milliseconds on the local clock. */
-export interface AccessToken {
-  /** The bearer token itself. */
-  readonly token: Redacted.Redacted<string>
-  /** The `Authorization` header value, `Bearer <token>`. */
-  readonly authorization: Redacted.Redacted<string>
-  /** 1 for the first token this service obtained, then 2, 3, ... */
-  readonly generation: number
-  /** When the request for this token was sent (its lifetime is counted from here). */
-  readonly issuedAt: number
-  /** When the token expires: `issuedAt` plus the lifetime the server gave. */
-  readonly expiresAt: number
-  /** The lifetime used: the one the server gave (`TOKEN_EXPIRES - Date`), at most `maxTokenLifetime`. */
-  readonly lifetimeMillis: number
-  /** The lifetime the server gave; larger than `lifetimeMillis` when the cap cut it. */
-  readonly serverLifetimeMillis: number
-  /** The server's clock minus ours, from its `Date` header; `undefined` when it sent none. */
-  readonly serverClockSkewMillis: number | undefined
-}
+export type AccessToken = Core.AccessToken<Redacted.Redacted<string>>
 
 /** The token cache. */
 export interface Service {
@@ -87,28 +71,8 @@ type Next =
   | { readonly _tag: "Now"; readonly outcome: Effect.Effect<AccessToken, HttpError> }
   | { readonly _tag: "Wait"; readonly refresh: Refresh }
 
-/** A token as cached: `issued`, its refresh windows placed, numbered `generation`. */
-const cachedToken = (
-  windows: TokenCache.Windows,
-  issued: IssuedToken,
-  generation: number
-): TokenCache.Cached<AccessToken> => {
-  const at = TokenCache.windowsOf(windows, issued.sentAt, issued.lifetimeMillis)
-  return {
-    ...at,
-    generation,
-    token: {
-      token: issued.token,
-      authorization: Redacted.make(`Bearer ${Redacted.value(issued.token)}`),
-      generation,
-      issuedAt: issued.sentAt,
-      expiresAt: at.expiresAt,
-      lifetimeMillis: issued.lifetimeMillis,
-      serverLifetimeMillis: issued.serverLifetimeMillis,
-      serverClockSkewMillis: issued.serverClockSkewMillis
-    }
-  }
-}
+/** The `Authorization` value of a token. */
+const bearer = (token: Redacted.Redacted<string>) => Redacted.make(`Bearer ${Redacted.value(token)}`)
 
 /** A new token's facts, on the refresh's span, in the metrics and the log. */
 const reportIssued = (token: AccessToken) =>
@@ -137,15 +101,13 @@ const reportFailure = (cause: Cause.Cause<HttpError>) => {
   )
 }
 
-/** `maxWait` in milliseconds, or the `InvalidRequest` it is. */
+/** `maxWait` in milliseconds, or the `InvalidRequest` it is (the core's reading, Effect 4's durations). */
 const maxWaitMillis = (maxWait: Duration.Input): number | InvalidRequest => {
-  if (typeof maxWait === "number" && maxWait >= 0) return maxWait
-  const decoded = typeof maxWait === "number" || (typeof maxWait === "string" && maxWait.trim().startsWith("-"))
-    ? Option.none()
-    : Duration.fromInput(maxWait)
-  return Option.isSome(decoded)
-    ? Duration.toMillis(decoded.value)
-    : new InvalidRequest({ operation: "token", field: "maxWait", reason: "must be a duration, e.g. \"5 seconds\"" })
+  const millis = Core.maxWaitMillisOf(maxWait, (value) => {
+    const decoded = Duration.fromInput(value as Duration.Input)
+    return Option.isSome(decoded) ? Duration.toMillis(decoded.value) : undefined
+  })
+  return typeof millis === "number" ? millis : fromCore(millis)
 }
 
 /**
@@ -216,7 +178,10 @@ class TokenKeeper {
   private settle(exit: Exit.Exit<IssuedToken, HttpError>, refresh: Refresh, reason: TokenCache.Reason, now: number) {
     return this.modify((current): readonly [Exit.Exit<AccessToken, HttpError>, CacheState] => {
       if (Exit.isSuccess(exit)) {
-        const next = TokenCache.succeeded(current, (generation) => cachedToken(this.windows, exit.value, generation))
+        const next = TokenCache.succeeded(
+          current,
+          (generation) => Core.cachedToken(this.windows, exit.value, generation, bearer, {})
+        )
         return [Exit.succeed(next.cached.token), next]
       }
       const error = Cause.findErrorOption(exit.cause)

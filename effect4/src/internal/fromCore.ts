@@ -1,47 +1,18 @@
 /**
  * A failure the core decided on (plain data, core/errors.ts) as this line's error class: how the
- * core's decisions (responses read, a pause's fast failure) reach a caller of this line.
+ * core's decisions (responses read, a pause's fast failure) reach a caller of this line. Each
+ * class is exported under its tag.
  */
 import type * as Core from "../../../core/errors.js"
-import {
-  type AnyClinicalError,
-  ApiError,
-  BadRequest,
-  CircuitOpen,
-  ClientClosed,
-  InvalidConfig,
-  InvalidRequest,
-  RateLimited,
-  ResponseDecodeError,
-  ServerError,
-  TokenExpired,
-  TokenStoreError,
-  TransportError,
-  Unauthorized,
-  UnexpectedStatus
-} from "../ClinicalError.js"
-
-/** Each failure's class, by its tag. */
-const classes = {
-  InvalidConfig,
-  InvalidRequest,
-  TransportError,
-  Unauthorized,
-  TokenExpired,
-  BadRequest,
-  RateLimited,
-  ServerError,
-  UnexpectedStatus,
-  ResponseDecodeError,
-  ApiError,
-  TokenStoreError,
-  CircuitOpen,
-  ClientClosed
-} as const
+import * as ClinicalError from "../ClinicalError.js"
 
 /** A failure the core decided on (plain data), as this line's error class. */
-export const fromCore = <E extends Core.AnyClinicalError>(error: E): Extract<AnyClinicalError, { _tag: E["_tag"] }> => {
+export const fromCore = <E extends Core.AnyClinicalError>(
+  error: E
+): Extract<ClinicalError.AnyClinicalError, { _tag: E["_tag"] }> => {
   const { _tag, ...fields } = error
-  const Class = classes[_tag] as unknown as new(fields: object) => Extract<AnyClinicalError, { _tag: E["_tag"] }>
+  const Class = ClinicalError[_tag] as unknown as new(
+    fields: object
+  ) => Extract<ClinicalError.AnyClinicalError, { _tag: E["_tag"] }>
   return new Class(fields)
 }
