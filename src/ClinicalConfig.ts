@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Settings from "../core/config/settings.js"
 import { InvalidConfig } from "./ClinicalError.js"
+import { fromCore } from "./internal/fromCore.js"
 import * as validate from "./internal/validate.js"
 
 /**
@@ -51,9 +52,7 @@ const resolve = (
   label: (name: Settings.Name) => string
 ): Either.Either<Service, InvalidConfig> => {
   const resolved = Settings.resolve(given, validate.line, label)
-  if (resolved.ok) return Either.right(resolved.value)
-  const [first, ...others] = resolved.refusals
-  return Either.left(new InvalidConfig({ ...first, ...(others.length > 0 ? { others } : {}) }))
+  return resolved.ok ? Either.right(resolved.value) : Either.left(fromCore(Settings.invalidConfigOf(resolved.refusals)))
 }
 
 /** Validates options into the resolved settings. Fails with `InvalidConfig` naming every bad setting. */
@@ -69,25 +68,12 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
 export const layer = (options: Options): Layer.Layer<ClinicalConfig, InvalidConfig> =>
   Layer.effect(ClinicalConfig, make(options))
 
-/** A variable's text, through Effect's `ConfigProvider`; unset or blank is `undefined`. */
+/** A variable's text, through Effect's `ConfigProvider` (unset: `undefined`). */
 const text = (variable: string): Effect.Effect<string | undefined, InvalidConfig> =>
   Config.option(Config.string(variable)).pipe(
-    Effect.map((value) => (Option.isSome(value) && value.value.trim() !== "" ? value.value.trim() : undefined)),
+    Effect.map(Option.getOrUndefined),
     Effect.mapError((error) => new InvalidConfig({ setting: variable, reason: `could not be read (${error._op})` }))
   )
-
-/** What the environment gives for a setting: its variable's text, or an object of its parts' (`undefined` when none is set). */
-const given = (name: Settings.Name): Effect.Effect<unknown, InvalidConfig> => {
-  const parts = Settings.partsOf(name)
-  if (parts === undefined) return text(Settings.environment[name])
-  return Effect.map(
-    Effect.forEach(Object.entries(parts), ([field, variable]) => Effect.map(text(variable), (value) => [field, value])),
-    (entries) => {
-      const set = entries.filter(([, value]) => value !== undefined)
-      return set.length === 0 ? undefined : Object.fromEntries(set)
-    }
-  )
-}
 
 /**
  * The settings from the environment (see {@link environment}), read through Effect's
@@ -96,8 +82,11 @@ const given = (name: Settings.Name): Effect.Effect<unknown, InvalidConfig> => {
  * naming the variable, never with the value.
  */
 export const fromEnvironment: Effect.Effect<Service, InvalidConfig> = Effect.flatMap(
-  Effect.forEach(Settings.names, (name) => Effect.map(given(name), (value) => [name, value] as const)),
-  (entries) => resolve(Object.fromEntries(entries) as Settings.Given, (name) => Settings.environment[name])
+  Effect.forEach(Settings.variables, (variable) => Effect.map(text(variable), (value) => [variable, value] as const)),
+  (entries) => {
+    const texts = new Map(entries)
+    return resolve(Settings.givenFromVariables((variable) => texts.get(variable)), (name) => Settings.environment[name])
+  }
 )
 
 /**

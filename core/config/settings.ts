@@ -10,6 +10,7 @@ import * as CircuitBreaker from "../call/circuitBreaker.js"
 import * as ConcurrencyLimit from "../call/concurrencyLimit.js"
 import * as RetryBudget from "../call/retryBudget.js"
 import type { RetryPolicy } from "../call/retryPolicy.js"
+import type { InvalidConfig } from "../errors.js"
 import { misspelledSettings, misspellingWarning } from "../settingTypos.js"
 import * as Proxy from "../transport/proxy.js"
 import * as Trust from "../transport/trust.js"
@@ -486,3 +487,36 @@ export const retryPolicyOf = <D>(
   maxDelayMillis: toMillis(settings.retryMaxDelay),
   retryRateLimited: settings.retryRateLimited
 })
+
+/** Every refusal as one failure: the first as `setting` and `reason`, the rest as `others`. */
+export const invalidConfigOf = ([first, ...others]: readonly [Refusal, ...Array<Refusal>]): InvalidConfig => ({
+  _tag: "InvalidConfig",
+  ...first,
+  ...(others.length > 0 ? { others } : {})
+})
+
+/**
+ * What the environment gives for every setting, from each variable's text as `read` finds it
+ * (unset or blank: `undefined`; the rest trimmed). A setting read from several variables (a client
+ * certificate's parts) is an object of those that are set, or `undefined` when none is.
+ */
+export const givenFromVariables = (read: (variable: string) => string | undefined): Given => {
+  const text = (variable: string) => {
+    const value = read(variable)?.trim()
+    return value === undefined || value === "" ? undefined : value
+  }
+  const given: Record<string, unknown> = {}
+  for (const name of names) {
+    const parts = settings[name].parts
+    if (parts === undefined) {
+      given[name] = text(settings[name].variable)
+      continue
+    }
+    const set = Object.entries(parts).flatMap(([field, variable]) => {
+      const value = text(variable)
+      return value === undefined ? [] : [[field, value] as const]
+    })
+    given[name] = set.length === 0 ? undefined : Object.fromEntries(set)
+  }
+  return given
+}

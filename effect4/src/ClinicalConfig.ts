@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Settings from "../../core/config/settings.js"
 import { InvalidConfig } from "./ClinicalError.js"
+import { fromCore } from "./internal/fromCore.js"
 
 /** A duration as a setting takes it: a `Duration.Input` or the short form (`"30s"`, `"2m"`, `"1500ms"`). */
 export type DurationSetting = Settings.Duration<Duration.Input>
@@ -69,9 +70,9 @@ const resolve = (
   label: (name: Settings.Name) => string
 ): Effect.Effect<Service, InvalidConfig> => {
   const resolved = Settings.resolve(given, line, label)
-  if (resolved.ok) return Effect.succeed(resolved.value)
-  const [first, ...others] = resolved.refusals
-  return Effect.fail(new InvalidConfig({ ...first, ...(others.length > 0 ? { others } : {}) }))
+  return resolved.ok
+    ? Effect.succeed(resolved.value)
+    : Effect.fail(fromCore(Settings.invalidConfigOf(resolved.refusals)))
 }
 
 /** Validates options into the resolved settings. Fails with `InvalidConfig` naming every bad setting. */
@@ -87,25 +88,12 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
 export const layer = (options: Options): Layer.Layer<ClinicalConfig, InvalidConfig> =>
   Layer.effect(ClinicalConfig, make(options))
 
-/** A variable's text, through Effect's `ConfigProvider`; unset or blank is `undefined`. */
+/** A variable's text, through Effect's `ConfigProvider` (unset: `undefined`). */
 const text = (variable: string): Effect.Effect<string | undefined, InvalidConfig> =>
   Config.option(Config.String(variable)).pipe(
-    Effect.map((value) => (Option.isSome(value) && value.value.trim() !== "" ? value.value.trim() : undefined)),
+    Effect.map(Option.getOrUndefined),
     Effect.mapError(() => new InvalidConfig({ setting: variable, reason: "could not be read" }))
   )
-
-/** What the environment gives for a setting: its variable's text, or an object of its parts' (`undefined` when none is set). */
-const given = (name: Settings.Name): Effect.Effect<unknown, InvalidConfig> => {
-  const parts = Settings.partsOf(name)
-  if (parts === undefined) return text(Settings.environment[name])
-  return Effect.map(
-    Effect.forEach(Object.entries(parts), ([field, variable]) => Effect.map(text(variable), (value) => [field, value])),
-    (entries) => {
-      const set = entries.filter(([, value]) => value !== undefined)
-      return set.length === 0 ? undefined : Object.fromEntries(set)
-    }
-  )
-}
 
 /**
  * The settings from the environment (see {@link environment}), read through Effect's
@@ -113,8 +101,11 @@ const given = (name: Settings.Name): Effect.Effect<unknown, InvalidConfig> => {
  * `InvalidConfig` naming the variable, never with the value.
  */
 export const fromEnvironment: Effect.Effect<Service, InvalidConfig> = Effect.flatMap(
-  Effect.forEach(Settings.names, (name) => Effect.map(given(name), (value) => [name, value] as const)),
-  (entries) => resolve(Object.fromEntries(entries) as Settings.Given, (name) => Settings.environment[name])
+  Effect.forEach(Settings.variables, (variable) => Effect.map(text(variable), (value) => [variable, value] as const)),
+  (entries) => {
+    const texts = new Map(entries)
+    return resolve(Settings.givenFromVariables((variable) => texts.get(variable)), (name) => Settings.environment[name])
+  }
 )
 
 /** A warning for each variable of `present` that looks like a mistyped setting, naming the setting it is nearest to. */
