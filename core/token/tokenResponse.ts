@@ -10,14 +10,31 @@ import { field, isRecord } from "../json.js"
 import type { Received } from "../transport/message.js"
 import { MAX_TOKEN_LENGTH, visibleAscii } from "../validate.js"
 
-/** The headers of a token request: JSON in, and an answer the client can read without decompressing. */
-export const TOKEN_HEADERS: Readonly<Record<string, string>> = {
-  "Content-Type": "application/json",
-  "Accept-Encoding": "identity"
+/** What a token request is made of: where it goes, the ApplicationId, and its bounds. */
+export interface TokenTerms {
+  readonly authUrl: string
+  readonly tokenPath: string
+  readonly applicationId: string
+  readonly maxResponseBytes: number
+  readonly tokenTimeoutMillis: number
 }
 
-/** The body of a token request: the ApplicationId (a secret: the line seals the text). */
-export const tokenBody = (applicationId: string): string => JSON.stringify({ ApplicationId: applicationId })
+/** Where token requests go. */
+export const tokenUrlOf = (terms: Pick<TokenTerms, "authUrl" | "tokenPath">): string =>
+  `${terms.authUrl}${terms.tokenPath}`
+
+/**
+ * The token request as it goes to a line's transport: JSON in, an answer the client can read
+ * without decompressing, and the ApplicationId in the body (sealed: `seal` is the line's `Redacted`).
+ */
+export const tokenRequestOf = <S>(terms: TokenTerms, seal: (text: string) => S) => ({
+  method: "POST" as const,
+  url: tokenUrlOf(terms),
+  headers: { "Content-Type": "application/json", "Accept-Encoding": "identity" },
+  body: seal(JSON.stringify({ ApplicationId: terms.applicationId })),
+  maxResponseBytes: terms.maxResponseBytes,
+  timeoutMillis: terms.tokenTimeoutMillis
+})
 
 /** A token as the service issued it, with its expiry already moved onto the local clock. */
 export interface Issued<S> {

@@ -25,18 +25,21 @@ export interface IssuedToken extends Core.Issued<Redacted.Redacted<string>> {
   readonly storeGeneration: number | undefined
 }
 
+/** What a token request is made of, from a client's settings. */
+const termsOf = (config: ClinicalConfig.Service): Core.TokenTerms => ({
+  authUrl: config.authUrl,
+  tokenPath: config.tokenPath,
+  applicationId: Redacted.value(config.applicationId),
+  maxResponseBytes: config.maxResponseBytes,
+  tokenTimeoutMillis: Duration.toMillis(config.tokenTimeout)
+})
+
 /** Where token requests go. */
-export const tokenUrl = (config: ClinicalConfig.Service): string => `${config.authUrl}${config.tokenPath}`
+export const tokenUrl = (config: ClinicalConfig.Service): string => Core.tokenUrlOf(config)
 
 /** The token request as it goes to the transport. The body holds the ApplicationId, so it is redacted. */
-export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.TransportRequest => ({
-  method: "POST",
-  url: tokenUrl(config),
-  headers: { ...Core.TOKEN_HEADERS },
-  body: Redacted.make(Core.tokenBody(Redacted.value(config.applicationId))),
-  maxResponseBytes: config.maxResponseBytes,
-  timeoutMillis: Duration.toMillis(config.tokenTimeout)
-})
+export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.TransportRequest =>
+  Core.tokenRequestOf(termsOf(config), (text) => Redacted.make(text))
 
 /** Reads a token response into an `IssuedToken`, or the typed error it stands for (the core's rules). */
 export const readTokenResponse = (

@@ -19,18 +19,21 @@ import * as Telemetry from "../observability/telemetry.js"
 /** A token as the service issued it, with its expiry already moved onto the local clock. */
 export type IssuedToken = Core.Issued<Redacted.Redacted<string>>
 
+/** What a token request is made of, from a client's settings. */
+const termsOf = (config: ClinicalConfig.Service): Core.TokenTerms => ({
+  authUrl: config.authUrl,
+  tokenPath: config.tokenPath,
+  applicationId: Redacted.value(config.applicationId),
+  maxResponseBytes: config.maxResponseBytes,
+  tokenTimeoutMillis: Duration.toMillis(config.tokenTimeout)
+})
+
 /** Where token requests go. */
-export const tokenUrl = (config: ClinicalConfig.Service): string => `${config.authUrl}${config.tokenPath}`
+export const tokenUrl = (config: ClinicalConfig.Service): string => Core.tokenUrlOf(config)
 
 /** The token request as it goes to the transport. The body holds the ApplicationId, so it is redacted. */
-export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.TransportRequest => ({
-  method: "POST",
-  url: tokenUrl(config),
-  headers: { ...Core.TOKEN_HEADERS },
-  body: Redacted.make(Core.tokenBody(Redacted.value(config.applicationId))),
-  maxResponseBytes: config.maxResponseBytes,
-  timeoutMillis: Duration.toMillis(config.tokenTimeout)
-})
+export const tokenRequest = (config: ClinicalConfig.Service): HttpTransport.TransportRequest =>
+  Core.tokenRequestOf(termsOf(config), (text) => Redacted.make(text))
 
 /** Sends one token request (with the token timeout) and reads its answer. */
 export const requestToken = (
