@@ -133,12 +133,13 @@ const reportIssued = (token: AccessToken) => {
 
 /** `maxWait` in milliseconds, or the `InvalidRequest` it is (the core's reading, Effect 3's durations). */
 const maxWaitMillis = (maxWait: Duration.DurationInput): number | InvalidRequest => {
-  const millis = Core.maxWaitMillisOf(
-    maxWait,
-    (value) => Option.getOrUndefined(Option.map(Duration.decodeUnknown(value), Duration.toMillis))
-  )
+  const millis = Core.maxWaitMillisOf(maxWait, durationMillis)
   return typeof millis === "number" ? millis : fromCore(millis)
 }
+
+/** A duration in Effect 3's forms, in milliseconds. */
+const durationMillis = (value: unknown): number | undefined =>
+  Option.getOrUndefined(Option.map(Duration.decodeUnknown(value), Duration.toMillis))
 
 /**
  * The token cache's moving parts, one method per step: an interpreter of the pure decisions in

@@ -415,3 +415,33 @@ describe("the network settings (issue 26)", () => {
     ])
   })
 })
+
+describe("the settings read by the core's table, as before it (from review)", () => {
+  it.effect("durations compare exactly, to the nanosecond, past what a double of milliseconds holds", () =>
+    Effect.gen(function*() {
+      const base = { baseUrl: "https://api.example", applicationId: APPLICATION_ID }
+      const tooLong = yield* Effect.flip(
+        resolve({ ...base, maxTokenLifetime: Duration.nanos(31_536_000_000_000_001n) })
+      )
+      expect(tooLong.message).toBe("invalid setting maxTokenLifetime: must be at most 365 days")
+      const windows = yield* Effect.flip(resolve({
+        ...base,
+        softRefreshWindow: Duration.nanos(9_007_199_254_740_992n),
+        hardRefreshWindow: Duration.nanos(9_007_199_254_740_993n)
+      }))
+      expect(windows.message).toBe("invalid setting hardRefreshWindow: must not be longer than softRefreshWindow")
+    }))
+
+  it.effect("every setting is a key of the resolved settings, in the table's order, an unset one undefined", () =>
+    Effect.gen(function*() {
+      const config = yield* resolve({ baseUrl: "https://api.example", applicationId: APPLICATION_ID })
+      expect(Object.keys(config)).toEqual(Object.keys(ClinicalConfig.environment))
+      expect(Object.keys(config).slice(0, 3)).toEqual(["baseUrl", "authUrl", "applicationId"])
+      expect("ca" in config && config.ca === undefined).toBe(true)
+    }))
+
+  it("the table's exports cannot be changed by a caller (the environment is read through them)", () => {
+    expect(Object.isFrozen(ClinicalConfig.variables)).toBe(true)
+    expect(Object.isFrozen(ClinicalConfig.environment)).toBe(true)
+  })
+})

@@ -28,14 +28,14 @@ export const retryAfterMillis = (value: string | undefined, now: number, max: nu
   return millis === undefined ? undefined : Math.min(millis, max)
 }
 
-/** What the caller knows about the exchange being read. */
-export interface Exchange {
+/** What the caller knows about the exchange being read (`X`: a secret as the caller holds it). */
+export interface Exchange<X = string | undefined> {
   readonly operation: Operation
   /** The request's method and URL: shown in every error, and the URL is what a `Location` resolves against. */
   readonly method: string
   readonly url: string
-  /** Secrets the request carried, revealed; scrubbed out of any server text kept in an error. Asked for only then. */
-  readonly secrets: () => Iterable<string | undefined>
+  /** Secrets the request carried; scrubbed out of any server text kept in an error. Asked for only then. */
+  readonly secrets: () => Iterable<X>
   /** Local time (epoch ms) the response arrived, for an HTTP-date `Retry-After`. */
   readonly now: number
   /** Cap on a `Retry-After`, in milliseconds. */
@@ -55,21 +55,39 @@ export type Read = unknown
 
 const failure = (error: HttpError): Failed => new Failed(error)
 
+/** How a secret the caller holds is revealed, to be searched for in server text (`undefined`: none). */
+export type Reveal<X> = (secret: X) => string | undefined
+
+/** The exchange's secrets, revealed (asked for only when server text is kept). */
+const secretsOf = <X>(exchange: Exchange<X>, reveal: Reveal<X>): Array<string | undefined> =>
+  Array.from(exchange.secrets(), reveal)
+
+/** A secret already revealed. */
+const revealed: Reveal<string | undefined> = (secret) => secret
+
 /** The origin (scheme, host, port) a `Location` points to, scrubbed; never its path or query. */
-const redirectOrigin = (exchange: Exchange, location: string | undefined): string | undefined => {
+const redirectOrigin = <X>(
+  exchange: Exchange<X>,
+  reveal: Reveal<X>,
+  location: string | undefined
+): string | undefined => {
   if (location === undefined) return undefined
   try {
-    return scrub(new URL(location, exchange.url).origin, exchange.secrets())
+    return scrub(new URL(location, exchange.url).origin, secretsOf(exchange, reveal))
   } catch {
     return "an invalid Location"
   }
 }
 
 /** The fields every error of an exchange carries: the operation, and where the request went. */
-const about = ({ method, operation, url }: Exchange) => ({ operation, method, url })
+const about = <X>({ method, operation, url }: Exchange<X>) => ({ operation, method, url })
 
 /** The failure a response's status stands for (one not read as a success). */
-export const statusError = (exchange: Exchange, response: Received): HttpError => {
+export const statusError = <X>(
+  exchange: Exchange<X>,
+  response: Received,
+  reveal: Reveal<X> = revealed as Reveal<X>
+): HttpError => {
   const target = about(exchange)
   const status = response.status
   const retryAfter = () => retryAfterMillis(response.headers["retry-after"], exchange.now, exchange.maxRetryAfterMillis)
@@ -89,7 +107,9 @@ export const statusError = (exchange: Exchange, response: Received): HttpError =
     const after = retryAfter()
     return { _tag: "ServerError", ...target, status, ...(after === undefined ? {} : { retryAfterMillis: after }) }
   }
-  const location = status >= 300 && status <= 399 ? redirectOrigin(exchange, response.headers["location"]) : undefined
+  const location = status >= 300 && status <= 399
+    ? redirectOrigin(exchange, reveal, response.headers["location"])
+    : undefined
   return { _tag: "UnexpectedStatus", ...target, status, ...(location === undefined ? {} : { location }) }
 }
 
@@ -127,7 +147,7 @@ export const serverText = (value: unknown, clean: Scrubber): string | null => {
   return clean(Json.render(value, MAX_SEARCHED + 1, budgeted))
 }
 
-const decodeError = (exchange: Exchange, status: number, reason: string): Failed =>
+const decodeError = <X>(exchange: Exchange<X>, status: number, reason: string): Failed =>
   failure({ _tag: "ResponseDecodeError", ...about(exchange), status, reason })
 
 /** Content codings a server might send: named in an error. Any other value is server text, and is not shown. */
@@ -148,18 +168,25 @@ const notJson = (response: Received): string => {
  * 401, 419 and 3xx (with its `Location` origin) by status; then the envelope's `Success: false`
  * (`ApiError`), whatever the status; then any other non-2xx by status; then a 2xx body that is not
  * JSON, whose `Success` is neither true nor false, or that nests deeper than {@link Json.MAX_DEPTH}.
+ * `reveal` reads the exchange's secrets as the caller holds them (no copy of the exchange per call).
  */
-export const readJson = (exchange: Exchange, response: Received): Read => {
+export const readJson = <X>(
+  exchange: Exchange<X>,
+  response: Received,
+  reveal: Reveal<X> = revealed as Reveal<X>
+): Read => {
   const status = response.status
   // 401 and 419 drive the token refresh; a redirect is never followed: both whatever the body says.
-  if (isTokenRejected(status) || (status >= 300 && status <= 399)) return failure(statusError(exchange, response))
+  if (isTokenRejected(status) || (status >= 300 && status <= 399)) {
+    return failure(statusError(exchange, response, reveal))
+  }
   // Bytes that are not UTF-8 are corrupted text: read with replacement characters, a drug's name
   // would change. Such a body is no JSON at all.
   const json = response.invalidUtf8 === true ? undefined : Json.parse(response.body)
   const record = json !== undefined && Json.isRecord(json.value) ? json.value : undefined
   const outcome = record === undefined ? "absent" : outcomeOf(Json.field(record, "Success"))
   if (outcome === "failure") {
-    const clean = scrubber(exchange.secrets())
+    const clean = scrubber(secretsOf(exchange, reveal))
     return failure({
       _tag: "ApiError",
       ...about(exchange),
@@ -168,7 +195,7 @@ export const readJson = (exchange: Exchange, response: Received): Read => {
       errorMessage: serverText(Json.field(record!, "ErrorMessage"), clean)
     })
   }
-  if (status < 200 || status > 299) return failure(statusError(exchange, response))
+  if (status < 200 || status > 299) return failure(statusError(exchange, response, reveal))
   if (json === undefined) return decodeError(exchange, status, notJson(response))
   if (outcome === "invalid") return decodeError(exchange, status, "the envelope's Success is neither true nor false")
   if (Json.deeperThan(json.value, Json.MAX_DEPTH)) {

@@ -23,6 +23,8 @@ export interface Line<S, D> extends Trust.Secrets<S> {
   readonly decodeDuration: (value: unknown) => D | undefined
   readonly millis: (millis: number) => D
   readonly toMillis: (duration: D) => number
+  /** Whether `a` is longer than `b`, exactly (Effect's durations hold nanoseconds a double cannot). */
+  readonly greaterThan: (a: D, b: D) => boolean
 }
 
 /**
@@ -269,7 +271,9 @@ const bounded = ({ allowZero, max, minMillis }: DurationBounds): Parse => (value
   const millis = line.toMillis(decoded.value)
   if (!Number.isFinite(millis)) return refuse("must be finite")
   if (allowZero ? millis < 0 : millis <= 0) return refuse(allowZero ? "must not be negative" : "must be positive")
-  if (max !== undefined && millis > max.millis) return refuse(`must be at most ${max.words}`)
+  if (max !== undefined && line.greaterThan(decoded.value, line.millis(max.millis))) {
+    return refuse(`must be at most ${max.words}`)
+  }
   if (minMillis !== undefined && millis < minMillis) return refuse(`must be at least ${minMillis} ms`)
   return decoded
 }
@@ -382,7 +386,7 @@ const settings: { readonly [K in Name]: Setting } = {
 }
 
 /** Every setting's name, in the order refusals are listed. */
-export const names = Object.keys(settings) as ReadonlyArray<Name>
+export const names: ReadonlyArray<Name> = Object.freeze(Object.keys(settings) as Array<Name>)
 
 /** The defaults of the optional settings (`authUrl` and `authenticateUrl` default to `baseUrl`). */
 export const defaults = <S, D>(line: Line<S, D>): { readonly [K in Name]?: Settings<S, D>[K] } =>
@@ -393,14 +397,16 @@ export const defaults = <S, D>(line: Line<S, D>): { readonly [K in Name]?: Setti
   }))
 
 /** The environment variable behind each setting. */
-export const environment: { readonly [K in Name]: string } = Object.fromEntries(
-  names.map((name) => [name, settings[name].variable])
-) as { readonly [K in Name]: string }
+export const environment: { readonly [K in Name]: string } = Object.freeze(
+  Object.fromEntries(
+    names.map((name) => [name, settings[name].variable])
+  ) as { readonly [K in Name]: string }
+)
 
 /** Every variable a setting is read from, the parts of one included. */
-export const variables: ReadonlyArray<string> = [
+export const variables: ReadonlyArray<string> = Object.freeze([
   ...new Set(names.flatMap((name) => [settings[name].variable, ...Object.values(settings[name].parts ?? {})]))
-]
+])
 
 /** Variables the library's own tools read (the command line, the demo): no typo of a setting. */
 const TOOL_VARIABLES: ReadonlySet<string> = new Set(["CLINICAL_STACK", "CLINICAL_PERSON_UIDS"])
@@ -435,7 +441,7 @@ const refused = <S, D>(refusals: readonly [Refusal, ...Array<Refusal>]): Resolve
 
 /** The rules between settings, once each is read: the first broken one. */
 const between = <S, D>(resolved: Settings<S, D>, line: Line<S, D>): readonly [Name, string] | undefined => {
-  const longer = (a: D, b: D) => line.toMillis(a) > line.toMillis(b)
+  const longer = line.greaterThan
   if (longer(resolved.hardRefreshWindow, resolved.softRefreshWindow)) {
     return ["hardRefreshWindow", "must not be longer than softRefreshWindow"]
   }
@@ -455,7 +461,10 @@ const between = <S, D>(resolved: Settings<S, D>, line: Line<S, D>): readonly [Na
  */
 export const resolve = <S, D>(given: Given, line: Line<S, D>, label: (name: Name) => string): Resolved<S, D> => {
   const refusals: Array<Refusal> = []
-  const resolved: Record<string, unknown> = { ...defaults(line) }
+  // Every setting present, in the table's order (an unset optional one as `undefined`).
+  const fallbacks = defaults(line)
+  const resolved: Record<string, unknown> = {}
+  for (const name of names) resolved[name] = fallbacks[name]
   for (const name of names) {
     const value = given[name]
     if (value === undefined) {

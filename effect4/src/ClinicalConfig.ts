@@ -52,7 +52,8 @@ const line: Settings.Line<Redacted.Redacted<string>, Duration.Duration> = {
     }
   },
   millis: Duration.millis,
-  toMillis: Duration.toMillis
+  toMillis: Duration.toMillis,
+  greaterThan: (a, b) => Duration.isGreaterThan(a, b)
 }
 
 /** Defaults of the optional settings (`authUrl` and `authenticateUrl` default to `baseUrl`). */

@@ -103,11 +103,14 @@ const reportFailure = (cause: Cause.Cause<HttpError>) => {
 
 /** `maxWait` in milliseconds, or the `InvalidRequest` it is (the core's reading, Effect 4's durations). */
 const maxWaitMillis = (maxWait: Duration.Input): number | InvalidRequest => {
-  const millis = Core.maxWaitMillisOf(maxWait, (value) => {
-    const decoded = Duration.fromInput(value as Duration.Input)
-    return Option.isSome(decoded) ? Duration.toMillis(decoded.value) : undefined
-  })
+  const millis = Core.maxWaitMillisOf(maxWait, durationMillis)
   return typeof millis === "number" ? millis : fromCore(millis)
+}
+
+/** A duration in Effect 4's forms, in milliseconds. */
+const durationMillis = (value: unknown): number | undefined => {
+  const decoded = Duration.fromInput(value as Duration.Input)
+  return Option.isSome(decoded) ? Duration.toMillis(decoded.value) : undefined
 }
 
 /**

@@ -59,7 +59,8 @@ export const line: Settings.Line<Redacted.Redacted<string>, Duration.Duration> =
   seal: (text) => Redacted.make(text),
   decodeDuration: (value) => Option.getOrUndefined(Duration.decodeUnknown(value)),
   millis: Duration.millis,
-  toMillis: Duration.toMillis
+  toMillis: Duration.toMillis,
+  greaterThan: (a, b) => Duration.greaterThan(a, b)
 }
 
 /**

@@ -14,24 +14,20 @@ import { reveal } from "../validate.js"
 export { retryAfterMillis, serverText } from "../../../core/call/response.js"
 
 /** What the caller knows about the exchange being read (see the core's), its secrets as this line holds them. */
-export interface Exchange extends Omit<Core.Exchange, "secrets"> {
-  /** Secrets the request carried; scrubbed out of any server text kept in an error. Asked for only then. */
-  readonly secrets: () => Iterable<Redacted.Redacted<string>>
-}
+export type Exchange = Core.Exchange<Redacted.Redacted<string>>
 
-/** The secrets of an exchange, revealed only to be searched for in server text. */
-const revealed = (exchange: Exchange) => () =>
-  Array.from(exchange.secrets(), (secret) => {
-    const value = reveal(secret)
-    return typeof value === "string" ? value : undefined
-  })
+/** A secret of an exchange, revealed only to be searched for in server text. */
+const revealSecret = (secret: Redacted.Redacted<string>): string | undefined => {
+  const value = reveal(secret)
+  return typeof value === "string" ? value : undefined
+}
 
 /**
  * The JSON body of a successful response, or the typed error the response stands for (the core's
  * rules: `readJson` in core/call/response.ts).
  */
 export const readJson = (exchange: Exchange, response: TransportResponse): Either.Either<unknown, HttpError> => {
-  const read = Core.readJson({ ...exchange, secrets: revealed(exchange) }, response)
+  const read = Core.readJson(exchange, response, revealSecret)
   return read instanceof Core.Failed ? Either.left(fromCore(read.error)) : Either.right(read)
 }
 
