@@ -12,6 +12,7 @@ import * as RetryBudget from "../call/retryBudget.js"
 import type { RetryPolicy } from "../call/retryPolicy.js"
 import type { InvalidConfig } from "../errors.js"
 import { misspelledSettings, misspellingWarning } from "../settingTypos.js"
+import type * as Network from "../transport/network.js"
 import * as Proxy from "../transport/proxy.js"
 import * as Trust from "../transport/trust.js"
 import * as validate from "../validate.js"
@@ -168,8 +169,11 @@ export interface Options<S, DurationInput> {
   readonly connectTimeout?: Duration<DurationInput> | undefined
 }
 
-/** The resolved settings every service reads (`S` a secret, `D` a duration, as the line holds them). */
-export interface Settings<S, D> {
+/**
+ * The resolved settings every service reads (`S` a secret, `D` a duration, as the line holds them),
+ * the default transport's network settings among them.
+ */
+export interface Settings<S, D> extends Network.Settings<S, D> {
   /** Data host, no trailing slash. */
   readonly baseUrl: string
   /** Token host, no trailing slash. */
@@ -202,16 +206,6 @@ export interface Settings<S, D> {
   readonly circuitBreakerMaxCooldown: D
   readonly maxResponseBytes: number
   readonly tracePropagation: boolean
-  /** The proxy: the environment's (`FromEnvironment`), none (`Direct`), or one (`Through`). */
-  readonly proxy: Proxy.ProxySetting<S>
-  readonly noProxy: string | undefined
-  /** PEM text or a file's path. */
-  readonly ca: string | undefined
-  readonly caOnly: boolean
-  readonly clientCertificate: Trust.ClientCertificate<S> | undefined
-  readonly connections: number | undefined
-  readonly keepAliveTimeout: D | undefined
-  readonly connectTimeout: D | undefined
 }
 
 export type Name = keyof Settings<unknown, unknown>

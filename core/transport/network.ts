@@ -47,8 +47,10 @@ const NETWORK_KEYS = ["proxy", "noProxy", "ca", "caOnly", "clientCertificate"] a
 
 /** The network settings of a client's configuration, already read (`D`: the line's duration). */
 export interface Settings<S, D> {
+  /** The proxy: the environment's (`FromEnvironment`), none (`Direct`), or one (`Through`). */
   readonly proxy: Proxy.ProxySetting<S>
   readonly noProxy: string | undefined
+  /** PEM text or a file's path. */
   readonly ca: string | undefined
   readonly caOnly: boolean
   readonly clientCertificate: Trust.ClientCertificate<S> | undefined
