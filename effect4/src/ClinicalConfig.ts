@@ -14,6 +14,7 @@ import * as Redacted from "effect/Redacted"
 import * as Settings from "../../core/config/settings.js"
 import { InvalidConfig } from "./ClinicalError.js"
 import { fromCore } from "./internal/fromCore.js"
+import { line } from "./internal/line.js"
 
 /** A duration as a setting takes it: a `Duration.Input` or the short form (`"30s"`, `"2m"`, `"1500ms"`). */
 export type DurationSetting = Settings.Duration<Duration.Input>
@@ -26,35 +27,6 @@ export type Service = Settings.Settings<Redacted.Redacted<string>, Duration.Dura
 
 /** The resolved settings. */
 export class ClinicalConfig extends Context.Service<ClinicalConfig, Service>()("effect-clinical/ClinicalConfig") {}
-
-/**
- * Reads a value that may be `Redacted` without ever logging it. Something that only looks like a
- * `Redacted` (Effect holds no value for it) reads as `undefined`, which every check refuses.
- */
-const reveal = (value: unknown): unknown => {
-  if (!Redacted.isRedacted(value)) return value
-  try {
-    return Redacted.value(value)
-  } catch {
-    return undefined
-  }
-}
-
-/** How this line holds secrets and durations. */
-const line: Settings.Line<Redacted.Redacted<string>, Duration.Duration> = {
-  reveal,
-  seal: (text) => Redacted.make(text),
-  decodeDuration: (value) => {
-    try {
-      return Option.getOrUndefined(Duration.fromInput(value as Duration.Input))
-    } catch {
-      return undefined
-    }
-  },
-  millis: Duration.millis,
-  toMillis: Duration.toMillis,
-  greaterThan: (a, b) => Duration.isGreaterThan(a, b)
-}
 
 /** Defaults of the optional settings (`authUrl` and `authenticateUrl` default to `baseUrl`). */
 export const defaults = Settings.defaults(line)

@@ -5,12 +5,13 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Redacted from "effect/Redacted"
+import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type * as Undici from "undici"
 import { describe } from "../../../../core/transport/failures.js"
 import * as Core from "../../../../core/transport/network.js"
 import type { InvalidConfig } from "../../ClinicalError.js"
+import { line } from "../line.js"
 import { invalidArgument } from "./wire.js"
 
 /** What the default transport takes besides undici's `Agent` options. */
@@ -24,12 +25,6 @@ export type Settings = Core.Settings<Redacted.Redacted<string>, Duration.Duratio
 
 /** The default transport's options that a client's settings give (what is not set is left to undici). */
 export const optionsOf = (settings: Settings): UndiciOptions => Core.optionsOf(settings, Duration.toMillis)
-
-/** How this line holds the secrets the network settings carry. */
-const secrets = {
-  reveal: (value: unknown): unknown => (Redacted.isRedacted(value) ? Redacted.value(value) : value),
-  seal: (text: string) => Redacted.make(text)
-}
 
 /**
  * The dispatchers of `options` in `env` (read when the effect runs: by default the process's
@@ -45,7 +40,7 @@ export const acquire = (
       : Effect.flatMap(Effect.promise(() => import("undici")), (undici) =>
         Effect.flatMap(
           Effect.try({
-            try: () => Core.make(undici as unknown as typeof Undici, options, env ?? process.env, secrets),
+            try: () => Core.make(undici as unknown as typeof Undici, options, env ?? process.env, line),
             catch: (cause) =>
               invalidArgument(
                 Core.refusedOption(cause instanceof Error ? cause.message : "", Core.splitOptions(options ?? {}).agent),
