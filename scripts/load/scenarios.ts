@@ -55,6 +55,12 @@ export interface Figures {
   readonly peakInFlightInWindowAt: number | undefined
   /** From the window's end to the first 100 ms in which the service answered at least half its capacity's rate. */
   readonly recoveryMillis: number | undefined
+  /**
+   * The same against half the rate this run reached before the window (the median 100 ms from the
+   * first answer to the window's start): what "back to full speed" means on a machine too busy to
+   * reach the capacity's rate at all. Undefined when the window starts before any answer.
+   */
+  readonly recoveryToOwnPaceMillis: number | undefined
 }
 
 export const LATENCY = 20
@@ -197,6 +203,7 @@ const figuresOf = (
   let peakInWindow: number | undefined
   let peakInWindowAt: number | undefined
   let recovery: number | undefined
+  let recoveryToOwnPace: number | undefined
   if (window !== undefined) {
     const perSecond = 1000 / BUCKET_MILLIS
     const late = bucketsIn(window.from + 2000, window.to)
@@ -226,8 +233,16 @@ const figuresOf = (
     // Half the capacity's rate in a bucket: K / latency requests a ms, for 100 ms.
     const half = (K / LATENCY) * BUCKET_MILLIS / 2
     const after = stats.buckets.slice(Math.floor(window.to / BUCKET_MILLIS))
-    const first = after.findIndex((b) => b.requests - b.throttled - b.failed >= half)
-    recovery = first < 0 ? undefined : first * BUCKET_MILLIS
+    const answered = (b: Stats["buckets"][number]) => b.requests - b.throttled - b.failed
+    const backAt = (rate: number) => {
+      const first = after.findIndex((b) => answered(b) >= rate)
+      return first < 0 ? undefined : first * BUCKET_MILLIS
+    }
+    recovery = backAt(half)
+    const before = stats.buckets.slice(0, Math.floor(window.from / BUCKET_MILLIS)).map(answered)
+    const paced = before.slice(before.findIndex((n) => n > 0)).sort((a, b) => a - b)
+    const ownPace = before.some((n) => n > 0) ? paced[Math.floor(paced.length / 2)]! : undefined
+    recoveryToOwnPace = ownPace === undefined ? undefined : backAt(ownPace / 2)
   }
   return {
     scenario: scenario.name,
@@ -247,7 +262,8 @@ const figuresOf = (
     connectsFirstSecondPerProcess: connectsFirstSecond,
     peakInFlightInWindow: peakInWindow,
     peakInFlightInWindowAt: peakInWindowAt,
-    recoveryMillis: recovery
+    recoveryMillis: recovery,
+    recoveryToOwnPaceMillis: recoveryToOwnPace
   }
 }
 
