@@ -1,0 +1,97 @@
+/**
+ * A bound on work in flight, first come first served. Unlike `Semaphore.withPermitsIfAvailable`,
+ * a newcomer never overtakes a waiting caller (so waiters cannot starve under load), and a free
+ * turn is taken with no Effect of its own: the common case costs one counter increment.
+ *
+ * `take`/`leave` serve code that runs in callbacks (the call's common path waits for its turn inside
+ * the same callback that sends); each Effect line adds `run`, the same gate for an Effect.
+ *
+ * Its size may change while it is used (the concurrency limit moves it): a larger size lets
+ * waiters in at once; a smaller one takes effect as turns are given back (a turn given back while
+ * more than the size are out is freed, not handed on), never by cutting a request short.
+ */
+/** The bound. */
+export interface Gate {
+  /**
+   * Asks for a turn: `granted` is called once the turn is this caller's, at once (before `take`
+   * returns) when one is free and nobody waits. Returns a function that withdraws the request if
+   * the turn was not given yet, and tells whether it was (then the caller holds it, and must
+   * `leave`).
+   */
+  readonly take: (granted: () => void) => () => boolean
+  /** Takes a turn if one is free and nobody waits (then the caller must `leave`); never waits. */
+  readonly tryTake: () => boolean
+  /** Gives a turn back: to the first waiter, or free. */
+  readonly leave: () => void
+  /** Turns taken and not given back. */
+  readonly inFlight: () => number
+  /** Sets how many turns there are (1 or more). */
+  readonly resize: (size: number) => void
+}
+
+/**
+ * One caller waiting for a turn. A class, not an object literal: a waiter can wait long, and V8
+ * would pretenure such a literal under load (see `callback`).
+ */
+class Waiter {
+  granted = false
+  constructor(readonly wake: () => void) {}
+}
+
+/** A gate of `initialSize` turns. */
+export const make = (initialSize: number): Gate => {
+  let size = initialSize
+  let inFlight = 0
+  const queue: Array<Waiter> = []
+
+  const grantFirst = () => {
+    const next = queue.shift()!
+    next.granted = true
+    next.wake()
+  }
+
+  // A finishing caller hands its turn straight to the first waiter, or frees it (and frees it
+  // while more than the size are out, the size having come down).
+  const leave = () => {
+    if (queue.length === 0 || inFlight > size) inFlight--
+    else grantFirst()
+  }
+
+  const resize = (next: number) => {
+    size = next
+    while (inFlight < size && queue.length > 0) {
+      inFlight++
+      grantFirst()
+    }
+  }
+
+  const take = (granted: () => void): () => boolean => {
+    if (inFlight < size && queue.length === 0) {
+      inFlight++
+      granted()
+      return () => true
+    }
+    const waiter = new Waiter(granted)
+    queue.push(waiter)
+    return () => {
+      if (waiter.granted) return true
+      const at = queue.indexOf(waiter)
+      if (at >= 0) queue.splice(at, 1)
+      return false
+    }
+  }
+
+  const tryTake = (): boolean => {
+    if (inFlight >= size || queue.length > 0) return false
+    inFlight++
+    return true
+  }
+
+  return {
+    take,
+    tryTake,
+    leave,
+    inFlight: () => inFlight,
+    resize
+  }
+}

@@ -1,0 +1,427 @@
+/**
+ * A client's load control: the adaptive concurrency limit and its latency signal, the retry
+ * budget and the circuit breaker (their decisions are `concurrencyLimit`, `queueing`,
+ * `retryBudget` and `circuitBreaker`'s), kept in one object per client that the call path tells
+ * what happens. It holds the state those pure functions replace, and moves the gate's size with
+ * the limit.
+ *
+ * What an attempt's end tells each (see {@link signalOfStatus}, {@link signalOfError}):
+ *
+ * | the attempt ended in | the limit | the breaker |
+ * |---|---|---|
+ * | an answer (2xx, 4xx but 429, a body too large, a redirect) | an answer; a 2xx's round trip, a latency sample | an answer |
+ * | 429 | an overload; the latency cuts nothing for a while | an answer: the service is up |
+ * | 503, an attempt that timed out | an overload | down |
+ * | another 5xx, the network failing, a name that did not resolve | nothing | down |
+ * | the call's deadline, a certificate or a proxy's refusal | nothing | nothing |
+ * | its token could not be had (nothing sent): a 5xx, the network, a timeout, no pause asked for | nothing | down (see {@link LoadControl.endedUnsent}) |
+ *
+ * When the breaker closes on an answer after being open (the service is back), the limit's last
+ * good value from before the outage's failures is restored: it returns to it quickly from where
+ * the outage left it (slow start again, if it had found none).
+ *
+ * The common path costs a few arithmetic steps: the breaker reads the clock only when it is not
+ * closed; the budget counts time by the call's own reading of the wall clock. The clock is the
+ * line's (`C`, read by the `nanos` each line hands over), so its test clock drives all of it.
+ */
+import type { Settings as ClientSettings } from "../config/settings.js"
+import type { ClinicalError } from "../errors.js"
+import * as CircuitBreaker from "./circuitBreaker.js"
+import * as ConcurrencyLimit from "./concurrencyLimit.js"
+import type * as Gate from "./gate.js"
+import * as Queueing from "./queueing.js"
+import * as RetryBudget from "./retryBudget.js"
+
+/** What an attempt's end tells the limit and the breaker (a number: no object per request). */
+export const Signal = {
+  /** The service answered: the limit may grow, the breaker closes. */
+  Answer: 0,
+  /** 429: the limit comes down; the service is up. */
+  Throttled: 1,
+  /** 503 or an attempt timeout: the limit comes down, and it counts towards opening the breaker. */
+  Overloaded: 2,
+  /** Another 5xx, the network failing: it counts towards opening the breaker. */
+  Down: 3,
+  /** Nothing either can learn from (the call's own deadline, a call refused before sending). */
+  Nothing: 4
+} as const
+
+export type Signal = typeof Signal[keyof typeof Signal]
+
+/** What a response's status tells. */
+export const signalOfStatus = (status: number): Signal =>
+  status === 429 ? Signal.Throttled : status === 503 ? Signal.Overloaded : status >= 500 ? Signal.Down : Signal.Answer
+
+/** What an attempt's failure tells (an error read from a response tells what its status does). */
+export const signalOfError = (error: ClinicalError): Signal => {
+  switch (error._tag) {
+    case "TransportError":
+      switch (error.reason) {
+        case "Network":
+        case "Dns":
+          return Signal.Down
+        case "Timeout":
+          return Signal.Overloaded
+        // A deadline, a certificate or a proxy's refusal says nothing of the service's load.
+        case "Deadline":
+        case "Tls":
+        case "Proxy":
+          return Signal.Nothing
+        default:
+          return Signal.Answer
+      }
+    case "InvalidRequest":
+    case "CircuitOpen":
+    case "TokenStoreError":
+      return Signal.Nothing
+    default:
+      return signalOfStatus(error.status)
+  }
+}
+
+/**
+ * Whether a failed token request says the service is down, to the breaker: a 5xx, the network or a
+ * timeout, with no pause asked for. While a pause the endpoint asked for runs (`Retry-After`,
+ * remembered by the token cache), calls fail fast with its error, nothing sent: the pause bounds
+ * that load itself, and counted, those fast failures opened the circuit on one 503.
+ */
+export const tokenFailureSaysDown = (failure: ClinicalError): boolean => {
+  const signal = signalOfError(failure)
+  return (signal === Signal.Down || signal === Signal.Overloaded) &&
+    !("retryAfterMillis" in failure && failure.retryAfterMillis !== undefined)
+}
+
+/**
+ * The clock a round trip is timed by: monotonic, in ms with their fractions. Whole ms of the wall
+ * clock made a 0.6 ms round trip 0 or 1: a `base` of 0, every later round over it, the limit cut
+ * to its floor on a fast service.
+ */
+export const roundTripMillis = (nanos: bigint): number => Number(nanos) / 1_000_000
+
+/**
+ * What an answer with `status`, to a request sent at `sentMillis`, gives the latency signal: the
+ * time it went for an answer with content (2xx); a refusal (a 4xx, a 3xx) may be answered faster
+ * than the service serves, and would pass for its round trip.
+ */
+export const latencySample = (status: number, sentMillis: number): number | undefined =>
+  status < 300 ? sentMillis : undefined
+
+/** The settings of a client's load control; an `undefined` part is turned off. */
+export interface Settings {
+  readonly limit: ConcurrencyLimit.Settings | undefined
+  /** The latency signal of the limit (on with it). */
+  readonly latency: Queueing.Settings | undefined
+  readonly initialLimit: number
+  readonly budget: RetryBudget.Settings | undefined
+  readonly breaker: CircuitBreaker.Settings | undefined
+}
+
+/** The load control a client's settings describe (`toMillis`: the line's durations in ms). */
+export const settingsOf = <D>(
+  config: Pick<
+    ClientSettings<unknown, D>,
+    | "adaptiveConcurrency"
+    | "maxConcurrentRequests"
+    | "initialConcurrency"
+    | "retryBudget"
+    | "retryBudgetRatio"
+    | "circuitBreakerThreshold"
+    | "circuitBreakerCooldown"
+    | "circuitBreakerMaxCooldown"
+    | "requestTimeout"
+  >,
+  toMillis: (duration: D) => number
+): Settings => {
+  const cooldownMillis = toMillis(config.circuitBreakerCooldown)
+  return {
+    limit: config.adaptiveConcurrency
+      ? { ...ConcurrencyLimit.DEFAULTS, max: config.maxConcurrentRequests }
+      : undefined,
+    latency: config.adaptiveConcurrency ? Queueing.DEFAULTS : undefined,
+    initialLimit: Math.min(config.initialConcurrency, config.maxConcurrentRequests),
+    budget: config.retryBudget ? { ...RetryBudget.DEFAULTS, ratio: config.retryBudgetRatio } : undefined,
+    breaker: config.circuitBreakerThreshold > 0
+      ? {
+        failureThreshold: config.circuitBreakerThreshold,
+        cooldownMillis,
+        maxCooldownMillis: toMillis(config.circuitBreakerMaxCooldown),
+        // A probe not heard of for as long as an attempt may take is given up.
+        probeTimeoutMillis: toMillis(config.requestTimeout)
+      }
+      : undefined
+  }
+}
+
+/**
+ * One client's load control, fed by its call path; each step that needs the time reads it from the
+ * caller's clock (`C`: the line's `Clock`).
+ */
+export class LoadControl<C> {
+  // Changed in place: the limit moves on nearly every answer, and this is the hot path.
+  private readonly limitState: { limit: number; good: number; decreasedAt: number } | undefined
+  private permits: number
+  /** Requests sent: a request's number orders it against the limit's last decrease. */
+  private sent = 0
+  private balance: number
+  private balanceCountedAt = Number.NEGATIVE_INFINITY
+  private breaker: CircuitBreaker.State = CircuitBreaker.closed
+  private admittedAt = Number.NEGATIVE_INFINITY
+  /** The limit's `good` when the last streak of failures began: what an outage's end restores. */
+  private goodBeforeFailures = Number.POSITIVE_INFINITY
+  /** The last failed token request counted towards the breaker (the error every call waiting for it shares). */
+  private lastTokenFailure: ClinicalError | undefined = undefined
+  /** The latency signal's state between rounds (see `queueing`). */
+  private latency = Queueing.initial
+  /** The fastest answer of the round under way, how many requests were out when it went, and the answers so far. */
+  private roundFastest = Number.POSITIVE_INFINITY
+  private roundFastestInFlight = 0
+  private roundAnswers = 0
+
+  constructor(
+    private readonly settings: Settings,
+    private readonly gate: Gate.Gate,
+    /** Told of each new size of the gate (the limit's gauge). */
+    private readonly onLimit: (permits: number) => void,
+    /** A clock's monotonic time in ns (the line's `Clock` read as it reads it). */
+    private readonly nanos: (clock: C) => bigint
+  ) {
+    this.limitState = settings.limit === undefined
+      ? undefined
+      : { ...ConcurrencyLimit.initial(settings.limit, settings.initialLimit) }
+    this.permits = this.limitState === undefined ? 0 : ConcurrencyLimit.permits(this.limitState.limit)
+    if (this.limitState !== undefined) {
+      gate.resize(this.permits)
+      onLimit(this.permits)
+    }
+    this.balance = settings.budget === undefined ? 0 : RetryBudget.floor(settings.budget)
+  }
+
+  /**
+   * Whether a call may go now: `undefined`, or the milliseconds until the breaker lets a probe
+   * through. A call let through while the circuit is not closed is its probe: {@link probeSince}
+   * tells it when it went, read at once.
+   */
+  admit(clock: C): number | undefined {
+    const settings = this.settings.breaker
+    this.admittedAt = Number.NEGATIVE_INFINITY
+    if (settings === undefined || this.breaker._tag === "Closed") return undefined
+    const now = this.monotonicMillis(clock)
+    const admission = CircuitBreaker.admit(settings, this.breaker, now)
+    if (admission._tag === "Refused") return admission.retryAt - now
+    this.breaker = admission.state
+    this.admittedAt = now
+    return undefined
+  }
+
+  /**
+   * When the call {@link admit} just let through went as the probe (what to tell its end with), or
+   * `-Infinity` when the circuit was closed.
+   */
+  probeSince(): number {
+    return this.admittedAt
+  }
+
+  /** Whether the breaker lets every call through (the common path's condition). */
+  closed(): boolean {
+    return this.breaker._tag === "Closed"
+  }
+
+  /**
+   * A request is about to go: its number, to tell its end with. A first attempt deposits in the
+   * retry budget; `now` is the caller's wall clock (ms), which the budget counts time by.
+   */
+  sending(firstAttempt: boolean, now: number): number {
+    const budget = this.settings.budget
+    if (firstAttempt && budget !== undefined) {
+      this.balance = RetryBudget.afterFirstAttempt(budget, this.balanceNow(budget, now))
+    }
+    return ++this.sent
+  }
+
+  /** When a request about to go was sent, for the breaker: only told apart from the probe when not closed. */
+  sentAt(clock: C): number {
+    return this.breaker._tag === "Closed" ? Number.NEGATIVE_INFINITY : this.monotonicMillis(clock)
+  }
+
+  /**
+   * A request ended in `signal`: `number` is what {@link sending} gave it, `sentAt` what
+   * {@link sentAt} did. For an answer with content (2xx), whose round trip is a latency sample:
+   * `sentMillis`, {@link roundTripClock} when it went, and `inFlightAtSend`, what {@link inFlight}
+   * said then. Called while its turn of the gate is still held.
+   */
+  ended(
+    number: number,
+    sentAt: number,
+    signal: Signal,
+    clock: C,
+    sentMillis?: number,
+    inFlightAtSend = 0
+  ): void {
+    if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
+    const limit = this.settings.limit
+    this.streakStarting(signal)
+    if (limit !== undefined && signal !== Signal.Down) {
+      const state = this.limitState!
+      if (signal === Signal.Answer) {
+        // With no 429 lately, latency is what stops the probe past `good`: it goes gently.
+        const gently = this.settings.latency !== undefined && this.latency.refusing === 0
+        state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight(), gently)
+        if (sentMillis !== undefined) {
+          this.sampled(number, this.roundTripClock(clock) - sentMillis, inFlightAtSend)
+        }
+      } else {
+        const decreasedAt = state.decreasedAt
+        Object.assign(state, ConcurrencyLimit.afterOverload(limit, state, number, this.sent + 1))
+        const decreased = state.decreasedAt !== decreasedAt
+        // A round under way, or a cut waiting to be judged, is muddled by another decrease.
+        if (decreased) this.newRound()
+        const latency = this.settings.latency
+        if (latency !== undefined) {
+          this.latency = Queueing.afterOverload(latency, this.latency, decreased, signal === Signal.Throttled)
+        }
+      }
+      this.resize()
+    }
+    this.toldBreaker(sentAt, signal, clock)
+  }
+
+  /** The clock a round trip is timed by (see {@link roundTripMillis}). */
+  roundTripClock(clock: C): number {
+    return roundTripMillis(this.nanos(clock))
+  }
+
+  /** A clock's time in milliseconds that never goes back (a wall clock may step back). */
+  private monotonicMillis(clock: C): number {
+    return Number(this.nanos(clock) / 1_000_000n)
+  }
+
+  /** Requests out now (taking a turn of the gate): what a request about to go tells {@link ended} it went with. */
+  inFlight(): number {
+    return this.gate.inFlight()
+  }
+
+  /**
+   * A latency sample: an answer to request `number`, sent with `inFlight` out, took `millis`. It
+   * counts towards the round under way (in slow start, it is a round of its own), unless it was
+   * sent before the limit last came down (old news) or the wall clock stepped back meanwhile.
+   */
+  private sampled(number: number, millis: number, inFlight: number): void {
+    const latency = this.settings.latency
+    const state = this.limitState!
+    if (latency === undefined || millis < 0 || number < state.decreasedAt) return
+    if (millis < this.roundFastest) {
+      this.roundFastest = millis
+      this.roundFastestInFlight = inFlight
+    }
+    this.roundAnswers++
+    const slowStart = state.good === Number.POSITIVE_INFINITY
+    if (!slowStart && this.roundAnswers < Queueing.roundSize(latency, ConcurrencyLimit.permits(state.limit))) return
+    const fastest = { millis: this.roundFastest, inFlight: this.roundFastestInFlight }
+    // A copy: the state is changed in place, and a cut or a check keeps the limit from before it.
+    const after = Queueing.afterRound(latency, this.settings.limit!, this.latency, { ...state }, fastest, this.sent)
+    this.latency = after.state
+    Object.assign(state, after.limit)
+    this.newRound()
+  }
+
+  private newRound(): void {
+    this.roundFastest = Number.POSITIVE_INFINITY
+    this.roundAnswers = 0
+  }
+
+  /**
+   * A call's attempt ended before its request went: its token could not be had. While the circuit
+   * is closed, a token request that failed as a service down does (a 5xx, the network, a timeout)
+   * counts towards opening it: a service down from the start is never reached by a data request,
+   * and its token requests alone must open the circuit. The calls' first attempts that waited for
+   * one request count once (they share its error: a server starting with many calls at once and one
+   * failed token request must not refuse them all); a retry that again finds no token counts as a
+   * failure of its own, however many share its request (retries at once would otherwise be one
+   * failure a wave, too few to open the circuit before the calls give up). While the circuit is not
+   * closed, the probe's token request learnt nothing of the data service: refused (a 401, a 400),
+   * the probe is given up and the next call probes (each failing as fast as its credentials say,
+   * not after minutes of cool-downs doubled); anything else reopens the circuit (a 429 and a
+   * pause's fast failure included: the token endpoint asked for less).
+   */
+  endedUnsent(sentAt: number, failure: ClinicalError, firstAttempt: boolean, clock: C): void {
+    const signal = signalOfError(failure)
+    if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
+    if (this.breaker._tag !== "Closed") {
+      return signal === Signal.Answer ? this.interrupted(sentAt, clock) : this.toldBreaker(sentAt, Signal.Down, clock)
+    }
+    if (!tokenFailureSaysDown(failure)) return
+    if (firstAttempt && failure === this.lastTokenFailure) return
+    this.lastTokenFailure = failure
+    this.streakStarting(signal)
+    this.toldBreaker(sentAt, Signal.Down, clock)
+  }
+
+  /**
+   * A call admitted at `sentAt` (see {@link probeSince}, {@link sentAt}) ended with nothing learnt
+   * (interrupted, its deadline passed): if it was the probe, another call probes now.
+   */
+  interrupted(sentAt: number, clock: C): void {
+    if (this.breaker._tag === "HalfOpen") {
+      this.breaker = CircuitBreaker.abandoned(this.breaker, sentAt, this.monotonicMillis(clock))
+    }
+  }
+
+  /** The first failure of a streak that may open the breaker: what the limit knew before it is kept. */
+  private streakStarting(signal: Signal): void {
+    if (
+      (signal === Signal.Overloaded || signal === Signal.Down) && this.breaker === CircuitBreaker.closed &&
+      this.limitState !== undefined
+    ) {
+      this.goodBeforeFailures = this.limitState.good
+    }
+  }
+
+  private toldBreaker(sentAt: number, signal: Signal, clock: C): void {
+    const breaker = this.settings.breaker
+    if (breaker === undefined || signal === Signal.Nothing) return
+    if (signal === Signal.Answer && this.breaker === CircuitBreaker.closed) return
+    const answered = signal === Signal.Answer || signal === Signal.Throttled
+    const wasClosed = this.breaker._tag === "Closed"
+    this.breaker = CircuitBreaker.afterOutcome(breaker, this.breaker, answered, sentAt, this.monotonicMillis(clock))
+    // Back after an outage, on an answer: a 429 that closes it says the service is full, and stays said.
+    if (!wasClosed && this.breaker._tag === "Closed" && signal === Signal.Answer && this.limitState !== undefined) {
+      Object.assign(this.limitState, ConcurrencyLimit.afterRecovery(this.limitState, this.goodBeforeFailures))
+    }
+  }
+
+  /**
+   * Whether a retry after the token failure `failure` goes unpaid by the budget: when the breaker,
+   * told of that failure, bounds such retries (the calls waiting for a token share one request, and
+   * charged each, 64 calls spent the budget that a service down from the start never filled).
+   * Anything else the breaker is not told of (a 429, a pause, a store's failure, the breaker off)
+   * is paid for, or nothing bounds it.
+   */
+  tokenRetryUnpaid(failure: ClinicalError): boolean {
+    return this.settings.breaker !== undefined && tokenFailureSaysDown(failure)
+  }
+
+  /** Whether a retry may be sent: the budget pays for it (always, with no budget). */
+  retryAllowed(now: number): boolean {
+    const budget = this.settings.budget
+    if (budget === undefined) return true
+    const balance = this.balanceNow(budget, now)
+    const after = RetryBudget.afterRetry(balance)
+    this.balance = after ?? balance
+    return after !== undefined
+  }
+
+  /** The budget's balance at `now` (wall ms: one that stepped back counts no time). */
+  private balanceNow(budget: RetryBudget.Settings, now: number): number {
+    const balance = RetryBudget.balanceAt(budget, this.balance, this.balanceCountedAt, now)
+    this.balanceCountedAt = Math.max(this.balanceCountedAt, now)
+    return balance
+  }
+
+  private resize(): void {
+    const permits = ConcurrencyLimit.permits(this.limitState!.limit)
+    if (permits === this.permits) return
+    this.permits = permits
+    this.gate.resize(permits)
+    this.onLimit(permits)
+  }
+}
