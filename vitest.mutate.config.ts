@@ -52,6 +52,7 @@ export default {
       "test/LatencySignal.test.ts",
       "test/Gate.test.ts",
       "test/PersonRequest.test.ts",
+      "test/PersonCalls.core.test.ts",
       "test/TokenStore.test.ts",
       "test/RedisTokenStore.test.ts",
       "test/Promise.test.ts",

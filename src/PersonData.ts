@@ -19,8 +19,9 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as Tracer from "effect/Tracer"
 import type * as BatchTally from "../core/batchTally.js"
-import { field, isRecord } from "../core/json.js"
-import { nameOf, OPERATION_NAME } from "../core/operationName.js"
+import * as Core from "../core/call/personData.js"
+import type { Operation } from "../core/call/personData.js"
+import { nameOf } from "../core/operationName.js"
 import { redactJson } from "../core/redaction/redactJson.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type ClinicalError, InvalidRequest, ResponseDecodeError } from "./ClinicalError.js"
@@ -31,68 +32,16 @@ import { type DateRange, personRequest, type PersonUidInput } from "./internal/c
 import { describeParseError } from "./internal/call/response.js"
 import * as FiberSpan from "./internal/observability/fiberSpan.js"
 import { redactor, scrub } from "./internal/redaction/redaction.js"
-import * as validate from "./internal/validate.js"
 import { TokenService } from "./TokenService.js"
 
-/** A person-data operation: where it is, and the name of the collection its answer carries. */
-export interface Operation {
-  /** Labels the operation's errors (`operation`), span and metrics. Letters, digits, `_`, `.`, `-`; at most 64. */
-  readonly name: string
-  /** Path under `baseUrl`, e.g. `/api/clinical/medication/get`. */
-  readonly path: string
-  /** The payload collection, found by this name in any letter case, e.g. `Medications`. */
-  readonly collection: string
-  /** True for an operation that changes data: sent again after it may have reached the server only with `retryWrites`. */
-  readonly writes: boolean
-}
-
-/** What {@link operation} takes. */
-export interface Definition {
-  readonly name: string
-  readonly path: string
-  readonly collection: string
-  /** Default false: the documented operations only read. */
-  readonly writes?: boolean | undefined
-}
-
-/**
- * Defines a person-data operation. A definition that is not valid is refused when it is used,
- * with an `InvalidRequest` naming the field.
- */
-export const operation = (definition: Definition): Operation => ({
-  name: definition?.name,
-  path: definition?.path,
-  collection: definition?.collection,
-  writes: definition?.writes === true
-})
-
-/** A person's medications. The item fields are not published: items are kept whole. */
-export const medications: Operation = operation({
-  name: "medications",
-  path: "/api/clinical/medication/get",
-  collection: "Medications"
-})
-
-/** A person's ethnicities: items `{ Name, Code }` (see {@link Ethnicity}). */
-export const ethnicities: Operation = operation({
-  name: "ethnicities",
-  path: "/api/Demographics/ethnicity/get",
-  collection: "Ethnicities"
-})
-
-/** A person's detailed ethnicities: items `{ Name, Code }` (see {@link Ethnicity}). */
-export const detailedEthnicities: Operation = operation({
-  name: "detailedEthnicities",
-  path: "/api/Demographics/detailedethnicity/get",
-  collection: "Ethnicities"
-})
-
-/** A person's unique device identifiers (UDI). The item fields are not published: items are kept whole. */
-export const uniqueDeviceIdentifiers: Operation = operation({
-  name: "uniqueDeviceIdentifiers",
-  path: "/api/Clinical/UniqueDeviceIdentifier/Get",
-  collection: "UniqueDeviceIdentifier"
-})
+export {
+  detailedEthnicities,
+  ethnicities,
+  medications,
+  operation,
+  uniqueDeviceIdentifiers
+} from "../core/call/personData.js"
+export type { Definition, Operation } from "../core/call/personData.js"
 
 /** An item of the two ethnicity operations, as the service documents it. Other fields are dropped. */
 export const Ethnicity = Schema.Struct({ Name: Schema.String, Code: Schema.String })
@@ -101,7 +50,7 @@ export const Ethnicity = Schema.Struct({ Name: Schema.String, Code: Schema.Strin
 export type Ethnicity = typeof Ethnicity.Type
 
 /** One item with every field the server sent. */
-export type Item = { readonly [field: string]: unknown }
+export type Item = Core.Item
 
 /** Schema of {@link Item}: any JSON object, kept whole. */
 export const Item: Schema.Schema<Item> = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -190,55 +139,6 @@ export interface Service {
 /** The tag of the person-data operations. */
 export class PersonData extends Context.Tag("effect-clinical/PersonData")<PersonData, Service>() {}
 
-/** Why a definition cannot be used (the field and the reason), or `undefined`. */
-const refusal = (op: Operation): readonly [string, string] | undefined => {
-  if (typeof op !== "object" || op === null) return ["operation", "must be a PersonData.operation(...)"]
-  if (typeof op.name !== "string" || !OPERATION_NAME.test(op.name)) {
-    return ["operation.name", "must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter"]
-  }
-  const path = validate.urlPath(op.path)
-  if (Either.isLeft(path)) return ["operation.path", path.left]
-  if (typeof op.collection !== "string" || op.collection.length === 0 || op.collection.length > 128) {
-    return ["operation.collection", "must be the name of the payload collection"]
-  }
-  return undefined
-}
-
-/** `Medications` -> `medication`, `Ethnicities` -> `ethnicit`: what a variant name of the collection contains. */
-const stemOf = (collection: string): string => {
-  const lower = collection.toLowerCase()
-  return lower.endsWith("ies") ? lower.slice(0, -3) : lower.endsWith("s") ? lower.slice(0, -1) : lower
-}
-
-/**
- * Finds the collection: the body itself when it is an array; else the field named after it (any
- * letter case; `null` means none); else the only array-valued field whose name contains the
- * collection's stem (`MedicationList`, ...). A body with no such collection, or with several such
- * arrays, is an error rather than an empty or a chosen list: reporting "none" for a response we
- * could not read, or one list of two, would be a clinical error.
- */
-const collectionOf = (op: Operation, json: unknown): Either.Either<ReadonlyArray<unknown>, string> => {
-  if (Array.isArray(json)) return Either.right(json)
-  if (!isRecord(json)) return Either.left("the body is neither a JSON object nor an array")
-  const named = field(json, op.collection)
-  if (Array.isArray(named)) return Either.right(named)
-  if (named === null) return Either.right([])
-  if (named !== undefined) return Either.left(`${op.collection} is not an array`)
-  const stem = stemOf(op.collection)
-  const arrays: Array<ReadonlyArray<unknown>> = []
-  for (const key in json) {
-    const value = json[key]
-    if (Array.isArray(value) && key.toLowerCase().includes(stem)) arrays.push(value)
-  }
-  if (arrays.length === 1) return Either.right(arrays[0]!)
-  // Two lists named like it (current and past medications?): taking either would be a guess.
-  return Either.left(
-    arrays.length === 0
-      ? `the body has no ${op.collection} collection`
-      : `the body has ${arrays.length} arrays named like ${op.collection} and none exactly: which holds it is unclear`
-  )
-}
-
 /** What a call needs of a checked operation, worked out once. */
 interface Prepared {
   readonly url: string
@@ -246,19 +146,11 @@ interface Prepared {
   readonly attributes: Readonly<Record<string, unknown>>
 }
 
-/** Decodes the items of the collection, or says why not (by path and kind, never by value). */
-type ItemsDecoder<A> = (op: Operation, items: ReadonlyArray<unknown>) => Either.Either<ReadonlyArray<A>, string>
-
 /**
- * `get`'s decoder: what `Schema.Array(Item)` accepts (every item a JSON object), checked directly,
- * and the items kept as parsed rather than copied. It runs on every call.
+ * Decodes the items of the collection, or says why not (by path and kind, never by value): the
+ * items themselves, or the core's `Unreadable` (no wrapper on the common path).
  */
-const keepWhole: ItemsDecoder<Item> = (op, items) => {
-  for (let i = 0; i < items.length; i++) {
-    if (!isRecord(items[i])) return Either.left(`${op.collection}[${i}] has the wrong type`)
-  }
-  return Either.right(items as ReadonlyArray<Item>)
-}
+type ItemsDecoder<A> = (op: Operation, items: ReadonlyArray<unknown>) => ReadonlyArray<A> | Core.Unreadable
 
 /** A caller's Schema compiles into a decoder once, not on every call. */
 const decoders = new WeakMap<Schema.Schema.Any, ItemsDecoder<unknown>>()
@@ -268,7 +160,12 @@ const itemsDecoder = <A, I>(schema: Schema.Schema<A, I, never>): ItemsDecoder<A>
   // Stryker disable next-line ConditionalExpression: equivalent in what it decodes, the cache saves compiling the schema on every call
   if (decoder === undefined) {
     const decode = Schema.decodeUnknownEither(Schema.Array(schema))
-    decoder = (op, items) => Either.mapLeft(decode(items), (error) => describeParseError(error, op.collection))
+    decoder = (op, items) => {
+      const decoded = decode(items)
+      return Either.isRight(decoded)
+        ? decoded.right
+        : new Core.Unreadable(describeParseError(decoded.left, op.collection))
+    }
     decoders.set(schema, decoder)
   }
   return decoder as ItemsDecoder<A>
@@ -284,7 +181,7 @@ const preparer = (baseUrl: string) => {
     const known = prepared.get(op)
     // Stryker disable next-line ConditionalExpression: equivalent in what it prepares, the cache saves checking the definition on every call
     if (known !== undefined) return known
-    if (refusal(op) !== undefined) return undefined
+    if (Core.refusal(op) !== undefined) return undefined
     const ready: Prepared = {
       url: `${baseUrl}${op.path}`,
       spanName: `PersonData.${op.name}`,
@@ -304,19 +201,20 @@ const finishItems = <A>(
 ): AuthorizedPost.Finish<Result<A>> =>
 ({ json, secrets, status }) => {
   const body = redact ? redactJson(json, redactor(secrets())) : json
-  const decoded = Either.flatMap(collectionOf(op, body), (items) => decodeItems(op, items))
-  return Either.isRight(decoded)
-    ? Either.right(new ItemsResult(decoded.right, body))
-    : Either.left(
+  const items = Core.collectionOf(op, body)
+  const decoded = items instanceof Core.Unreadable ? items : decodeItems(op, items)
+  return decoded instanceof Core.Unreadable
+    ? Either.left(
       new ResponseDecodeError({
         operation: op.name,
         method: "POST",
         url,
         status,
         // A decode failure's path may hold keys the server sent: scrub every secret out.
-        reason: scrub(decoded.left, secrets())
+        reason: scrub(decoded.reason, secrets())
       })
     )
+    : Either.right(new ItemsResult(decoded, body))
 }
 
 /** A call no one could see the spans of makes none: `traced` false. */
@@ -375,7 +273,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     ): Effect.Effect<Result<A>, ClinicalError> => {
       const ready = preparedOf(op)
       if (ready === undefined) {
-        const [field, reason] = refusal(op)!
+        const { field, reason } = Core.refusal(op)!
         return Effect.fail(new InvalidRequest({ operation: nameOf(op), field, reason }))
       }
       // The call's span, made from the fiber and handed to the call rather than made current
@@ -404,7 +302,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       )
     }
 
-    const get: Service["get"] = (op, personUid, options) => traced(op, keepWhole, personUid, options)
+    const get: Service["get"] = (op, personUid, options) => traced(op, Core.keepWhole, personUid, options)
 
     return PersonData.of({
       get,
