@@ -18,6 +18,8 @@ export default {
     "core/call/queueing.ts",
     "core/call/loadControl.ts",
     "core/call/gate.ts",
+    "core/call/decodeFailure.ts",
+    "core/observability/httpAttempt.ts",
     "core/call/retryBudget.ts",
     "core/call/circuitBreaker.ts",
     "core/batchTally.ts",

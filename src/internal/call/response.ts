@@ -5,6 +5,7 @@
 import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import type * as Redacted from "effect/Redacted"
+import { describeLeaves, ISSUE_WORDS, type Leaf } from "../../../core/call/decodeFailure.js"
 import * as Core from "../../../core/call/response.js"
 import { type HttpError } from "../../ClinicalError.js"
 import type { TransportResponse } from "../../HttpTransport.js"
@@ -29,20 +30,6 @@ const revealSecret = (secret: Redacted.Redacted<string>): string | undefined => 
 export const readJson = (exchange: Exchange, response: TransportResponse): Either.Either<unknown, HttpError> => {
   const read = Core.readJson(exchange, response, revealSecret)
   return read instanceof Core.Failed ? Either.left(fromCore(read.error)) : Either.right(read)
-}
-
-const ISSUE_WORDS = {
-  Missing: "is missing",
-  Unexpected: "is not expected",
-  Type: "has the wrong type",
-  Refinement: "has a value that is not allowed",
-  Transformation: "could not be transformed",
-  Forbidden: "could not be decoded synchronously"
-} as const
-
-interface Leaf {
-  readonly path: ReadonlyArray<PropertyKey>
-  readonly words: string
 }
 
 /** The failures of a decode, where they are and what kind; never the value found there. */
@@ -78,9 +65,5 @@ const leaves = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>,
 export const describeParseError = (error: ParseResult.ParseError, root: string): string => {
   const found: Array<Leaf> = []
   leaves(error.issue, [], found)
-  const listed = found.slice(0, 5).map(({ path, words }) =>
-    `${root}${path.map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`)).join("")} ${words}`
-  )
-  const more = found.length > 5 ? ` (and ${found.length - 5} more)` : ""
-  return `${listed.join("; ")}${more}`
+  return describeLeaves(found, root)
 }

@@ -17,6 +17,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as MetricKey from "effect/MetricKey"
 import * as MetricLabel from "effect/MetricLabel"
 import type * as Tracer from "effect/Tracer"
+import * as HttpAttempt from "../../../core/observability/httpAttempt.js"
 import type { TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import { secretBodyOf, SecretBodyRequest } from "../call/secretText.js"
@@ -25,9 +26,7 @@ import * as MetricUpdater from "./metricUpdater.js"
 import * as Telemetry from "./telemetry.js"
 
 /** Where a URL points, as the conventions name it; computed once per URL. */
-interface Server {
-  readonly address: string
-  readonly port: number
+interface Server extends HttpAttempt.Server {
   /** The duration histogram tagged for this server, by method, then by status (or error type). */
   readonly durations: Map<string, Map<number | string, MetricUpdater.Updater>>
 }
@@ -37,12 +36,7 @@ const servers = new Map<string, Server>()
 const serverOf = (url: string): Server => {
   let server = servers.get(url)
   if (server === undefined) {
-    const parsed = new URL(url)
-    server = {
-      address: parsed.hostname,
-      port: parsed.port === "" ? (parsed.protocol === "https:" ? 443 : 80) : Number(parsed.port),
-      durations: new Map()
-    }
+    server = { ...HttpAttempt.serverOfUrl(url), durations: new Map() }
     // Bounded: a client calls a handful of fixed URLs; anything else is not worth keeping.
     if (servers.size < 256) servers.set(url, server)
   }
@@ -56,7 +50,7 @@ export type Ending = Either.Either<HttpTransport.TransportResponse, TransportErr
 const errorTypeOf = (ending: Ending): string | undefined => {
   if (typeof ending === "string") return ending
   if (Either.isLeft(ending)) return ending.left.reason
-  return ending.right.status >= 400 ? String(ending.right.status) : undefined
+  return HttpAttempt.errorTypeOfStatus(ending.right.status)
 }
 
 /**
@@ -83,19 +77,6 @@ const durationOf = (method: string, server: Server, status: number | undefined, 
   return metric
 }
 
-const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/
-const SPAN_ID = /^(?!0{16})[0-9a-f]{16}$/
-
-/**
- * Whether a span has W3C ids to pass on: not Effect's no-op span (tracing turned off for the
- * fiber; its ids are "noop"), nor one whose ids are all zeros (OpenTelemetry's API without an SDK)
- * or not lower-case hex: a header made of them would be malformed.
- */
-const carriesIds = (span: Tracer.Span): boolean => TRACE_ID.test(span.traceId) && SPAN_ID.test(span.spanId)
-
-/** The W3C `traceparent` header of a span. */
-const traceparent = (span: Tracer.Span): string => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
-
 /**
  * An attempt under way: the request to send (with its `traceparent` when asked), and how to end
  * it. A class, not an object literal, as every object made per call (see `authorizedPost`). Its
@@ -111,9 +92,8 @@ export class Attempt {
     private readonly server: Server,
     propagate: boolean
   ) {
-    this.request = propagate && span !== undefined && carriesIds(span)
-      ? withTraceparent(request, traceparent(span))
-      : request
+    const traceparent = propagate && span !== undefined ? HttpAttempt.traceparentOf(span) : undefined
+    this.request = traceparent === undefined ? request : withTraceparent(request, traceparent)
   }
 
   /** Records how the attempt ended, at the fiber's time, with its metric labels. */
@@ -154,16 +134,8 @@ class WithTraceparent extends SecretBodyRequest implements HttpTransport.Transpo
 const withTraceparent = (request: HttpTransport.TransportRequest, value: string): HttpTransport.TransportRequest =>
   new WithTraceparent(request, value)
 
-const attributesOf = (request: HttpTransport.TransportRequest, server: Server, resendCount: number) => {
-  const attributes: Record<string, unknown> = {
-    "http.request.method": request.method,
-    "server.address": server.address,
-    "server.port": server.port,
-    "url.full": request.url
-  }
-  if (resendCount > 0) attributes["http.request.resend_count"] = resendCount
-  return attributes
-}
+const attributesOf = (request: HttpTransport.TransportRequest, server: Server, resendCount: number) =>
+  HttpAttempt.attributesOf(request.method, request.url, server, resendCount)
 
 /**
  * Starts an attempt of `request` from within `fiber`, with no Effect: its span, a child of `parent`
