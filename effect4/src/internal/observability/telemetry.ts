@@ -22,3 +22,24 @@ export const tokenLifetime = gauge(Metrics.tokenLifetime)
 
 /** Requests refused fast because the token endpoint asked for a pause (`Retry-After`). */
 export const throttledFastFails = counter(Metrics.throttledFastFails)
+
+const histogram = ({ boundaries, description, name }: Metrics.Definition) =>
+  Metric.histogram(name, { description, boundaries: boundaries ?? [] })
+
+/** Retries, by `operation` and `cause` (network, timeout, or the status code). */
+export const retries = counter(Metrics.retries)
+
+/** Calls that failed, by `operation` and `error` (the error's tag). */
+export const failures = counter(Metrics.failures)
+
+/** Requests a client lets out at once: the adaptive concurrency limit's last value. */
+export const concurrencyLimit = gauge(Metrics.concurrencyLimit)
+
+/** Attempts not sent by the load control, by `reason` (circuit-open, retry-budget). */
+export const refusedByLoadControl = counter(Metrics.refusedByLoadControl)
+
+/** Attempts per call, by `operation`. */
+export const attemptsPerCall = histogram(Metrics.attemptsPerCall)
+
+/** OpenTelemetry's `http.client.request.duration`, in seconds. */
+export const httpClientRequestDuration = histogram(Metrics.httpClientRequestDuration)

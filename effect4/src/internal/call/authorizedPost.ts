@@ -1,0 +1,469 @@
+/**
+ * A data call: POST with the bearer token and the ApplicationId, answered as JSON, made resilient.
+ * The rules are the core's, interpreted here with Effect 4 (the Effect 3 line interprets the same):
+ *
+ * - Every attempt takes the current token, so a retry never carries a stale one.
+ * - A 401 or 419 drops the token that was used (only if it is still the cached one), takes a
+ *   fresh token and tries again at once; once per call (core/call/callPolicy).
+ * - Transport failures, attempt timeouts, 429, 500, 502, 503 and 504 are retried with jittered
+ *   exponential backoff, at least as long as any `Retry-After`, up to `maxRetries` times; a call
+ *   that is not `resendable` (authenticate) only where its request surely never reached the server.
+ * - The whole call has a deadline: a wait that would pass it is not started.
+ * - At most `maxConcurrentRequests` data requests are in flight per client (core/call/gate), and
+ *   within that the client's load control (core/call/loadControl) sets how many go at once,
+ *   refuses calls while its circuit is open (`CircuitOpen`) and bounds retries by its budget.
+ *
+ * This is the Effect path alone: the fiber-free common path the Effect 3 line takes for a cached
+ * token and a free turn comes to this line with its performance stage.
+ */
+import type * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
+import * as Random from "effect/Random"
+import * as Redacted from "effect/Redacted"
+import * as CallPolicy from "../../../../core/call/callPolicy.js"
+import * as Core from "../../../../core/call/loadControl.js"
+import { Failed, readJson } from "../../../../core/call/response.js"
+import { retryPolicyOf } from "../../../../core/config/settings.js"
+import * as Redaction from "../../../../core/redaction/redaction.js"
+import type * as ClinicalConfig from "../../ClinicalConfig.js"
+import { CircuitOpen, type ClinicalError, type HttpError, type Operation, TransportError } from "../../ClinicalError.js"
+import type * as HttpTransport from "../../HttpTransport.js"
+import type * as TokenService from "../../TokenService.js"
+import { fromCore } from "../fromCore.js"
+import * as HttpSpan from "../observability/httpSpan.js"
+import * as Telemetry from "../observability/telemetry.js"
+import * as Gate from "./gate.js"
+
+/** A successful answer: its status and its JSON body. */
+export interface JsonResponse {
+  readonly status: number
+  readonly json: unknown
+  /** Every secret the request carried (the PersonUid, the token, the ApplicationId, ...), revealed: to scrub from text built from the body. */
+  readonly secrets: () => ReadonlyArray<string>
+}
+
+/** What a call makes of an answer that reads: the value its caller gets, or the error the answer stands for. */
+export type Finish<A> = (answer: JsonResponse) => A | Failed
+
+/** What a call is. */
+export interface Call<A> {
+  /** The operation's name, for errors, spans and metrics. */
+  readonly operation: Operation
+  readonly url: string
+  /** The request body; it holds a PersonUid (or a pass code), so it stays secret. */
+  readonly body: Redacted.Redacted<string>
+  /** Secrets the request carries besides the token and ApplicationId, revealed only to scrub server text. */
+  readonly secrets: () => ReadonlyArray<string>
+  /**
+   * Whether the request may be sent again once it may have reached the server. Reads may; an
+   * operation that consumes something (a single-use pass code) or writes may not.
+   */
+  readonly resendable: boolean
+  /** What the call makes of its answer (decoding it, say): its failure is the call's, recorded as any other. */
+  readonly finish: Finish<A>
+}
+
+/** Makes one call: what it makes of the answer, or the typed error it ended in. */
+export type AuthorizedPost = <A>(call: Call<A>) => Effect.Effect<A, ClinicalError>
+
+type AnyCall = Call<unknown>
+
+/** The headers of every data request: JSON, the bearer token and the ApplicationId, both redacted. */
+export const dataHeaders = (
+  config: ClinicalConfig.Service,
+  authorization: Redacted.Redacted<string>
+): Readonly<Record<string, HttpTransport.WireValue>> => ({
+  "Content-Type": "application/json",
+  // No compression: nothing to inflate, so nothing to inflate without bound.
+  "Accept-Encoding": "identity",
+  Authorization: authorization,
+  ApplicationId: config.applicationId
+})
+
+/** How a failed exchange ended: sent, unless the request surely never reached the server. */
+const failed = (error: HttpError): CallPolicy.Outcome<ClinicalError> => ({
+  _tag: "Failed",
+  error,
+  sent: !(error._tag === "TransportError" && error.requestSent === false)
+})
+
+/** The error an attempt that did not end the call ended in. */
+const errorOf = (outcome: CallPolicy.Outcome<ClinicalError>): ClinicalError =>
+  outcome._tag === "Failed" ? outcome.error : outcome.read._tag === "Left" ? outcome.read.left : undefined!
+
+const refusedByCircuit = Metric.withAttributes(Telemetry.refusedByLoadControl, { reason: "circuit-open" })
+const refusedByBudget = Metric.withAttributes(Telemetry.refusedByLoadControl, { reason: "retry-budget" })
+
+const nanos = (clock: Clock.Clock): bigint => clock.currentTimeNanosUnsafe()
+
+/** The calls of one client, one method per step. The public entry is {@link make}. */
+class Caller {
+  private readonly resendable: CallPolicy.Policy
+  private readonly singleUse: CallPolicy.Policy
+  private readonly deadlineMillis: number
+  private readonly requestTimeoutMillis: number
+  private readonly maxRetryAfterMillis: number
+  private readonly gate: Gate.Gate
+  private readonly load: Core.LoadControl<Clock.Clock>
+  // The headers change with the token only: built once per token, not on every call.
+  private headersToken: TokenService.AccessToken | undefined = undefined
+  private headers: Readonly<Record<string, HttpTransport.WireValue>> = {}
+
+  constructor(
+    private readonly config: ClinicalConfig.Service,
+    private readonly transport: HttpTransport.Service,
+    private readonly tokens: TokenService.Service,
+    context: Context.Context<never>
+  ) {
+    const retry = retryPolicyOf(config, Duration.toMillis)
+    this.resendable = { ...retry, resendable: true }
+    this.singleUse = { ...retry, resendable: false }
+    this.deadlineMillis = Duration.toMillis(config.deadline)
+    this.requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
+    this.maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
+    this.gate = Gate.make(config.maxConcurrentRequests)
+    this.load = new Core.LoadControl(
+      Core.settingsOf(config, Duration.toMillis),
+      this.gate,
+      // The limit's gauge, set as the limit moves, in the services the client was built with.
+      (permits) => Telemetry.concurrencyLimit.updateUnsafe(permits, context),
+      nanos
+    )
+  }
+
+  call<A>(call: Call<A>): Effect.Effect<A, ClinicalError> {
+    return Effect.clockWith((clock) =>
+      this.attempt(call, CallPolicy.begin(clock.currentTimeMillisUnsafe(), this.deadlineMillis))
+    )
+  }
+
+  /** The call's deadline passed; `unsent` when it passed before the request went (waiting for a turn or a token). */
+  private deadlinePassed(call: AnyCall, unsent = false): HttpError {
+    return new TransportError({
+      operation: call.operation,
+      reason: "Deadline",
+      ...(unsent ? { requestSent: false } : {}),
+      method: "POST",
+      url: call.url,
+      detail: `the call's deadline of ${Duration.format(this.config.deadline)} passed`
+    })
+  }
+
+  private request(
+    call: AnyCall,
+    token: TokenService.AccessToken,
+    timeoutMillis: number
+  ): HttpTransport.TransportRequest {
+    if (token !== this.headersToken) {
+      this.headers = dataHeaders(this.config, token.authorization)
+      this.headersToken = token
+    }
+    return {
+      method: "POST",
+      url: call.url,
+      headers: this.headers,
+      body: call.body,
+      maxResponseBytes: this.config.maxResponseBytes,
+      timeoutMillis
+    }
+  }
+
+  /** A transport's failure as the call's: labelled with the operation, scrubbed of the call's secrets; a timeout that was the deadline says so. */
+  private transportFailure(call: AnyCall, byDeadline: boolean, error: TransportError): HttpError {
+    if (byDeadline && error.reason === "Timeout") return this.deadlinePassed(call)
+    return new TransportError({
+      operation: call.operation,
+      reason: error.reason,
+      method: error.method,
+      url: error.url,
+      detail: Redaction.scrub(error.detail, call.secrets()),
+      ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
+    })
+  }
+
+  // One request with the attempt timeout, cut short by the deadline if that comes first.
+  private exchange(call: AnyCall, progress: CallPolicy.Progress, token: TokenService.AccessToken) {
+    return Effect.clockWith((clock) => {
+      const budget = CallPolicy.budget(progress, clock.currentTimeMillisUnsafe(), this.requestTimeoutMillis)
+      if (budget._tag === "Passed") return Effect.fail(this.deadlinePassed(call, true))
+      return Effect.mapError(
+        HttpSpan.attempt(
+          this.request(call, token, budget.timeoutMillis),
+          progress.attempts - 1,
+          this.config.tracePropagation,
+          this.transport.send
+        ),
+        (error) => this.transportFailure(call, budget.byDeadline, error)
+      )
+    })
+  }
+
+  // The token: at once when cached; a wait for a refresh is bounded by the deadline.
+  private token(call: AnyCall, progress: CallPolicy.Progress) {
+    return Effect.clockWith((clock) =>
+      Effect.mapError(
+        this.tokens.getWithin(Math.max(0, progress.deadlineAt - clock.currentTimeMillisUnsafe())),
+        (error): ClinicalError =>
+          error._tag === "TransportError" && error.reason === "Deadline" ? this.deadlinePassed(call, true) : error
+      )
+    )
+  }
+
+  // The call's bookkeeping: the attempts histogram, the failures counter, the span's attributes.
+  private record(
+    call: AnyCall,
+    progress: CallPolicy.Progress,
+    status: number | undefined,
+    error: ClinicalError | undefined
+  ) {
+    const operation = { operation: call.operation }
+    return Effect.all([
+      Metric.update(Metric.withAttributes(Telemetry.attemptsPerCall, operation), progress.attempts),
+      error === undefined
+        ? Effect.void
+        : Metric.update(Metric.withAttributes(Telemetry.failures, { ...operation, error: error._tag }), 1),
+      Effect.annotateCurrentSpan({
+        "clinical.attempts": progress.attempts,
+        ...(status === undefined ? {} : { "http.response.status_code": status }),
+        ...(error === undefined ? {} : { "clinical.error": error._tag })
+      })
+    ], { discard: true })
+  }
+
+  /** The end of a call whose answer reads: what the call makes of it, recorded (a failure as any other). */
+  private succeed<A>(
+    call: Call<A>,
+    progress: CallPolicy.Progress,
+    status: number,
+    json: unknown,
+    used: TokenService.AccessToken | undefined
+  ): Effect.Effect<A, ClinicalError> {
+    return Effect.suspend(() => {
+      const secrets = () => [
+        ...call.secrets(),
+        Redacted.value(this.config.applicationId),
+        ...(used === undefined ? [] : [Redacted.value(used.token)])
+      ]
+      const out = call.finish({ status, json, secrets })
+      return out instanceof Failed
+        ? this.fail(call, progress, fromCore(out.error))
+        : Effect.as(this.record(call, progress, status, undefined), out)
+    })
+  }
+
+  private fail(call: AnyCall, progress: CallPolicy.Progress, error: ClinicalError) {
+    return Effect.andThen(
+      this.record(call, progress, "status" in error ? error.status : undefined, error),
+      Effect.fail(error)
+    )
+  }
+
+  // Acts on the pure step for how the attempt ended.
+  private proceed<A>(
+    call: Call<A>,
+    progress: CallPolicy.Progress,
+    outcome: CallPolicy.Outcome<ClinicalError>,
+    used: TokenService.AccessToken | undefined
+  ): Effect.Effect<A, ClinicalError> {
+    return Effect.flatMap(Random.next, (random) =>
+      Effect.clockWith((clock) => {
+        const policy = call.resendable ? this.resendable : this.singleUse
+        const step = CallPolicy.next(policy, progress, outcome, clock.currentTimeMillisUnsafe(), random)
+        switch (step._tag) {
+          case "Done":
+            return this.succeed(call, step.progress, step.status, step.json, used)
+          case "Fail":
+            return this.fail(call, step.progress, step.error)
+          case "RefreshToken":
+            return Effect.logDebug("token rejected; refreshing it and retrying once").pipe(
+              Effect.annotateLogs({
+                status: outcome._tag === "Answered" ? outcome.status : 0,
+                generation: used?.generation
+              }),
+              Effect.andThen(used === undefined ? Effect.void : this.tokens.invalidate(used)),
+              Effect.andThen(Effect.suspend(() => this.attempt(call, step.progress)))
+            )
+          case "Retry": {
+            const error = errorOf(outcome)
+            // A retry after the token could not be had as the service down is not paid from the
+            // budget: the breaker bounds it (LoadControl.tokenRetryUnpaid).
+            if (
+              !(used === undefined && this.load.tokenRetryUnpaid(error)) &&
+              !this.load.retryAllowed(clock.currentTimeMillisUnsafe())
+            ) {
+              return Metric.update(refusedByBudget, 1).pipe(
+                Effect.andThen(Effect.logDebug("retry not sent: the retry budget is spent")),
+                Effect.andThen(this.fail(call, progress, error))
+              )
+            }
+            const retries = Metric.withAttributes(Telemetry.retries, { operation: call.operation, cause: step.cause })
+            return Metric.update(retries, 1).pipe(
+              Effect.andThen(
+                Effect.logDebug("retrying").pipe(
+                  Effect.annotateLogs({
+                    cause: step.cause,
+                    retry: step.progress.retried,
+                    delayMillis: step.delayMillis
+                  })
+                )
+              ),
+              Effect.andThen(Effect.sleep(Duration.millis(step.delayMillis))),
+              Effect.andThen(Effect.suspend(() => this.attempt(call, step.progress)))
+            )
+          }
+        }
+      }))
+  }
+
+  /** An answer read into its JSON: the call ends, or goes on as the error it stands for says. */
+  private answered<A>(
+    call: Call<A>,
+    progress: CallPolicy.Progress,
+    used: TokenService.AccessToken,
+    response: HttpTransport.TransportResponse
+  ): Effect.Effect<A, ClinicalError> {
+    return Effect.clockWith((clock) => {
+      const read = readJson({
+        operation: call.operation,
+        method: "POST",
+        url: call.url,
+        secrets: () => [...call.secrets(), Redacted.value(used.token), Redacted.value(this.config.applicationId)],
+        now: clock.currentTimeMillisUnsafe(),
+        maxRetryAfterMillis: this.maxRetryAfterMillis
+      }, response)
+      return read instanceof Failed
+        ? this.proceed(
+          call,
+          progress,
+          { _tag: "Answered", status: response.status, read: { _tag: "Left", left: fromCore(read.error) } },
+          used
+        )
+        : this.succeed(call, progress, response.status, read, used)
+    })
+  }
+
+  /**
+   * One attempt. A turn of the gate is held only while the request is in flight; the wait for one
+   * needs no timer of its own to respect the deadline (turns go in arrival order, and every call
+   * ahead holds its turn no longer than its own, earlier, deadline).
+   */
+  private attempt<A>(call: Call<A>, before: CallPolicy.Progress): Effect.Effect<A, ClinicalError> {
+    return Effect.clockWith((clock) => {
+      const waitMillis = this.load.admit(clock)
+      if (waitMillis !== undefined) return this.circuitOpen(call, before, this.refusal(call, waitMillis))
+      const progress = CallPolicy.attempted(before)
+      const sentAt = this.load.probeSince()
+      const attempt = Effect.matchEffect(this.token(call, progress), {
+        // Nothing of this call was sent yet: a token failure may always be retried.
+        onFailure: (error) => {
+          this.load.endedUnsent(sentAt, error, progress.attempts === 1, clock)
+          return this.proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined)
+        },
+        onSuccess: (used) => {
+          const exchange = Effect.suspend((): Effect.Effect<HttpTransport.TransportResponse, HttpError> => {
+            // Admitted while closed, its turn coming once the circuit opened: asked again.
+            if (sentAt === Number.NEGATIVE_INFINITY && !this.load.closed()) {
+              const waitMillis = this.load.admit(clock)
+              if (waitMillis !== undefined) return Effect.fail(this.refusal(call, waitMillis))
+            }
+            return this.measured(this.exchange(call, progress, used), progress, clock)
+          })
+          return Effect.matchEffect(this.gate.run(exchange), {
+            onFailure: (error) =>
+              error._tag === "CircuitOpen"
+                ? this.circuitOpen(call, before, error)
+                : this.proceed(call, progress, failed(error), used),
+            onSuccess: (response) => this.answered(call, progress, used, response)
+          })
+        }
+      })
+      // Only a call admitted while the circuit was not closed can be its probe (see `sentAt`).
+      return sentAt === Number.NEGATIVE_INFINITY
+        ? attempt
+        : Effect.onInterrupt(attempt, () => Effect.sync(() => this.load.interrupted(sentAt, clock)))
+    })
+  }
+
+  /** The open circuit's refusal of a call: nothing is sent, the caller learns when the service is probed. */
+  private refusal(call: AnyCall, waitMillis: number): CircuitOpen {
+    return new CircuitOpen({ operation: call.operation, retryAfterMillis: waitMillis })
+  }
+
+  /** A call the open circuit refused: counted, recorded, failed with the refusal. */
+  private circuitOpen(call: AnyCall, progress: CallPolicy.Progress, refused: CircuitOpen) {
+    return Effect.andThen(Metric.update(refusedByCircuit, 1), this.fail(call, progress, refused))
+  }
+
+  /** An exchange whose end the load control is told of, in its turn (so that the turn counts as in flight). */
+  private measured(
+    exchange: Effect.Effect<HttpTransport.TransportResponse, HttpError>,
+    progress: CallPolicy.Progress,
+    clock: Clock.Clock
+  ): Effect.Effect<HttpTransport.TransportResponse, HttpError> {
+    return Effect.suspend(() => {
+      const load = this.load
+      const number = load.sending(progress.attempts === 1, clock.currentTimeMillisUnsafe())
+      const sentMillis = load.roundTripClock(clock)
+      const sentAt = load.sentAt(clock)
+      const inFlight = load.inFlight()
+      return Effect.onExit(exchange, (exit) =>
+        Effect.sync(() => {
+          if (Exit.isSuccess(exit)) {
+            const status = exit.value.status
+            load.ended(
+              number,
+              sentAt,
+              Core.signalOfStatus(status),
+              clock,
+              Core.latencySample(status, sentMillis),
+              inFlight
+            )
+          } else {
+            const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+            if (error !== undefined) load.ended(number, sentAt, Core.signalOfError(error.error), clock)
+          }
+        }))
+    })
+  }
+}
+
+/**
+ * Builds a call function over the given services, with a gate and load control of its own;
+ * `context`: the services it was built in (where the limit's gauge is kept).
+ */
+export const make = (
+  config: ClinicalConfig.Service,
+  transport: HttpTransport.Service,
+  tokens: TokenService.Service,
+  context: Context.Context<never>
+): AuthorizedPost => {
+  const caller = new Caller(config, transport, tokens, context)
+  return (call) => caller.call(call)
+}
+
+/** The call function of each client, keyed by its token cache: every service of a client shares one gate. */
+const perClient = new WeakMap<
+  TokenService.Service,
+  { readonly config: ClinicalConfig.Service; readonly transport: HttpTransport.Service; readonly post: AuthorizedPost }
+>()
+
+/**
+ * The call function of the client these services make up: built once per token cache, so that
+ * `maxConcurrentRequests` bounds the requests of all the client's operations together.
+ */
+export const forClient = (
+  config: ClinicalConfig.Service,
+  transport: HttpTransport.Service,
+  tokens: TokenService.Service,
+  context: Context.Context<never>
+): AuthorizedPost => {
+  const known = perClient.get(tokens)
+  if (known !== undefined && known.config === config && known.transport === transport) return known.post
+  const post = make(config, transport, tokens, context)
+  perClient.set(tokens, { config, transport, post })
+  return post
+}

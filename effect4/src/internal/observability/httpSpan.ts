@@ -1,0 +1,92 @@
+/**
+ * One HTTP attempt, observed as OpenTelemetry's HTTP client conventions say (the names and
+ * attributes are the core's, core/observability/httpAttempt.ts): a CLIENT span per attempt, a
+ * child of the call's span, named after the method; ended as an error for a status of 400 or more
+ * or a transport failure; and the `http.client.request.duration` histogram.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
+import * as HttpAttempt from "../../../../core/observability/httpAttempt.js"
+import type { TransportError } from "../../ClinicalError.js"
+import type { TransportRequest, TransportResponse } from "../transport/wire.js"
+import * as Telemetry from "./telemetry.js"
+
+const servers = new Map<string, HttpAttempt.Server>()
+
+/** The server of `url`, computed once per URL (a client calls a handful of fixed URLs). */
+const serverOf = (url: string): HttpAttempt.Server => {
+  let server = servers.get(url)
+  if (server === undefined) {
+    server = HttpAttempt.serverOfUrl(url)
+    if (servers.size < 256) servers.set(url, server)
+  }
+  return server
+}
+
+/** `error.type` of an attempt's end: a status from 400, the transport's reason, interrupted, or `_OTHER`. */
+const errorTypeOf = (exit: Exit.Exit<TransportResponse, TransportError>): string | undefined => {
+  if (Exit.isSuccess(exit)) return HttpAttempt.errorTypeOfStatus(exit.value.status)
+  const failure = exit.cause.reasons.find(Cause.isFailReason)
+  if (failure !== undefined) return failure.error.reason
+  return Cause.hasInterruptsOnly(exit.cause) ? "interrupted" : "_OTHER"
+}
+
+/** `request` with a `traceparent` header added. */
+const withTraceparent = (request: TransportRequest, traceparent: string): TransportRequest => ({
+  ...request,
+  headers: { ...request.headers, traceparent }
+})
+
+/**
+ * `send` observed as one attempt of `request`; `resendCount`: how many times the call's request
+ * went before. With `propagate`, the request carries the attempt's `traceparent`; with `traced`
+ * false (nobody could see it), no span is made, and the duration is recorded all the same.
+ */
+export const attempt = (
+  request: TransportRequest,
+  resendCount: number,
+  propagate: boolean,
+  send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>,
+  traced = true
+): Effect.Effect<TransportResponse, TransportError> =>
+  Effect.clockWith((clock) => {
+    const server = serverOf(request.url)
+    const started = clock.currentTimeNanosUnsafe()
+    const ended = (exit: Exit.Exit<TransportResponse, TransportError>) => {
+      const status = Exit.isSuccess(exit) ? exit.value.status : undefined
+      const error = errorTypeOf(exit)
+      const attributes: Record<string, string> = {
+        "http.request.method": request.method,
+        "server.address": server.address,
+        "server.port": String(server.port)
+      }
+      if (status !== undefined) attributes["http.response.status_code"] = String(status)
+      if (error !== undefined) attributes["error.type"] = error
+      const seconds = Number(clock.currentTimeNanosUnsafe() - started) / 1e9
+      return {
+        status,
+        error,
+        record: Metric.update(Metric.withAttributes(Telemetry.httpClientRequestDuration, attributes), seconds)
+      }
+    }
+    if (!traced) return Effect.onExit(send(request), (exit) => ended(exit).record)
+    return Effect.flatMap(
+      Effect.makeSpan(request.method, {
+        kind: "client",
+        attributes: HttpAttempt.attributesOf(request.method, request.url, server, resendCount)
+      }),
+      (span) => {
+        const traceparent = propagate ? HttpAttempt.traceparentOf(span) : undefined
+        const sent = traceparent === undefined ? request : withTraceparent(request, traceparent)
+        return Effect.onExit(Effect.withParentSpan(send(sent), span), (exit) => {
+          const { error, record, status } = ended(exit)
+          if (status !== undefined) span.attribute("http.response.status_code", status)
+          if (error !== undefined) span.attribute("error.type", error)
+          span.end(clock.currentTimeNanosUnsafe(), error === undefined ? Exit.void : Exit.fail(error))
+          return record
+        })
+      }
+    )
+  })
