@@ -67,3 +67,12 @@ export const describe = (cause: unknown): string => {
   }
   return String(cause)
 }
+
+/**
+ * A platform client's failure in a detail: its cause described, and what that wraps (fetch says
+ * only "fetch failed"; the code that tells a refused connection from a reset is in its `cause`).
+ */
+export const describeWrapped = (cause: unknown): string => {
+  const inner = cause instanceof Error ? (cause as { readonly cause?: unknown }).cause : undefined
+  return inner instanceof Error ? `${describe(cause)} (${describe(inner)})` : describe(cause)
+}

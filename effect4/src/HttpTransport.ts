@@ -7,6 +7,8 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClient from "effect/http/HttpClient"
 import * as Layer from "effect/Layer"
 import type { Dispatcher } from "undici"
 import { exceedsLimit, hasTimeout } from "../../core/transport/failures.js"
@@ -14,6 +16,7 @@ import type { Network } from "../../core/transport/network.js"
 import { splitUrl } from "../../core/url.js"
 import * as ClinicalConfig from "./ClinicalConfig.js"
 import type { InvalidConfig, TransportError } from "./ClinicalError.js"
+import { fromHttpClient } from "./internal/transport/httpClient.js"
 import * as NetworkShell from "./internal/transport/network.js"
 import type { UndiciOptions } from "./internal/transport/network.js"
 import { sendThrough } from "./internal/transport/undici.js"
@@ -26,6 +29,7 @@ import {
   type TransportResponse
 } from "./internal/transport/wire.js"
 
+export { fromHttpClient } from "./internal/transport/httpClient.js"
 export type { NetworkOptions, UndiciOptions } from "./internal/transport/network.js"
 export {
   jsonResponse,
@@ -100,6 +104,21 @@ export const layerMemory = (
       HttpTransport,
       Effect.fail(invalidArgument("handler", "must be a function from a request to an Effect of a response"))
     )
+
+/**
+ * A transport over the `effect/http` HttpClient the application provides (fetch, node, ...). A
+ * `FetchHttpClient.RequestInit` provided where this layer is built (a dispatcher for a proxy or a
+ * private CA, say) applies to every request; redirects are never followed.
+ */
+export const layerHttpClient: Layer.Layer<HttpTransport, never, HttpClient.HttpClient> = Layer.effect(
+  HttpTransport,
+  Effect.gen(function*() {
+    const context = yield* Effect.context<never>()
+    return HttpTransport.of(
+      fromHttpClient(yield* HttpClient.HttpClient, Context.getOrUndefined(context, FetchHttpClient.RequestInit))
+    )
+  })
+)
 
 /** A transport over an undici dispatcher the application owns. */
 export const fromUndiciAgent = (agent: Pick<Dispatcher, "dispatch">): Service =>

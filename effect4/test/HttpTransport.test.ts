@@ -1,11 +1,13 @@
 /**
  * The Effect 4 line's transports: the in-memory one (its timeout on Effect's clock, its size limit,
- * a send that is not an Effect) and undici's over a real loopback server (what goes over the wire,
+ * a send that is not an Effect), and undici's and the platform HttpClient's (fetch) over a real
+ * loopback server, told the same (what goes over the wire,
  * a redirect answered and never followed, a body over the limit, a timeout, a refused connection,
  * a secret in a failure's detail scrubbed).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Redacted } from "effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import { TestClock } from "effect/testing"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -137,93 +139,106 @@ describe("the in-memory transport", () => {
     }))
 })
 
-describe("the undici transport", () => {
-  it.effect("sends the method, path, headers and body, secrets revealed on the wire alone; reads the status, headers and body", () =>
-    Effect.gen(function*() {
-      const server = yield* serve((_, response) => {
-        response.setHeader("x-answer", ["one", "two"])
-        response.end("{\"Success\":true}")
-      })
-      const response = yield* send({
-        method: "POST",
-        url: `${server.url}/api/Medications?x=1`,
-        headers: { Authorization: Redacted.make(`Bearer ${TOKEN}`), "content-type": "application/json" },
-        body: Redacted.make("{\"PersonUid\":\"p\"}")
-      }).pipe(Effect.provide(HttpTransport.layerUndici()))
-      assert.strictEqual(response.status, 200)
-      assert.strictEqual(response.body, "{\"Success\":true}")
-      assert.strictEqual(response.headers["x-answer"], "one, two")
-      assert.isFalse(response.invalidUtf8)
-      assert.strictEqual(server.seen.length, 1)
-      assert.strictEqual(server.seen[0]!.method, "POST")
-      assert.strictEqual(server.seen[0]!.url, "/api/Medications?x=1")
-      assert.strictEqual(server.seen[0]!.headers.authorization, `Bearer ${TOKEN}`)
-      assert.strictEqual(server.seen[0]!.body, "{\"PersonUid\":\"p\"}")
-    }))
+/** The transports over a network, each told the same: undici's, and the platform HttpClient's (fetch). */
+const networked: ReadonlyArray<readonly [string, () => Layer.Layer<HttpTransport.HttpTransport, InvalidConfig>]> = [
+  ["the undici transport", () => HttpTransport.layerUndici()],
+  [
+    "the platform HttpClient transport (fetch)",
+    () => HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer))
+  ]
+]
 
-  it.effect("a redirect is answered as it is and never followed", () =>
-    Effect.gen(function*() {
-      const server = yield* serve((request, response) => {
-        response.statusCode = request.url === "/start" ? 302 : 200
-        response.setHeader("location", "/elsewhere")
-        response.end("moved")
-      })
-      const response = yield* send({ method: "GET", url: `${server.url}/start`, headers: {} }).pipe(
-        Effect.provide(HttpTransport.layerUndici())
-      )
-      assert.strictEqual(response.status, 302)
-      assert.strictEqual(response.headers.location, "/elsewhere")
-      assert.strictEqual(response.body, "")
-      assert.deepStrictEqual(server.seen.map((seen) => seen.url), ["/start"])
-    }))
+for (const [name, transport] of networked) {
+  describe(name, () => {
+    it.effect("sends the method, path, headers and body, secrets revealed on the wire alone; reads the status, headers and body", () =>
+      Effect.gen(function*() {
+        const server = yield* serve((_, response) => {
+          response.setHeader("x-answer", ["one", "two"])
+          response.end("{\"Success\":true}")
+        })
+        const response = yield* send({
+          method: "POST",
+          url: `${server.url}/api/Medications?x=1`,
+          headers: { Authorization: Redacted.make(`Bearer ${TOKEN}`), "content-type": "application/json" },
+          body: Redacted.make("{\"PersonUid\":\"p\"}")
+        }).pipe(Effect.provide(transport()))
+        assert.strictEqual(response.status, 200)
+        assert.strictEqual(response.body, "{\"Success\":true}")
+        assert.strictEqual(response.headers["x-answer"], "one, two")
+        assert.isFalse(response.invalidUtf8)
+        assert.strictEqual(server.seen.length, 1)
+        assert.strictEqual(server.seen[0]!.method, "POST")
+        assert.strictEqual(server.seen[0]!.url, "/api/Medications?x=1")
+        assert.strictEqual(server.seen[0]!.headers.authorization, `Bearer ${TOKEN}`)
+        assert.strictEqual(server.seen[0]!.body, "{\"PersonUid\":\"p\"}")
+      }))
 
-  it.effect("a body over the limit, told by its length or by its bytes, fails with ResponseTooLarge", () =>
-    Effect.gen(function*() {
-      const server = yield* serve((request, response) => {
-        if (request.url === "/declared") response.setHeader("content-length", "100")
-        response.end("x".repeat(100))
-      })
-      for (const path of ["/declared", "/chunked"]) {
+    it.effect("a redirect is answered as it is and never followed", () =>
+      Effect.gen(function*() {
+        const server = yield* serve((request, response) => {
+          response.statusCode = request.url === "/start" ? 302 : 200
+          response.setHeader("location", "/elsewhere")
+          response.end("moved")
+        })
+        const response = yield* send({ method: "GET", url: `${server.url}/start`, headers: {} }).pipe(
+          Effect.provide(transport())
+        )
+        assert.strictEqual(response.status, 302)
+        assert.strictEqual(response.headers.location, "/elsewhere")
+        assert.strictEqual(response.body, "")
+        assert.deepStrictEqual(server.seen.map((seen) => seen.url), ["/start"])
+      }))
+
+    it.effect("a body over the limit, told by its length or by its bytes, fails with ResponseTooLarge", () =>
+      Effect.gen(function*() {
+        const server = yield* serve((request, response) => {
+          if (request.url === "/declared") response.setHeader("content-length", "100")
+          response.end("x".repeat(100))
+        })
+        for (const path of ["/declared", "/chunked"]) {
+          const error = failureOf(
+            yield* Effect.exit(
+              send({ method: "GET", url: `${server.url}${path}`, headers: {}, maxResponseBytes: 99 }).pipe(
+                Effect.provide(transport())
+              )
+            )
+          )
+          assert.strictEqual(error.reason, "ResponseTooLarge")
+        }
+      }))
+
+    it.live("a server that does not answer within timeoutMillis: Timeout, the request aborted", () =>
+      Effect.gen(function*() {
+        const server = yield* serve(() => {})
         const error = failureOf(
           yield* Effect.exit(
-            send({ method: "GET", url: `${server.url}${path}`, headers: {}, maxResponseBytes: 99 }).pipe(
-              Effect.provide(HttpTransport.layerUndici())
+            send({ method: "GET", url: `${server.url}/hang`, headers: {}, timeoutMillis: 50 }).pipe(
+              Effect.provide(transport())
             )
           )
         )
-        assert.strictEqual(error.reason, "ResponseTooLarge")
-      }
-    }))
+        assert.strictEqual(error.reason, "Timeout")
+        assert.strictEqual(error.detail, "no response within 50 ms")
+      }))
 
-  it.live("a server that does not answer within timeoutMillis: Timeout, the request aborted", () =>
-    Effect.gen(function*() {
-      const server = yield* serve(() => {})
-      const error = failureOf(
-        yield* Effect.exit(
-          send({ method: "GET", url: `${server.url}/hang`, headers: {}, timeoutMillis: 50 }).pipe(
-            Effect.provide(HttpTransport.layerUndici())
+    it.effect("a refused connection: Network, and the request surely never sent", () =>
+      Effect.gen(function*() {
+        const server = yield* serve(() => {})
+        const closedUrl = server.url
+        for (const open of servers.splice(0)) open.close()
+        const error = failureOf(
+          yield* Effect.exit(
+            send({ method: "GET", url: closedUrl, headers: {} }).pipe(Effect.provide(transport()))
           )
         )
-      )
-      assert.strictEqual(error.reason, "Timeout")
-      assert.strictEqual(error.detail, "no response within 50 ms")
-    }))
+        assert.strictEqual(error.reason, "Network")
+        assert.strictEqual(error.requestSent, false)
+        assert.include(error.detail, "ECONNREFUSED")
+      }))
+  })
+}
 
-  it.effect("a refused connection: Network, and the request surely never sent", () =>
-    Effect.gen(function*() {
-      const server = yield* serve(() => {})
-      const closedUrl = server.url
-      for (const open of servers.splice(0)) open.close()
-      const error = failureOf(
-        yield* Effect.exit(
-          send({ method: "GET", url: closedUrl, headers: {} }).pipe(Effect.provide(HttpTransport.layerUndici()))
-        )
-      )
-      assert.strictEqual(error.reason, "Network")
-      assert.strictEqual(error.requestSent, false)
-      assert.include(error.detail, "ECONNREFUSED")
-    }))
-
+describe("the undici transport", () => {
   it.effect("a failure's detail that repeats a secret of the request, in any form, holds it no more", () =>
     Effect.gen(function*() {
       const echoing: Pick<Dispatcher, "dispatch"> = {

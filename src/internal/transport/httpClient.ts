@@ -12,11 +12,17 @@ import * as Exit from "effect/Exit"
 import { constTrue } from "effect/Function"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { isUtf8 } from "node:buffer"
+import { describeWrapped } from "../../../core/transport/failures.js"
+import {
+  followedRedirect,
+  hasNoBody,
+  NO_BYTES,
+  plainLength,
+  PlatformResponse
+} from "../../../core/transport/platformResponse.js"
 import type { TransportError } from "../../ClinicalError.js"
 import type { Service, TransportRequest, TransportResponse } from "./port.js"
 import {
-  describe,
   hasTimeout,
   invalidArgument,
   networkError,
@@ -27,18 +33,6 @@ import {
   wireHeader,
   wireHeaders
 } from "./wire.js"
-
-/** The declared size of a body that arrives exactly as sent (no Content-Encoding), if any. */
-const plainLength = (headers: Readonly<Record<string, string>>): number | undefined => {
-  const encoding = headers["content-encoding"]
-  if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") return undefined
-  const length = headers["content-length"]
-  return length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined
-}
-
-/** Answers that carry no body. */
-const hasNoBody = (request: TransportRequest, status: number): boolean =>
-  request.method === "HEAD" || status === 204 || status === 205 || status === 304
 
 /**
  * Reads a platform response body, never holding more than the request allows. A body sent as it
@@ -51,7 +45,7 @@ const readPlatformBody = (
   response: HttpClientResponse.HttpClientResponse,
   network: (error: HttpClientError.HttpClientError) => TransportError
 ): Effect.Effect<Uint8Array, TransportError> => {
-  if (hasNoBody(request, response.status)) return Effect.succeed(NO_BYTES)
+  if (hasNoBody(request.method, response.status)) return Effect.succeed(NO_BYTES)
   const whole = Effect.map(Effect.mapError(response.arrayBuffer, network), (buffer) => new Uint8Array(buffer))
   const limit = request.maxResponseBytes
   if (limit === undefined) return whole
@@ -72,27 +66,6 @@ const readPlatformBody = (
         : Effect.fail(network(error))
     )
   )
-}
-
-const NO_BYTES = new Uint8Array(0)
-
-/** The origin of a URL, or the URL itself if it has none. */
-const originOf = (url: string): string => {
-  try {
-    return new URL(url).origin
-  } catch {
-    return url
-  }
-}
-
-/** A platform response as the client reads it (a class, as every object made per request: see `internal/callback`). */
-class PlatformResponse implements TransportResponse {
-  readonly body: string
-  readonly invalidUtf8: boolean
-  constructor(readonly status: number, readonly headers: Readonly<Record<string, string>>, bytes: Uint8Array) {
-    this.body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")
-    this.invalidUtf8 = !isUtf8(bytes)
-  }
 }
 
 /**
@@ -141,20 +114,14 @@ export const fromHttpClient = (
         ...(body === undefined ? {} : { body: HttpBody.text(body, contentType) })
       })
       const network = (error: HttpClientError.HttpClientError) =>
-        networkError(request, `${error._tag} (${error.reason}): ${describe(error.cause ?? error)}`, error)
+        networkError(request, `${error._tag} (${error.reason}): ${describeWrapped(error.cause ?? error)}`, error)
       return Effect.flatMap(Scope.make(), (scope) => {
         const abort = Scope.close(scope, Exit.void)
         const exchange = Effect.flatMap(
           Effect.mapError(scoped.execute(httpRequest), network),
           (response): Effect.Effect<TransportResponse, TransportError> => {
             if (response.request.url !== httpRequest.url) {
-              return Effect.fail(transportError(
-                request,
-                "Redirected",
-                `the HttpClient followed a redirect to ${
-                  originOf(response.request.url)
-                }; use a client that does not follow redirects`
-              ))
+              return Effect.fail(transportError(request, "Redirected", followedRedirect(response.request.url)))
             }
             const answer = (bytes: Uint8Array): TransportResponse =>
               new PlatformResponse(response.status, { ...response.headers }, bytes)
