@@ -23,6 +23,7 @@ export default {
     "core/call/retryBudget.ts",
     "core/call/circuitBreaker.ts",
     "core/batchTally.ts",
+    "core/batchRun.ts",
     "core/redaction/redaction.ts",
     "core/redaction/readings.ts",
     "core/redaction/escapes.ts",

@@ -6,8 +6,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { ClinicalConfig } from "./ClinicalConfig.js"
-import type { ClinicalError } from "./ClinicalError.js"
+import type { ClinicalError, InvalidRequest } from "./ClinicalError.js"
 import type { HttpTransport } from "./HttpTransport.js"
 import * as PersonData from "./PersonData.js"
 import type { TokenService } from "./TokenService.js"
@@ -46,6 +47,11 @@ export interface Service {
     personUid: PersonUid,
     options?: GetOptions
   ) => Effect.Effect<MedicationResult<S["Type"]>, ClinicalError>
+  /** The medications of many persons, as `PersonData.getMany` (one entry per person, in completion order). */
+  readonly getMany: <E = never, R = never>(
+    personUids: PersonData.Persons<E, R>,
+    options?: PersonData.ManyOptions
+  ) => Stream.Stream<PersonData.Entry<MedicationResult<Medication>>, E | InvalidRequest, R>
 }
 
 /** The medications service. */
@@ -62,7 +68,12 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
     MedicationService.of({
       get: (personUid, options) => Effect.map(data.get(PersonData.medications, personUid, options), asMedications),
       getAs: (schema, personUid, options) =>
-        Effect.map(data.getAs(PersonData.medications, schema, personUid, options), asMedications)
+        Effect.map(data.getAs(PersonData.medications, schema, personUid, options), asMedications),
+      getMany: (personUids, options) =>
+        Stream.map(data.getMany(PersonData.medications, personUids, options), ({ index, outcome }) => ({
+          index,
+          outcome: outcome._tag === "Success" ? { _tag: "Success", result: asMedications(outcome.result) } : outcome
+        }))
     })
 )
 
@@ -84,3 +95,10 @@ export const getAs = <S extends Schema.Decoder<unknown>>(
   options?: GetOptions
 ): Effect.Effect<MedicationResult<S["Type"]>, ClinicalError, MedicationService> =>
   MedicationService.use((service) => service.getAs(schema, personUid, options))
+
+/** The medications of many persons, from the `MedicationService` in context (see `Service.getMany`). */
+export const getMany = <E = never, R = never>(
+  personUids: PersonData.Persons<E, R>,
+  options?: PersonData.ManyOptions
+): Stream.Stream<PersonData.Entry<MedicationResult<Medication>>, E | InvalidRequest, R | MedicationService> =>
+  Stream.unwrap(MedicationService.useSync((service) => service.getMany(personUids, options)))

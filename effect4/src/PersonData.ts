@@ -18,6 +18,8 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type * as BatchTally from "../../core/batchTally.js"
 import * as Core from "../../core/call/personData.js"
 import * as Body from "../../core/call/personRequest.js"
 import { Failed } from "../../core/call/response.js"
@@ -27,6 +29,7 @@ import { redactJson } from "../../core/redaction/redactJson.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type ClinicalError, InvalidRequest } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
+import * as Batch from "./internal/batch/batch.js"
 import * as AuthorizedPost from "./internal/call/authorizedPost.js"
 import { describeIssue } from "./internal/call/decodeFailure.js"
 import { line } from "./internal/line.js"
@@ -77,6 +80,27 @@ export interface Result<A> {
   readonly raw: unknown
 }
 
+/** What became of one person of a batch: `Success` (its result), `Failure` (its typed error), or `Skipped` (not sent). */
+export type Outcome<A> = Batch.Outcome<A>
+
+/** One person's outcome in a batch; `index` is the person's position in the input, from 0. */
+export type Entry<A> = Batch.Entry<A>
+
+/** The totals of a batch so far, given to `onProgress`. */
+export type Progress = BatchTally.Progress
+
+/** Why a batch stopped early and skipped the rest: `CredentialsRefused`, `InvalidRequest`, `TransportFailures` or `ServiceDown`. */
+export type StopReason = BatchTally.StopReason
+
+/** Transport failures in a row after which a batch skips the rest, unless `stopAfterTransportFailures` says otherwise. */
+export const DEFAULT_STOP_AFTER_TRANSPORT_FAILURES: number = Batch.DEFAULT_STOP_AFTER_TRANSPORT_FAILURES
+
+/** Options of a batch: the date range of every request, and how the batch runs. */
+export interface ManyOptions extends GetOptions, Batch.Options {}
+
+/** The persons of a batch: any iterable (read lazily, so a generator works), or a Stream. */
+export type Persons<E, R> = Iterable<PersonUid> | Stream.Stream<PersonUid, E, R>
+
 /** The person-data operations. */
 export interface Service {
   /** The person's items of `operation`, each kept whole. */
@@ -92,6 +116,19 @@ export interface Service {
     personUid: PersonUid,
     options?: GetOptions
   ) => Effect.Effect<Result<S["Type"]>, ClinicalError>
+  /**
+   * The items of `operation` for many persons: one entry per person, in completion order, at most
+   * `concurrency` calls in flight, memory independent of the input's size. One person's failure
+   * never stops the others; a failure that would hit every person still to come (the credentials
+   * refused, a refused operation or date range, `stopAfterTransportFailures` transport failures in a
+   * row, the circuit open longer than `outagePatience`) skips the rest, each reported as `Skipped`.
+   * Refused batch options fail the stream with `InvalidRequest` before anything is sent.
+   */
+  readonly getMany: <E = never, R = never>(
+    operation: Core.Operation,
+    personUids: Persons<E, R>,
+    options?: ManyOptions
+  ) => Stream.Stream<Entry<Result<Item>>, E | InvalidRequest, R>
 }
 
 /** The person-data operations. */
@@ -178,13 +215,24 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       }).pipe(Effect.withSpan(`PersonData.${op.name}`, { attributes: { "clinical.operation": op.name } }))
     }
 
+    const get: Service["get"] = (op, personUid, options) => call(op, Core.keepWhole, personUid, options)
+
     return PersonData.of({
-      get: (op, personUid, options) => call(op, Core.keepWhole, personUid, options),
+      get,
       getAs: (op, schema, personUid, options) =>
         // A JavaScript caller can pass anything as the schema.
         Schema.isSchema(schema)
           ? call(op, itemsDecoder(schema), personUid, options)
-          : Effect.fail(new InvalidRequest({ operation: nameOf(op), field: "schema", reason: "must be a Schema" }))
+          : Effect.fail(new InvalidRequest({ operation: nameOf(op), field: "schema", reason: "must be a Schema" })),
+      getMany: (op, personUids, options) =>
+        Batch.many(
+          nameOf(op),
+          (personUid: PersonUid) => get(op, personUid, options),
+          personUids,
+          options,
+          config.maxConcurrentRequests,
+          config.maxRetries
+        )
     })
   }
 )
@@ -202,6 +250,14 @@ export const get = (
   options?: GetOptions
 ): Effect.Effect<Result<Item>, ClinicalError, PersonData> =>
   PersonData.use((service) => service.get(operation, personUid, options))
+
+/** The items of `operation` for many persons, from the `PersonData` in context (see `Service.getMany`). */
+export const getMany = <E = never, R = never>(
+  operation: Core.Operation,
+  personUids: Persons<E, R>,
+  options?: ManyOptions
+): Stream.Stream<Entry<Result<Item>>, E | InvalidRequest, R | PersonData> =>
+  Stream.unwrap(PersonData.useSync((service) => service.getMany(operation, personUids, options)))
 
 /** The person's items of `operation` decoded with `schema`, from the `PersonData` in context. */
 export const getAs = <S extends Schema.Decoder<unknown>>(
