@@ -1,100 +1,19 @@
 /**
- * Looking for secrets in real captured output: log lines at every level, an error's message,
- * JSON, inspection and stack, a failure's cause. A secret counts as leaked in any form a server or
- * a logger could write it (see {@link forms}): any letter case, a GUID without hyphens,
- * JSON-escaped (once or twice), percent-encoded (once or twice), HTML-escaped, base64, reformatted.
+ * Looking for secrets in real captured output of the Effect 3 line: log lines at every level, an
+ * error's message, JSON, inspection and stack, a failure's cause. What counts as a leak (every
+ * form a secret may be written in) is spec/secretForms.ts's, shared with the Effect 4 line.
  */
 import { expect } from "@effect/vitest"
 import { Cause, Exit, Inspectable, Layer, Logger, LogLevel } from "effect"
+import { leakIn } from "../../spec/secretForms.js"
 
-const html = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;")
-
-const MONTHS = [
-  "January",
-  "February",
-  "March",
-  "April",
-  "May",
-  "June",
-  "July",
-  "August",
-  "September",
-  "October",
-  "November",
-  "December"
-]
-
-/** A date of birth (`MM/DD/YYYY`) as .NET and people reformat it. */
-const dateForms = (secret: string): ReadonlyArray<string> => {
-  const match = /^(\d{2})\/(\d{2})\/(\d{4})$/.exec(secret)
-  if (match === null) return []
-  const [, month, day, year] = match as unknown as [string, string, string, string]
-  return [
-    `${day}/${month}/${year}`,
-    `${year}-${month}-${day}`,
-    `${MONTHS[Number(month) - 1]} ${Number(day)}, ${year}`,
-    String(Date.UTC(Number(year), Number(month) - 1, Number(day)))
-  ]
-}
-
-/** Each way a secret may be written, by name. */
-export const FORMS: ReadonlyArray<readonly [string, (secret: string) => ReadonlyArray<string>]> = [
-  ["as written", (secret) => [secret]],
-  ["without hyphens", (secret) => [secret.replace(/-/g, "")]],
-  ["upper case (ß as SS)", (secret) => [secret.toUpperCase()]],
-  ["JSON-escaped", (secret) => {
-    const escaped = JSON.stringify(secret).slice(1, -1)
-    return [escaped.replace(/\//g, "\\/"), escaped.replace(/\+/g, "\\u002b")]
-  }],
-  ["JSON inside a JSON string", (secret) => [JSON.stringify(JSON.stringify(secret)).slice(3, -3)]],
-  ["percent-encoded", (secret) => [encodeURIComponent(secret)]],
-  ["percent-encoded twice", (secret) => [encodeURIComponent(encodeURIComponent(secret))]],
-  ["HTML-escaped", (secret) => [html(secret)]],
-  ["base64", (secret) => [Buffer.from(secret, "utf8").toString("base64")]],
-  ["base64url", (secret) => [Buffer.from(secret, "utf8").toString("base64url")]],
-  ["a date reformatted", dateForms]
-]
-
-/** Every form of `secret` worth looking for (compared case-insensitively): each of {@link FORMS}. */
-export const forms = (secret: string): ReadonlyArray<string> =>
-  [...new Set(FORMS.flatMap(([, write]) => write(secret)))].filter((form) => form.length >= 8)
-
-/** Every form of each text, on one line: what a server echoing everything in every way writes. */
-export const everyForm = (texts: ReadonlyArray<string>): string => texts.flatMap(forms).join(" ")
-
-/** Pieces this long of a secret's form count as a leak: a secret cut at a boundary still leaks. */
-const PIECE = 16
-
-/** The form itself, and every piece of it {@link PIECE} characters long. */
-const pieces = (form: string): ReadonlyArray<string> =>
-  form.length <= PIECE ? [form] : Array.from({ length: form.length - PIECE + 1 }, (_, i) => form.slice(i, i + PIECE))
-
-/** Every piece of every form of a secret (lower case), with the form it comes from; worked out once per secret. */
-const searched = new Map<string, ReadonlyArray<readonly [string, string]>>()
-
-const piecesOf = (secret: string): ReadonlyArray<readonly [string, string]> => {
-  let found = searched.get(secret)
-  if (found === undefined) {
-    found = [
-      ...new Map(forms(secret).flatMap((form) => pieces(form.toLowerCase()).map((piece) => [piece, form] as const)))
-    ]
-    searched.set(secret, found)
-  }
-  return found
-}
+export { everyForm, FORMS, forms } from "../../spec/secretForms.js"
 
 /** Fails the test if `text` holds any form of any of `secrets`, whole or a piece of 16 characters. */
 export const expectNone = (label: string, text: string, secrets: ReadonlyArray<string>) => {
-  const lower = text.toLowerCase()
-  for (const secret of secrets) {
-    for (const [piece, form] of piecesOf(secret)) {
-      // `expect` only on a find: called for every piece, it cost seconds per test.
-      if (lower.includes(piece)) {
-        expect.fail(`${label} leaks a secret (${piece} of ${form}): ${text.slice(0, 2000)}`)
-      }
-    }
-  }
+  // `expect` only on a find: called for every piece, it cost seconds per test.
+  const leak = leakIn(text, secrets)
+  if (leak !== undefined) expect.fail(`${label} leaks a secret (${leak}): ${text.slice(0, 2000)}`)
 }
 
 /** Fails the test if a failed exit holds a secret anywhere a user could print it. */

@@ -1,0 +1,119 @@
+/**
+ * A small scripted stand-in for the service, for the specification both lines are held to: it
+ * issues tokens shaped like the real ones, checks them on data requests (401 unknown, 419 expired)
+ * and records every request as it went on the wire. Tests queue exact replies with `scriptToken` /
+ * `scriptData`. Effect-free: each line's driver serves it through its in-memory transport, on its
+ * own test clock (the `now` it hands over).
+ */
+import { format } from "../core/httpDate.js"
+import { jsonResponse, type Received } from "../core/transport/message.js"
+
+export const APPLICATION_ID = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
+export const PERSON_UID = "Pz8/K2VuY3J5cHRlZC1wZXJzb24tdWlkKys9PQ=="
+export const TOKEN_PATH = "/api/Server/Token"
+export const MEDICATION_PATH = "/api/clinical/medication/get"
+export const BASE_URL = "https://openapitest.intelichart.com"
+
+/** Tokens shaped like the real ones: two base64 pieces, with `/`, `+` and `=`. */
+export const tokenValue = (n: number): string =>
+  `${Buffer.from(`secret-access-token-${n}-`.repeat(3)).toString("base64")}.${
+    Buffer.from(`+/${n}`).toString("base64")
+  }/+=`
+
+/** One request as it went on the wire: its secrets revealed (this is the server's view). */
+export interface WireRequest {
+  readonly method: string
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string | undefined
+}
+
+/** What the fake does with a request: answers, fails it as a transport would, or never answers. */
+export type Reply =
+  | { readonly _tag: "Respond"; readonly response: Received }
+  | { readonly _tag: "Fail"; readonly reason: "Network" | "Timeout"; readonly detail: string }
+  | { readonly _tag: "Hang" }
+
+export type Responder = (request: WireRequest) => Reply
+
+/** A JSON answer. */
+export const respond = (status: number, body: unknown, headers: Record<string, string> = {}): Responder => () => ({
+  _tag: "Respond",
+  response: jsonResponse(status, body, headers)
+})
+
+/** A transport failure with `detail`. */
+export const failWith = (detail: string, reason: "Network" | "Timeout" = "Network"): Reply => ({
+  _tag: "Fail",
+  reason,
+  detail
+})
+
+/** A request's header by case-insensitive name. */
+export const headerOf = (request: WireRequest, name: string): string | undefined => {
+  for (const key in request.headers) if (key.toLowerCase() === name) return request.headers[key]
+  return undefined
+}
+
+/** The fake's answer to a medications request with a good token. */
+export const MEDICATIONS_ANSWER = jsonResponse(200, {
+  Medications: [
+    { Name: "Lisinopril", Strength: "10 mg", Instructions: "1 tablet daily", StartDate: "2024-01-05", Code: "314076" },
+    { Name: "Metformin", Strength: "500 mg", Instructions: "twice daily with meals", StartDate: "2023-06-12" }
+  ],
+  Success: true,
+  ErrorMessage: null,
+  ErrorType: null
+})
+
+const HOUR = 60 * 60 * 1000
+
+/** The fake service: tokens of an hour, data requests checked against them, scripts served first. */
+export class FakeService {
+  readonly requests: Array<WireRequest & { readonly at: number }> = []
+  private readonly tokens = new Map<string, number>()
+  private issued = 0
+  private readonly tokenScript: Array<Responder> = []
+  private readonly dataScript: Array<Responder> = []
+
+  /** Queue replies for the next token requests, in order. */
+  scriptToken(...responders: ReadonlyArray<Responder>): void {
+    this.tokenScript.push(...responders)
+  }
+
+  /** Queue replies for the next data requests, in order. */
+  scriptData(...responders: ReadonlyArray<Responder>): void {
+    this.dataScript.push(...responders)
+  }
+
+  /** Forget every issued token (as a server that revoked them would). */
+  revokeAll(): void {
+    this.tokens.clear()
+  }
+
+  /** Answers `request` arriving at `now` (the driver's clock, epoch ms). */
+  handle(request: WireRequest, now: number): Reply {
+    this.requests.push({ ...request, at: now })
+    const isToken = new URL(request.url).pathname.toLowerCase().endsWith(TOKEN_PATH.toLowerCase())
+    const scripted = (isToken ? this.tokenScript : this.dataScript).shift()
+    if (scripted !== undefined) return scripted(request)
+    return { _tag: "Respond", response: isToken ? this.issueToken(now) : this.medications(request, now) }
+  }
+
+  private issueToken(now: number): Received {
+    const token = tokenValue(++this.issued)
+    this.tokens.set(token, now + HOUR)
+    return jsonResponse(200, { Token: token, TokenType: "Bearer" }, {
+      TOKEN_EXPIRES: format(now + HOUR),
+      Date: format(now),
+      "Cache-Control": "no-cache"
+    })
+  }
+
+  private medications(request: WireRequest, now: number): Received {
+    const expiry = this.tokens.get((headerOf(request, "authorization") ?? "").replace(/^Bearer /, ""))
+    if (expiry === undefined) return jsonResponse(401, { Message: "Authorization has been denied." })
+    if (now >= expiry) return jsonResponse(419, { Message: "Token expired." })
+    return MEDICATIONS_ANSWER
+  }
+}
