@@ -6,18 +6,18 @@
 import { Clock, type Duration, Effect, type Either, Fiber, Layer, Option, Random, Ref, TestClock } from "effect"
 import { ClinicalClient, type ClinicalConfig, type ClinicalError, HttpDate, HttpTransport } from "effect-clinical"
 
-export const APPLICATION_ID = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
-export const PERSON_UID = "Pz8/K2VuY3J5cHRlZC1wZXJzb24tdWlkKys9PQ=="
-export const TOKEN_PATH = "/api/Server/Token"
-export const MEDICATION_PATH = "/api/clinical/medication/get"
-export const BASE_URL = "https://openapitest.intelichart.com"
-export const AUTH_URL = "https://openapiauthtest.intelichart.com"
+import { APPLICATION_ID, BASE_URL, MEDICATION_PATH, TOKEN_PATH, tokenValue } from "../../spec/fakeService.js"
 
-/** Tokens shaped like the real ones: two base64 pieces, with `/`, `+` and `=`. */
-export const tokenValue = (n: number): string =>
-  `${Buffer.from(`secret-access-token-${n}-`.repeat(3)).toString("base64")}.${
-    Buffer.from(`+/${n}`).toString("base64")
-  }/+=`
+// The shared specification's fake (spec/fakeService.ts) and this one serve the same names and tokens.
+export {
+  APPLICATION_ID,
+  BASE_URL,
+  MEDICATION_PATH,
+  PERSON_UID,
+  TOKEN_PATH,
+  tokenValue
+} from "../../spec/fakeService.js"
+export const AUTH_URL = "https://openapiauthtest.intelichart.com"
 
 export const MEDICATIONS = [
   { Name: "Lisinopril", Strength: "10 mg", Instructions: "1 tablet daily", StartDate: "2024-01-05", Code: "314076" },
