@@ -33,6 +33,7 @@ import type * as RetryPolicy from "../core/call/retryPolicy.js"
 import * as Core from "../core/token/accessToken.js"
 import * as FreshToken from "../core/token/freshToken.js"
 import * as TokenCache from "../core/token/tokenCache.js"
+import { storeKeyOf } from "../core/token/tokenStore.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type HttpError, InvalidRequest, type RateLimited, type ServerError, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
@@ -410,12 +411,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
  * never holds the ApplicationId itself.
  */
 export const storeKey = (config: Context.Tag.Service<ClinicalConfig>): string =>
-  Crypto.createHash("sha256")
-    .update(
-      `effect-clinical token\n${tokenUrl(config).toLowerCase()}\n${Redacted.value(config.applicationId).toLowerCase()}`
-    )
-    .digest("hex")
-    .slice(0, 32)
+  storeKeyOf(tokenUrl(config), Redacted.value(config.applicationId))
 
 /** The token cache, over the `HttpTransport` and `ClinicalConfig` the application provides. */
 export const layer: Layer.Layer<TokenService, never, ClinicalConfig | HttpTransport> = Layer.scoped(TokenService, make)

@@ -18,22 +18,19 @@
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import type * as Redacted from "effect/Redacted"
-import { type Events, firstConnection } from "../core/token/redisReady.js"
-import { InvalidConfig } from "./ClinicalError.js"
+import * as Redacted from "effect/Redacted"
+import * as RedisCore from "../core/token/redisStore.js"
+import { MemorySlots } from "../core/token/tokenStore.js"
+import type { InvalidConfig } from "./ClinicalError.js"
+import { fromCore } from "./internal/fromCore.js"
 import * as RedisStore from "./internal/token/redisTokenStore.js"
-import { type Entry, fingerprint as storedFingerprint, sealingKey } from "./internal/token/storedEntry.js"
-import {
-  MAX_PAUSE_MILLIS,
-  type OnUnavailable,
-  type PauseStatus,
-  type Service
-} from "./internal/token/tokenStorePort.js"
-import * as validate from "./internal/validate.js"
+import { fingerprint as storedFingerprint } from "./internal/token/storedEntry.js"
+import type { OnUnavailable, Service } from "./internal/token/tokenStorePort.js"
+import { line } from "./internal/validate.js"
 
 export type { Entry } from "./internal/token/storedEntry.js"
 
@@ -53,84 +50,22 @@ export const fingerprint: (token: Redacted.Redacted<string>) => string = storedF
 /** The tag of the token store. Without one in context, `TokenService` uses {@link layerMemory}'s. */
 export class TokenStore extends Context.Tag("effect-clinical/TokenStore")<TokenStore, Service>() {}
 
-interface MemorySlot {
-  stored:
-    | { readonly entry: Entry; readonly fingerprint: string; readonly generation: number; readonly expiresAt: number }
-    | undefined
-  generation: number
-  lease: { readonly owner: string; readonly until: number } | undefined
-  paused: { readonly status: PauseStatus; readonly until: number } | undefined
-}
-
 /**
- * A store in this process's memory, with the same semantics as Redis's (time from Effect's `Clock`).
- * Every `TokenService` without a store in context makes its own; provide one to share it among the
- * clients of one process.
+ * A store in this process's memory, with the same semantics as Redis's (the core's `MemorySlots`,
+ * time from Effect's `Clock`). Every `TokenService` without a store in context makes its own;
+ * provide one to share it among the clients of one process.
  */
 export const memory = (): Service => {
-  const slots = new Map<string, MemorySlot>()
-  const slotAt = (key: string, now: number): MemorySlot => {
-    let slot = slots.get(key)
-    if (slot === undefined) {
-      slots.set(key, slot = { stored: undefined, generation: 0, lease: undefined, paused: undefined })
-    }
-    if (slot.stored !== undefined && slot.stored.expiresAt <= now) slot.stored = undefined
-    if (slot.lease !== undefined && slot.lease.until <= now) slot.lease = undefined
-    if (slot.paused !== undefined && slot.paused.until <= now) slot.paused = undefined
-    return slot
-  }
-  const withSlot = <A>(key: string, f: (slot: MemorySlot, now: number) => A) =>
-    Effect.map(Clock.currentTimeMillis, (now) => f(slotAt(key, now), now))
+  const slots = new MemorySlots<Redacted.Redacted<string>>(Redacted.value)
+  const at = <A>(f: (now: number) => A) => Effect.map(Clock.currentTimeMillis, f)
   return {
-    read: (key) =>
-      withSlot(key, (slot, now) => ({
-        stored: slot.stored === undefined ? undefined : {
-          entry: slot.stored.entry,
-          fingerprint: slot.stored.fingerprint,
-          generation: slot.stored.generation,
-          remainingMillis: slot.stored.expiresAt - now
-        },
-        generation: slot.generation,
-        lease: slot.lease?.owner,
-        paused: slot.paused === undefined
-          ? undefined
-          : { status: slot.paused.status, remainingMillis: slot.paused.until - now }
-      })),
-    acquireLease: (key, owner, ttlMillis) =>
-      withSlot(key, (slot, now) => {
-        if (slot.lease !== undefined) return false
-        slot.lease = { owner, until: now + ttlMillis }
-        return true
-      }),
-    releaseLease: (key, owner) =>
-      withSlot(key, (slot) => {
-        if (slot.lease?.owner === owner) slot.lease = undefined
-      }),
+    read: (key) => at((now) => slots.read(key, now)),
+    acquireLease: (key, owner, ttlMillis) => at((now) => slots.acquireLease(key, owner, ttlMillis, now)),
+    releaseLease: (key, owner) => at((now) => slots.releaseLease(key, owner, now)),
     publish: (key, expected, entry, ttlMillis, owner) =>
-      withSlot(key, (slot, now) => {
-        if (slot.lease?.owner === owner) slot.lease = undefined
-        if (slot.generation !== expected) return undefined
-        slot.generation = expected + 1
-        slot.stored = {
-          entry,
-          fingerprint: storedFingerprint(entry.token),
-          generation: slot.generation,
-          expiresAt: now + ttlMillis
-        }
-        return slot.generation
-      }),
-    pause: (key, status, ttlMillis) =>
-      withSlot(key, (slot, now) => {
-        if (
-          slot.paused === undefined || slot.paused.until < now + ttlMillis || slot.paused.until > now + MAX_PAUSE_MILLIS
-        ) {
-          slot.paused = { status, until: now + ttlMillis }
-        }
-      }),
-    invalidate: (key, fingerprint) =>
-      withSlot(key, (slot) => {
-        if (slot.stored?.fingerprint === fingerprint) slot.stored = undefined
-      }),
+      at((now) => slots.publish(key, expected, entry, ttlMillis, owner, now)),
+    pause: (key, status, ttlMillis) => at((now) => slots.pause(key, status, ttlMillis, now)),
+    invalidate: (key, fingerprint) => at((now) => slots.invalidate(key, fingerprint, now)),
     // In memory, nothing can hang or fail: no timer is set around an operation.
     timeoutMillis: Number.POSITIVE_INFINITY,
     retryAfterMillis: 0,
@@ -155,41 +90,22 @@ export const fromSend: (send: (command: ReadonlyArray<string>) => Promise<unknow
   RedisStore.fromSend
 
 /** What the library uses of an `ioredis` client (`Redis` or `Cluster`, ioredis 5). */
-export interface IoredisLike extends Events {
-  readonly call: (command: string, ...args: Array<string>) => Promise<unknown>
-  /** `connecting`, `connect`, `reconnecting`, `ready`, ...: the first connection is waited for. */
-  readonly status?: string | undefined
-}
-
-/** The states of an ioredis client on its way to `ready`. */
-const IOREDIS_CONNECTING: ReadonlySet<string> = new Set(["connecting", "connect", "reconnecting"])
+export type IoredisLike = RedisCore.IoredisLike
 
 /**
  * The port over an `ioredis` client the application created (and connects and closes). Its first
  * connection is waited for (see {@link RedisCommands.ready}).
  */
-export const ioredis = (client: IoredisLike): RedisCommands => ({
-  ...fromSend((command) => client.call(command[0]!, ...command.slice(1))),
-  ready: firstConnection(client, () => IOREDIS_CONNECTING.has(String(client.status)))
-})
+export const ioredis: (client: IoredisLike) => RedisCommands = RedisCore.ioredis
 
 /** What the library uses of a `redis` (node-redis 4 or 5) client. */
-export interface NodeRedisLike extends Events {
-  readonly sendCommand: (args: ReadonlyArray<string>) => Promise<unknown>
-  /** Connecting or connected (`connect()` was called). */
-  readonly isOpen?: boolean | undefined
-  /** Connected and ready for commands. */
-  readonly isReady?: boolean | undefined
-}
+export type NodeRedisLike = RedisCore.NodeRedisLike
 
 /**
  * The port over a `redis` (node-redis) client the application created (and connects and closes).
  * Its first connection (`connect()` called, not yet ready) is waited for.
  */
-export const nodeRedis = (client: NodeRedisLike): RedisCommands => ({
-  ...fromSend((command) => client.sendCommand(command)),
-  ready: firstConnection(client, () => client.isOpen === true && client.isReady === false)
-})
+export const nodeRedis: (client: NodeRedisLike) => RedisCommands = RedisCore.nodeRedis
 
 /** What {@link layerRedis} takes. */
 export interface RedisOptions {
@@ -214,58 +130,13 @@ export interface RedisOptions {
   readonly onUnavailable?: OnUnavailable | undefined
 }
 
-const KEY_PREFIX = /^[A-Za-z0-9:_.-]{1,64}$/
-
-const invalid = (setting: string, reason: string) => new InvalidConfig({ setting: `tokenStore.${setting}`, reason })
-
-/** The duration of a setting, between 1 ms and `maxMillis`. */
-const durationSetting = (
-  name: string,
-  value: unknown,
-  fallbackMillis: number,
-  maxMillis: number
-): Either.Either<number, InvalidConfig> => {
-  if (value === undefined) return Either.right(fallbackMillis)
-  const millis = Either.map(validate.duration(value), Duration.toMillis)
-  return Either.isRight(millis) && millis.right >= 1 && millis.right <= maxMillis
-    ? Either.right(millis.right)
-    : Either.left(invalid(name, `must be a duration from 1 ms to ${Duration.format(Duration.millis(maxMillis))}`))
+/** A Redis store from its options, or the `InvalidConfig` naming the setting refused (the core's checks). */
+export const redis = (options: RedisOptions): Either.Either<Service, InvalidConfig> => {
+  const checked = RedisCore.redisSettingsOf(options, line, (bytes) => Redacted.make(bytes))
+  return "_tag" in checked
+    ? Either.left(fromCore(checked))
+    : Either.right(RedisStore.make(checked.redis, checked.settings))
 }
-
-/** A Redis store from its options, or the `InvalidConfig` naming the setting refused. */
-export const redis = (options: RedisOptions): Either.Either<Service, InvalidConfig> =>
-  Either.gen(function*() {
-    if (typeof options !== "object" || options === null) {
-      return yield* Either.left(invalid("options", "must be an object with a redis port"))
-    }
-    const port = options.redis
-    if (typeof port?.send !== "function" || typeof port?.script !== "function") {
-      return yield* Either.left(
-        invalid(
-          "redis",
-          "must be a port with send and script: TokenStore.ioredis(client) or TokenStore.nodeRedis(client)"
-        )
-      )
-    }
-    const keyPrefix = options.keyPrefix ?? "effect-clinical"
-    if (typeof keyPrefix !== "string" || !KEY_PREFIX.test(keyPrefix)) {
-      return yield* Either.left(invalid("keyPrefix", "must be 1 to 64 letters, digits, ':', '_', '.' or '-'"))
-    }
-    const key = options.sealingKey === undefined
-      ? undefined
-      : yield* Either.mapLeft(sealingKey(options.sealingKey), (reason) => invalid("sealingKey", reason))
-    const onUnavailable = options.onUnavailable ?? "local"
-    if (onUnavailable !== "local" && onUnavailable !== "fail") {
-      return yield* Either.left(invalid("onUnavailable", "must be \"local\" or \"fail\""))
-    }
-    return RedisStore.make(port, {
-      keyPrefix,
-      sealingKey: key,
-      timeoutMillis: yield* durationSetting("timeout", options.timeout, 250, 60_000),
-      retryAfterMillis: yield* durationSetting("retryAfter", options.retryAfter, 5_000, 3_600_000),
-      onUnavailable
-    })
-  })
 
 /** A store shared through Redis (see {@link RedisOptions}). A refused option fails the layer with `InvalidConfig`. */
 export const layerRedis = (options: RedisOptions): Layer.Layer<TokenStore, InvalidConfig> =>

@@ -11,11 +11,14 @@
  *   while the current token is outside its hard window.
  * - After the token endpoint answers 429 or 503 with `Retry-After`, token requests fail fast with
  *   that error until the time has passed.
- * - `invalidate` drops a token only if it is still the cached one (by generation).
+ * - `invalidate` drops a token only if it is still the cached one (by generation), and drops it
+ *   from the token store too, if it is still the one stored.
  * - All time is read from Effect's `Clock`, so `TestClock` drives all of it.
  *
- * The fleet's shared token store (`TokenStore`) comes to this line in the next stage: until then
- * every instance asks the token endpoint for its own token.
+ * A new token comes through the token store (`TokenStore`, internal/token/tokenSharing): the one in
+ * context when the layer is built (`TokenStore.layerRedis` shares it with the fleet, one
+ * `TokenStore.layerMemory` with the clients of one process), else a memory store of this instance's
+ * own. The local cache stays in front: a fresh token costs no round trip to the store.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -31,19 +34,31 @@ import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as Crypto from "node:crypto"
 import type * as RetryPolicy from "../../core/call/retryPolicy.js"
 import { retryPolicyOf } from "../../core/config/settings.js"
 import * as Core from "../../core/token/accessToken.js"
 import * as TokenCache from "../../core/token/tokenCache.js"
+import { storeKeyOf } from "../../core/token/tokenStore.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
 import { type HttpError, InvalidRequest, type RateLimited, type ServerError, TransportError } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import { fromCore } from "./internal/fromCore.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
 import { type IssuedToken, requestToken, tokenUrl } from "./internal/token/tokenRequest.js"
+import * as TokenSharing from "./internal/token/tokenSharing.js"
+import * as TokenStore from "./TokenStore.js"
 
 /** A token ready to use. All times are epoch milliseconds on the local clock. */
-export type AccessToken = Core.AccessToken<Redacted.Redacted<string>>
+export interface AccessToken extends Core.AccessToken<Redacted.Redacted<string>> {
+  /** Where it came from: the token endpoint, or the token store (another instance of the fleet asked for it). */
+  readonly source: "server" | "store"
+  /**
+   * Its number in the token store, the same on every instance sharing it (see `TokenStore`);
+   * `undefined` when it is not in the store (the store was unavailable when it was obtained).
+   */
+  readonly storeGeneration: number | undefined
+}
 
 /** The token cache. */
 export interface Service {
@@ -80,7 +95,8 @@ const reportIssued = (token: AccessToken) =>
     Effect.annotateCurrentSpan({
       "clinical.token.generation": token.generation,
       "clinical.token.lifetime_seconds": Math.round(token.lifetimeMillis / 1000),
-      "clinical.server_clock_skew_ms": token.serverClockSkewMillis ?? "unknown"
+      "clinical.server_clock_skew_ms": token.serverClockSkewMillis ?? "unknown",
+      "clinical.token.source": token.source
     }),
     Metric.update(Telemetry.tokenLifetime, Math.round(token.lifetimeMillis / 1000)),
     token.serverClockSkewMillis === undefined
@@ -120,13 +136,15 @@ const durationMillis = (value: unknown): number | undefined => {
 class TokenKeeper {
   // Changed one step at a time under the lock, read without it (the fast path).
   private latest: CacheState = TokenCache.empty
+  // The last token refused (401/419), by fingerprint: the refresh that follows must not take it again.
+  private refused: string | undefined = undefined
   private readonly policy: RetryPolicy.RetryPolicy
   private readonly url: string
 
   constructor(
     config: ClinicalConfig["Service"],
     private readonly windows: TokenCache.Windows,
-    private readonly request: Effect.Effect<IssuedToken, HttpError>,
+    private readonly sharing: TokenSharing.Sharing,
     private readonly lock: Semaphore.Semaphore,
     private readonly scope: Scope.Scope
   ) {
@@ -144,12 +162,24 @@ class TokenKeeper {
     })
   }
 
+  // The store first, so that the refresh that follows cannot find the refused token there; and
+  // the refresh avoids it even if the store could not drop it. Only the cached token counts.
   invalidate(token: AccessToken): Effect.Effect<void> {
     return Effect.suspend(() => {
       if (typeof token !== "object" || token === null) return Effect.void
       if (TokenCache.cachedOf(this.latest)?.generation !== token.generation) return Effect.void
-      return this.modify((current) => [undefined, TokenCache.invalidated(current, token.generation)] as const)
+      const refused = this.refused = TokenStore.fingerprint(token.token)
+      return Effect.andThen(
+        this.sharing.invalidate(refused),
+        this.modify((current) => [undefined, TokenCache.invalidated(current, token.generation)] as const)
+      )
     })
+  }
+
+  /** The store's tokens a refresh must not take: the one it replaces, and the last one refused. */
+  private avoiding(held: TokenCache.Cached<AccessToken> | undefined): ReadonlyArray<string> {
+    const avoid = held === undefined ? [] : [TokenStore.fingerprint(held.token.token)]
+    return this.refused === undefined ? avoid : [...avoid, this.refused]
   }
 
   private modify<A>(step: (current: CacheState) => readonly [A, CacheState]): Effect.Effect<A> {
@@ -161,9 +191,9 @@ class TokenKeeper {
   }
 
   // A background refresh retries as `backgroundStep` says, while callers keep the current token.
-  private requestUntil(hardAt: number, retry = 1): Effect.Effect<IssuedToken, HttpError> {
+  private requestUntil(hardAt: number, avoid: ReadonlyArray<string>, retry = 1): Effect.Effect<IssuedToken, HttpError> {
     return Effect.catch(
-      this.request,
+      this.sharing.obtain(avoid),
       (error) =>
         Effect.flatMap(Effect.all([Clock.currentTimeMillis, Random.next]), ([now, random]) => {
           const step = TokenCache.backgroundStep(this.policy, error, retry, now, hardAt, random)
@@ -171,7 +201,7 @@ class TokenKeeper {
           return Effect.logDebug("background token refresh failed; retrying").pipe(
             Effect.annotateLogs({ error: error._tag, delayMillis: Math.round(step.delayMillis) }),
             Effect.andThen(Effect.sleep(Duration.millis(step.delayMillis))),
-            Effect.andThen(this.requestUntil(hardAt, retry + 1))
+            Effect.andThen(this.requestUntil(hardAt, avoid, retry + 1))
           )
         })
     )
@@ -183,7 +213,11 @@ class TokenKeeper {
       if (Exit.isSuccess(exit)) {
         const next = TokenCache.succeeded(
           current,
-          (generation) => Core.cachedToken(this.windows, exit.value, generation, bearer, {})
+          (generation) =>
+            Core.cachedToken(this.windows, exit.value, generation, bearer, {
+              source: exit.value.source,
+              storeGeneration: exit.value.storeGeneration
+            })
         )
         return [Exit.succeed(next.cached.token), next]
       }
@@ -198,7 +232,11 @@ class TokenKeeper {
   // waiter gets the outcome.
   private refresh(deferred: Refresh, reason: TokenCache.Reason, held: TokenCache.Cached<AccessToken> | undefined) {
     return Metric.update(Metric.withAttributes(Telemetry.tokenRefreshes, { reason }), 1).pipe(
-      Effect.andThen(reason === "soft-window" ? this.requestUntil(held?.hardAt ?? 0) : this.request),
+      Effect.andThen(
+        reason === "soft-window"
+          ? this.requestUntil(held?.hardAt ?? 0, this.avoiding(held))
+          : this.sharing.obtain(this.avoiding(held))
+      ),
       Effect.onExit((exit) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => this.settle(exit, deferred, reason, now)).pipe(
           Effect.tap((outcome) => Exit.match(outcome, { onFailure: reportFailure, onSuccess: reportIssued })),
@@ -280,13 +318,24 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       softWindowMillis: Duration.toMillis(config.softRefreshWindow),
       hardWindowMillis: Duration.toMillis(config.hardRefreshWindow)
     }
-    const keeper = new TokenKeeper(
-      config,
-      windows,
-      requestToken(config, transport),
-      yield* Semaphore.make(1),
-      yield* Effect.scope
-    )
+    const scope = yield* Effect.scope
+    const store = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), TokenStore.memory)
+    const sharing = TokenSharing.make({
+      store,
+      key: storeKey(config),
+      owner: Crypto.randomUUID(),
+      limits: {
+        hardWindowMillis: windows.hardWindowMillis,
+        maxLifetimeMillis: Duration.toMillis(config.maxTokenLifetime),
+        maxPauseMillis: Duration.toMillis(config.maxRetryAfter)
+      },
+      tokenTimeoutMillis: Duration.toMillis(config.tokenTimeout),
+      request: requestToken(config, transport),
+      url: tokenUrl(config),
+      background: (effect) => Effect.asVoid(Effect.forkIn(effect, scope)),
+      secrets: [config.applicationId]
+    })
+    const keeper = new TokenKeeper(config, windows, sharing, yield* Semaphore.make(1), scope)
     return TokenService.of({
       get: keeper.acquire(undefined),
       getWithin: (maxWait) => {
@@ -298,5 +347,16 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
   }
 )
 
-/** The token cache, over the `HttpTransport` and `ClinicalConfig` the application provides. */
+/**
+ * The token store's name for a client's token: a hash of where tokens come from and of the
+ * ApplicationId (in one letter case), so that clients of one application share it and the store
+ * never holds the ApplicationId itself.
+ */
+export const storeKey = (config: ClinicalConfig["Service"]): string =>
+  storeKeyOf(tokenUrl(config), Redacted.value(config.applicationId))
+
+/**
+ * The token cache, over the `HttpTransport` and `ClinicalConfig` the application provides, and the
+ * `TokenStore` if one is provided (else a memory store of its own).
+ */
 export const layer: Layer.Layer<TokenService, never, ClinicalConfig | HttpTransport> = Layer.effect(TokenService, make)

@@ -10,6 +10,7 @@ import * as Metric from "effect/Metric"
 import * as Redacted from "effect/Redacted"
 import { Failed } from "../../../core/call/response.js"
 import * as Core from "../../../core/token/tokenResponse.js"
+import type * as Sharing from "../../../core/token/tokenSharing.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import { type HttpError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
@@ -17,13 +18,8 @@ import { send } from "../call/attempt.js"
 import { fromCore } from "../fromCore.js"
 import * as Telemetry from "../observability/telemetry.js"
 
-/** A token as the service issued it, with its expiry already moved onto the local clock. */
-export interface IssuedToken extends Core.Issued<Redacted.Redacted<string>> {
-  /** Where it came from: the token endpoint, or the shared token store (another instance asked for it). */
-  readonly source: "server" | "store"
-  /** Its generation in the token store; `undefined` when it was not published there. */
-  readonly storeGeneration: number | undefined
-}
+/** A token as the service issued it (or the store held it), with its expiry already moved onto the local clock. */
+export type IssuedToken = Sharing.IssuedToken<Redacted.Redacted<string>>
 
 /** What a token request is made of, from a client's settings. */
 const termsOf = (config: ClinicalConfig.Service): Core.TokenTerms => ({

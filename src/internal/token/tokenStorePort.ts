@@ -1,71 +1,22 @@
 /**
- * What a token store does (the port `TokenStore` names and its adapters implement): the types
- * alone, so that an adapter and the public module import them without importing each other.
+ * What a token store does (the port `TokenStore` names and its adapters implement): the core's
+ * plain types (core/token/tokenStore.ts) with this line's `Redacted`, and the service's effects.
  */
 import type * as Effect from "effect/Effect"
+import type * as Redacted from "effect/Redacted"
+import type * as Core from "../../../core/token/tokenStore.js"
 import type { TokenStoreError } from "../../ClinicalError.js"
 import type { Entry } from "./storedEntry.js"
 
+export { MAX_PAUSE_MILLIS } from "../../../core/token/tokenStore.js"
+
+export type { OnUnavailable, Paused, PauseStatus, Unreadable } from "../../../core/token/tokenStore.js"
+
 /** A token in the store, as one instance reads it. */
-export interface Stored {
-  readonly entry: Entry
-  /** Which token it is (`TokenStore.fingerprint`): how instances compare tokens. */
-  readonly fingerprint: string
-  /** Its number in the store: the same on every instance that reads it, until the store restarts empty. */
-  readonly generation: number
-  /** The time it has left, as the store measures it (its key's TTL). */
-  readonly remainingMillis: number
-}
+export type Stored = Core.Stored<Redacted.Redacted<string>>
 
 /** What one read of the store finds, in one step. */
-export interface Snapshot {
-  /** The token, if one is stored, has time left and can be read. */
-  readonly stored: Stored | undefined
-  /**
-   * The number of the last token published (0 before the first): what a publication compares
-   * against. -1 when what is stored there is not a number: the next publication replaces it.
-   */
-  readonly generation: number
-  /** The id of the instance holding the lease (fetching a token for everyone), if one does. */
-  readonly lease: string | undefined
-  /** What is stored but cannot be read, if anything (see {@link Unreadable}). */
-  readonly unreadable?: Unreadable | undefined
-  /** A pause the token endpoint asked an instance for, while it runs (see {@link Service.pause}). */
-  readonly paused?: Paused | undefined
-}
-
-/** The statuses with which a token endpoint asks for a pause: 429, or 503 with `Retry-After`. */
-export type PauseStatus = 429 | 503
-
-/**
- * Longest pause an instance records (`maxRetryAfter` is at most an hour): one with more time left
- * is no instance's (planted by hand), and is not honoured.
- */
-export const MAX_PAUSE_MILLIS = 3_600_000
-
-/** A pause of the token endpoint's, as the store holds it: the status that asked for it and the time it has left. */
-export interface Paused {
-  readonly status: PauseStatus
-  readonly remainingMillis: number
-}
-
-/**
- * Something the store holds that this instance cannot read. It is replaced by the next
- * publication, which the instance makes (repairing the store), unless it may be a token sealed with
- * another key with time left: then instances with another key are at work, and this one goes on as
- * when the store fails until that token expires.
- */
-export interface Unreadable {
-  /** What cannot be read, and why; never the value. */
-  readonly reason: string
-  /** It may be a token sealed with another key than this instance's (or tampered with: a seal cannot tell). */
-  readonly sealedOtherwise: boolean
-  /** The time it has left (its key's TTL), `Infinity` when it has none. */
-  readonly remainingMillis: number
-}
-
-/** What an instance does when the store fails: use a token of its own (`local`), or fail the refresh (`fail`). */
-export type OnUnavailable = "local" | "fail"
+export type Snapshot = Core.Snapshot<Redacted.Redacted<string>>
 
 /**
  * A token store. `key` names one token (the client derives it from a hash of the ApplicationId and
@@ -96,7 +47,7 @@ export interface Service {
    * requests fast instead of asking. Optional: a store without it shares no pause.
    */
   readonly pause?:
-    | ((key: string, status: PauseStatus, ttlMillis: number) => Effect.Effect<void, TokenStoreError>)
+    | ((key: string, status: Core.PauseStatus, ttlMillis: number) => Effect.Effect<void, TokenStoreError>)
     | undefined
   /** Drops the stored token if it is still the one with this fingerprint (a 401/419 refused it). */
   readonly invalidate: (key: string, fingerprint: string) => Effect.Effect<void, TokenStoreError>
@@ -105,7 +56,7 @@ export interface Service {
   /** After a failure, how long the store is left alone before it is tried again. */
   readonly retryAfterMillis: number
   /** What a refresh does while the store fails. */
-  readonly onUnavailable: OnUnavailable
+  readonly onUnavailable: Core.OnUnavailable
   /**
    * Resolves once the store's client has made its first connection (bounded), when it is still
    * making it: waited for before an operation's timeout starts. Absent for a store that is always

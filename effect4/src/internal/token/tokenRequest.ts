@@ -10,14 +10,15 @@ import * as Redacted from "effect/Redacted"
 import { Failed } from "../../../../core/call/response.js"
 import * as Redaction from "../../../../core/redaction/redaction.js"
 import * as Core from "../../../../core/token/tokenResponse.js"
+import type * as Sharing from "../../../../core/token/tokenSharing.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import { type HttpError, TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import { fromCore } from "../fromCore.js"
 import * as Telemetry from "../observability/telemetry.js"
 
-/** A token as the service issued it, with its expiry already moved onto the local clock. */
-export type IssuedToken = Core.Issued<Redacted.Redacted<string>>
+/** A token as the service issued it (or the store held it), with its expiry already moved onto the local clock. */
+export type IssuedToken = Sharing.IssuedToken<Redacted.Redacted<string>>
 
 /** What a token request is made of, from a client's settings. */
 const termsOf = (config: ClinicalConfig.Service): Core.TokenTerms => ({
@@ -67,5 +68,7 @@ export const requestToken = (
       maxRetryAfterMillis: Duration.toMillis(config.maxRetryAfter),
       maxTokenLifetimeMillis: Duration.toMillis(config.maxTokenLifetime)
     }, (token) => Redacted.make(token))
-    return read instanceof Failed ? yield* Effect.fail(fromCore(read.error)) : read
+    return read instanceof Failed
+      ? yield* Effect.fail(fromCore(read.error))
+      : { ...read, source: "server", storeGeneration: undefined } satisfies IssuedToken
   }).pipe(Effect.withSpan("TokenService.request", { kind: "client" }))

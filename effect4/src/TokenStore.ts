@@ -1,0 +1,143 @@
+/**
+ * Where the token lives besides each instance's own cache: the store `TokenService` consults when
+ * it needs a new token, so that every instance of a fleet can share one.
+ *
+ * - `layerMemory` (the default, used when no store is provided) keeps the token in this process:
+ *   one instance, one token, as without a store.
+ * - `layerRedis` shares it among every instance that uses the same Redis and the same
+ *   ApplicationId. Refresh is single-flight across the fleet (a lease), a publication can never
+ *   overwrite a newer token (a generation number, compared and set in one script), expiry is the
+ *   key's own TTL as Redis measures it (so clocks need not agree), a 401/419 drops the stored
+ *   token only if it is still the one refused, and a pause the token endpoint asked one instance
+ *   for (429, or 503 with `Retry-After`) is honoured by all.
+ *
+ * The local cache stays in front: a fresh token costs no round trip to the store. Redis is reached
+ * through a two-function port ({@link RedisCommands}), with adapters for `ioredis` and `redis`
+ * (node-redis) typed structurally: the library imports neither, and the application passes its own
+ * client. Every rule (the entry and its seal, the scripts, the options' checks, the memory store's
+ * slots) is the core's (core/token/); this module gives them Effect 4's services and layers.
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
+import * as RedisCore from "../../core/token/redisStore.js"
+import { fingerprintOf } from "../../core/token/storedEntry.js"
+import { MemorySlots } from "../../core/token/tokenStore.js"
+import type { InvalidConfig } from "./ClinicalError.js"
+import { fromCore } from "./internal/fromCore.js"
+import { line } from "./internal/line.js"
+import * as RedisStore from "./internal/token/redisTokenStore.js"
+import type { OnUnavailable, Service } from "./internal/token/tokenStorePort.js"
+
+export type {
+  Entry,
+  OnUnavailable,
+  Paused,
+  PauseStatus,
+  Service,
+  Snapshot,
+  Stored,
+  Unreadable
+} from "./internal/token/tokenStorePort.js"
+
+/** Which token a token is, without holding it: a 128-bit SHA-256 prefix. */
+export const fingerprint = (token: Redacted.Redacted<string>): string => fingerprintOf(Redacted.value(token))
+
+/** The token store. Without one in context, `TokenService` uses a {@link memory} store of its own. */
+export class TokenStore extends Context.Service<TokenStore, Service>()("effect-clinical/TokenStore") {}
+
+/**
+ * A store in this process's memory, with the same semantics as Redis's (the core's `MemorySlots`,
+ * time from Effect's `Clock`). Every `TokenService` without a store in context makes its own;
+ * provide one to share it among the clients of one process.
+ */
+export const memory = (): Service => {
+  const slots = new MemorySlots<Redacted.Redacted<string>>(Redacted.value)
+  const at = <A>(f: (now: number) => A) => Effect.map(Clock.currentTimeMillis, f)
+  return {
+    read: (key) => at((now) => slots.read(key, now)),
+    acquireLease: (key, owner, ttlMillis) => at((now) => slots.acquireLease(key, owner, ttlMillis, now)),
+    releaseLease: (key, owner) => at((now) => slots.releaseLease(key, owner, now)),
+    publish: (key, expected, entry, ttlMillis, owner) =>
+      at((now) => slots.publish(key, expected, entry, ttlMillis, owner, now)),
+    pause: (key, status, ttlMillis) => at((now) => slots.pause(key, status, ttlMillis, now)),
+    invalidate: (key, fingerprint) => at((now) => slots.invalidate(key, fingerprint, now)),
+    // In memory, nothing can hang or fail: no timer is set around an operation.
+    timeoutMillis: Number.POSITIVE_INFINITY,
+    retryAfterMillis: 0,
+    onUnavailable: "local"
+  }
+}
+
+/** A store in this process's memory (see {@link memory}), shared by the clients it is provided to. */
+export const layerMemory: Layer.Layer<TokenStore> = Layer.sync(TokenStore, memory)
+
+/** What the library needs of a Redis client: send one command, run one Lua script (see {@link ioredis}, {@link nodeRedis}). */
+export type RedisCommands = RedisCore.RedisCommands
+
+/** A Lua script and its SHA-1, as EVALSHA wants it. */
+export type RedisScript = RedisCore.RedisScript
+
+/** A script ready for `RedisCommands.script`. */
+export const redisScript: (source: string) => RedisScript = RedisCore.redisScript
+
+/** The port over any function that sends one command: scripts by EVALSHA, loaded by EVAL when missing. */
+export const fromSend: (send: (command: ReadonlyArray<string>) => Promise<unknown>) => RedisCommands =
+  RedisCore.fromSend
+
+/** What the library uses of an `ioredis` client (`Redis` or `Cluster`, ioredis 5). */
+export type IoredisLike = RedisCore.IoredisLike
+
+/**
+ * The port over an `ioredis` client the application created (and connects and closes). Its first
+ * connection is waited for (see {@link RedisCommands.ready}).
+ */
+export const ioredis: (client: IoredisLike) => RedisCommands = RedisCore.ioredis
+
+/** What the library uses of a `redis` (node-redis 4 or 5) client. */
+export type NodeRedisLike = RedisCore.NodeRedisLike
+
+/**
+ * The port over a `redis` (node-redis) client the application created (and connects and closes).
+ * Its first connection (`connect()` called, not yet ready) is waited for.
+ */
+export const nodeRedis: (client: NodeRedisLike) => RedisCommands = RedisCore.nodeRedis
+
+/** What {@link layerRedis} takes. */
+export interface RedisOptions {
+  /** The Redis port: `TokenStore.ioredis(client)`, `TokenStore.nodeRedis(client)`, or your own. */
+  readonly redis: RedisCommands
+  /** Prefix of the key names (letters, digits, `:`, `_`, `.`, `-`). Default `effect-clinical`. */
+  readonly keyPrefix?: string | undefined
+  /**
+   * Seals the stored token with AES-256-GCM: 32 bytes, or their base64 or hex, best `Redacted`.
+   * Every instance of the fleet needs the same key. Default: stored as JSON, unsealed.
+   */
+  readonly sealingKey?: Redacted.Redacted<string> | Redacted.Redacted<Uint8Array> | string | Uint8Array | undefined
+  /** Longest one store operation may take; then the store counts as unavailable. Default 250 ms. */
+  readonly timeout?: Duration.Input | undefined
+  /** After a failure, how long the store is left alone before it is tried again. Default 5 seconds. */
+  readonly retryAfter?: Duration.Input | undefined
+  /**
+   * While the store fails: `local` (default) fetches a token for this instance alone, as without a
+   * store; `fail` fails the refresh with `TokenStoreError`, for a service known to revoke a token
+   * when it issues the next one (where instances on their own would invalidate each other).
+   */
+  readonly onUnavailable?: OnUnavailable | undefined
+}
+
+/** A Redis store from its options, or the `InvalidConfig` naming the setting refused (the core's checks). */
+export const redis = (options: RedisOptions): Result.Result<Service, InvalidConfig> => {
+  const checked = RedisCore.redisSettingsOf(options, line, (bytes) => Redacted.make(bytes))
+  return "_tag" in checked
+    ? Result.fail(fromCore(checked))
+    : Result.succeed(RedisStore.make(checked.redis, checked.settings))
+}
+
+/** A store shared through Redis (see {@link RedisOptions}). A refused option fails the layer with `InvalidConfig`. */
+export const layerRedis = (options: RedisOptions): Layer.Layer<TokenStore, InvalidConfig> =>
+  Layer.effect(TokenStore, Effect.suspend(() => Effect.fromResult(redis(options))))
