@@ -46,7 +46,11 @@ export default {
     "src/cli/batchJob.ts",
     "core/queue/jobDecision.ts",
     "src/internal/queue/jobSeal.ts",
-    "core/jsonSyntax.ts"
+    "core/jsonSyntax.ts",
+    "core/testing/operations.ts",
+    "core/testing/faults.ts",
+    "core/testing/mockState.ts",
+    "core/testing/mockHttp.ts"
   ],
   // The Effect 4 line is a package of its own, with its own node_modules: no sandbox needs a copy.
   ignorePatterns: ["/effect4"],

@@ -1,13 +1,14 @@
 /**
  * The mock's operations, each a handler a reader can find by name (the token, authenticate, and
  * the person-data operations), answering as the service's public help pages describe. They read
- * and change the server's state; the server's time is passed in.
+ * and change the server's state; the server's time is passed in. Each line hands them the request as
+ * it went on the wire (its secrets revealed: this is the server's side).
  */
-import { field, isRecord, parse } from "../../core/json.js"
-import type { MockDevice, MockMedication, MockPerson } from "../../core/testing/fixture.js"
-import { isGuid } from "../../core/validate.js"
-import * as HttpDate from "../HttpDate.js"
-import * as HttpTransport from "../HttpTransport.js"
+import * as HttpDate from "../httpDate.js"
+import { field, isRecord, parse } from "../json.js"
+import type { Received } from "../transport/message.js"
+import { isGuid } from "../validate.js"
+import type { MockDevice, MockMedication, MockPerson } from "./fixture.js"
 
 /** Paths of the operations the mock serves (matched case-insensitively). */
 export const paths = {
@@ -18,6 +19,21 @@ export const paths = {
   detailedEthnicities: "/api/Demographics/detailedethnicity/get",
   uniqueDeviceIdentifiers: "/api/Clinical/UniqueDeviceIdentifier/Get"
 } as const
+
+/** One request as the mock receives it: as it went on the wire, header names as sent. */
+export interface MockRequest {
+  readonly method: string
+  /** Absolute. */
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string | undefined
+}
+
+/** A header of the request by case-insensitive name. */
+const headerOf = (request: MockRequest, name: string): string | undefined => {
+  const value = field(request.headers, name)
+  return typeof value === "string" ? value : undefined
+}
 
 /** An operation of the mock. */
 export type Operation = keyof typeof paths
@@ -149,7 +165,7 @@ export const json = (
   body: unknown,
   now: number,
   extra: Record<string, string> = {}
-): HttpTransport.TransportResponse => ({
+): Received => ({
   status,
   headers: {
     "content-type": "application/json; charset=utf-8",
@@ -168,8 +184,8 @@ const envelope = (status: number, now: number, errorType: string, errorMessage: 
 const denied = (now: number) => json(401, { Message: "Authorization has been denied for this request." }, now)
 
 /** The token operation: a token for an accepted ApplicationId, with TOKEN_EXPIRES and Date. */
-const issueToken = (state: ServerState, request: HttpTransport.TransportRequest, now: number) => {
-  const body = parseJson(HttpTransport.wireBody(request))
+const issueToken = (state: ServerState, request: MockRequest, now: number) => {
+  const body = parseJson(request.body)
   if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
   const applicationId = field(body, "ApplicationId")
   if (
@@ -192,12 +208,12 @@ const issueToken = (state: ServerState, request: HttpTransport.TransportRequest,
 }
 
 /** The checks every data request passes first: a known, unexpired token and its own ApplicationId. */
-const authorize = (state: ServerState, request: HttpTransport.TransportRequest, now: number) => {
-  const authorization = HttpTransport.wireHeader(request, "authorization") ?? ""
+const authorize = (state: ServerState, request: MockRequest, now: number) => {
+  const authorization = headerOf(request, "authorization") ?? ""
   const issued = authorization.startsWith("Bearer ") ? state.tokens.get(authorization.slice(7)) : undefined
   if (issued === undefined) return denied(now)
   if (now >= issued.expiresAt) return json(419, { Message: "The token has exceeded its lifetime." }, now)
-  const applicationId = HttpTransport.wireHeader(request, "applicationid")
+  const applicationId = headerOf(request, "applicationid")
   if (applicationId === undefined || applicationId.toLowerCase() !== issued.applicationId) return denied(now)
   return undefined
 }
@@ -206,12 +222,12 @@ const authorize = (state: ServerState, request: HttpTransport.TransportRequest, 
 const personData = (
   state: ServerState,
   operation: PersonDataOperation,
-  request: HttpTransport.TransportRequest,
+  request: MockRequest,
   now: number
 ) => {
   const refused = authorize(state, request, now)
   if (refused !== undefined) return refused
-  const body = parseJson(HttpTransport.wireBody(request))
+  const body = parseJson(request.body)
   if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
   const { collection, dateOf, itemsOf } = PERSON_DATA[operation]
   const none = { [collection]: null }
@@ -242,10 +258,10 @@ const personData = (
 }
 
 /** Authenticate: a person's PersonUid for their pass code and date of birth. */
-const authenticate = (state: ServerState, request: HttpTransport.TransportRequest, now: number) => {
+const authenticate = (state: ServerState, request: MockRequest, now: number) => {
   const refused = authorize(state, request, now)
   if (refused !== undefined) return refused
-  const body = parseJson(HttpTransport.wireBody(request))
+  const body = parseJson(request.body)
   if (!isRecord(body)) return json(400, { Message: "The request is invalid." }, now)
   const passCode = field(body, "PassCode")
   const dateOfBirth = field(body, "DateOfBirth")
@@ -264,10 +280,10 @@ const authenticate = (state: ServerState, request: HttpTransport.TransportReques
 /** The answer of the operation at `request`'s path (or 404, or 405 for anything but POST). */
 export const answer = (
   state: ServerState,
-  request: HttpTransport.TransportRequest,
+  request: MockRequest,
   operation: Operation | undefined,
   now: number
-): HttpTransport.TransportResponse => {
+): Received => {
   if (request.method !== "POST") {
     return json(state.behaviour.wrongMethodStatus, {
       Message: `The requested resource does not support http method '${request.method}'.`

@@ -1,14 +1,13 @@
 /**
  * The mock's faults: what can be injected, the queue and the seeded draws that pick one for each
- * request, and how a fault turns the normal answer into another.
+ * request, and how a fault turns the normal answer into another. A delay's duration is read by the
+ * line (each has its own `Duration`), through the function it hands to {@link faultsOf}.
  */
-import * as Duration from "effect/Duration"
-import * as Option from "effect/Option"
-import { isRecord } from "../../core/json.js"
-import { seededRandom } from "../../core/testing/seeded.js"
-import * as HttpDate from "../HttpDate.js"
-import type * as HttpTransport from "../HttpTransport.js"
+import * as HttpDate from "../httpDate.js"
+import { isRecord } from "../json.js"
+import type { Received } from "../transport/message.js"
 import { json, type Operation } from "./operations.js"
+import { seededRandom } from "./seeded.js"
 
 /** What a fault applies to. */
 export type Target = Operation | "any"
@@ -22,8 +21,11 @@ export type Fault =
   | { readonly _tag: "MissingTokenExpires" }
   | { readonly _tag: "MalformedTokenExpires" }
 
-/** Constructors of faults. */
-export const Fault = {
+/**
+ * Constructors of faults, a delay's duration read by `millisOf` (`undefined`: not a duration, a
+ * delay that `injectFaults` refuses).
+ */
+export const faultsOf = <D>(millisOf: (duration: D) => number | undefined) => ({
   /** Answer with `status`, an optional body (JSON-encoded unless a string) and `Retry-After`. */
   status: (
     status: number,
@@ -39,10 +41,10 @@ export const Fault = {
     ...(options?.retryAfter === undefined ? {} : { retryAfter: String(options.retryAfter) })
   }),
   /** Wait this long (on the mock's clock), then answer normally. */
-  delay: (duration: Duration.DurationInput): Fault => ({
+  delay: (duration: D): Fault => ({
     _tag: "Delay",
     // Not a duration: NaN, which injectFaults refuses.
-    millis: Option.match(Duration.decodeUnknown(duration), { onNone: () => Number.NaN, onSome: Duration.toMillis })
+    millis: millisOf(duration) ?? Number.NaN
   }),
   /** Drop the connection without an answer. */
   drop: { _tag: "Drop" } as Fault,
@@ -52,7 +54,7 @@ export const Fault = {
   missingTokenExpires: { _tag: "MissingTokenExpires" } as Fault,
   /** Answer a token request normally, with a `TOKEN_EXPIRES` that is not an HTTP date. */
   malformedTokenExpires: { _tag: "MalformedTokenExpires" } as Fault
-} as const
+} as const)
 
 const FAULT_TAGS: ReadonlySet<string> = new Set([
   "Status",
@@ -78,7 +80,7 @@ export interface RandomFaults {
 
 /** What the mock did with one request: answered it, or dropped the connection. */
 export type Outcome =
-  | { readonly _tag: "Response"; readonly response: HttpTransport.TransportResponse }
+  | { readonly _tag: "Response"; readonly response: Received }
   | { readonly _tag: "Drop" }
 
 /** The faults waiting for each target: queued ones first, then seeded draws. */
@@ -128,7 +130,7 @@ export const applyFault = (
   fault: Fault | undefined,
   operation: Operation | undefined,
   now: number,
-  answer: () => HttpTransport.TransportResponse
+  answer: () => Received
 ): Outcome => {
   if (fault?._tag === "Drop") return { _tag: "Drop" }
   if (fault?._tag === "Status") {

@@ -1,0 +1,286 @@
+/**
+ * A faithful stand-in for the service, for development and tests, served in memory (as an
+ * `HttpTransport`, no sockets) or over real HTTP on 127.0.0.1: the Effect 4 line's.
+ *
+ * It behaves as the service's public help pages describe it (POST only, paths matched
+ * case-insensitively, tokens with `TOKEN_EXPIRES` / `Date`, 401, 419, 400, the envelope); its
+ * records are invented (see `fixturePersons`). The service is the core's, once for both lines
+ * (core/testing: `operations`, `faults`, `mockState`, `mockHttp`); this module is its Effect 4
+ * shell: all of its time comes from Effect's `Clock` (so `TestClock` drives it) plus a configurable
+ * server clock offset, a Delay fault sleeps on it, and a refused setting is `InvalidConfig`.
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import type { SettingRefusal } from "../../../core/errors.js"
+import * as Faults from "../../../core/testing/faults.js"
+import {
+  DEMO_APPLICATION_ID,
+  FIXTURE_PERSONS,
+  type MockDevice,
+  type MockEthnicity,
+  type MockMedication,
+  type MockPerson
+} from "../../../core/testing/fixture.js"
+import * as MockHttp from "../../../core/testing/mockHttp.js"
+import * as MockState from "../../../core/testing/mockState.js"
+import { type Operation, paths } from "../../../core/testing/operations.js"
+import { InvalidConfig, type TransportError } from "../ClinicalError.js"
+import * as HttpTransport from "../HttpTransport.js"
+import { line } from "../internal/line.js"
+
+export type { MockDevice, MockEthnicity, MockMedication, MockPerson }
+export { paths }
+export type { Operation }
+
+/** A duration of this line in milliseconds; `undefined` when it is not a duration. */
+const millisOf = (duration: Duration.Input): number | undefined => {
+  const decoded = line.decodeDuration(duration)
+  return decoded === undefined ? undefined : Duration.toMillis(decoded)
+}
+
+/** A fault the mock can inject; `Fault.status(503)`, `Fault.drop`, ... build them. */
+export type Fault = Faults.Fault
+/** Constructors of faults. */
+export const Fault = Faults.faultsOf(millisOf)
+/** What the mock did with one request: answered it, or dropped the connection. */
+export type Outcome = Faults.Outcome
+/** Faults drawn by chance, from a seeded generator (so a run can be repeated exactly). */
+export type RandomFaults = Faults.RandomFaults
+/** What a fault applies to: an operation, or `any`. */
+export type Target = Faults.Target
+/** One request as the mock received it, and how it answered. Holds secrets: it is the server's log. */
+export type LoggedRequest = MockState.LoggedRequest
+/** Running totals. */
+export type Counters = MockState.Counters
+/** Settings of a mock. */
+export type Options = MockState.Options<Duration.Input>
+/** Where {@link serve} listens. */
+export type ServeOptions = MockHttp.ServeOptions
+
+/** The ApplicationId the mock accepts by default (a made-up GUID). */
+export const demoApplicationId: string = DEMO_APPLICATION_ID
+
+/** The built-in persons: three, with two to six invented medications each, ethnicities and devices. */
+export const fixturePersons: ReadonlyArray<MockPerson> = FIXTURE_PERSONS
+
+/** A running mock: its answers and its controls. */
+export interface Service {
+  /** The accepted ApplicationIds. */
+  readonly applicationIds: ReadonlyArray<string>
+  /** The persons it knows. */
+  readonly persons: ReadonlyArray<MockPerson>
+  /** Answers one request (for adapters: the in-memory transport and the HTTP server use this). */
+  readonly respond: (request: HttpTransport.TransportRequest) => Effect.Effect<Outcome>
+  /** Answers one request as an in-memory transport would: a dropped connection is a `TransportError`. */
+  readonly handle: (
+    request: HttpTransport.TransportRequest
+  ) => Effect.Effect<HttpTransport.TransportResponse, TransportError>
+  /** Forgets every issued token, as a server that revoked them would. */
+  readonly revokeAllTokens: Effect.Effect<void>
+  /** Sets the lifetime of tokens issued from now on. */
+  readonly setTokenLifetime: (lifetime: Duration.Input) => Effect.Effect<void, InvalidConfig>
+  /** Sets the server clock offset (server minus local, ms; may be negative). */
+  readonly setClockOffset: (millis: number) => Effect.Effect<void, InvalidConfig>
+  /** Queues faults for the next requests to `target`, one fault per request, in order. Anything else fails with `InvalidConfig`. */
+  readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Effect.Effect<void, InvalidConfig>
+  /** Draws faults by chance for requests to `target` (after any queued ones); `undefined` stops it. */
+  readonly setRandomFaults: (target: Target, faults: RandomFaults | undefined) => Effect.Effect<void>
+  /** Removes queued and random faults. */
+  readonly clearFaults: Effect.Effect<void>
+  /** Running totals since start (or the last `resetCounters`). */
+  readonly counters: Effect.Effect<Counters>
+  /** The most recent requests, oldest first. */
+  readonly requestLog: Effect.Effect<ReadonlyArray<LoggedRequest>>
+  /** Zeroes the counters and empties the request log. */
+  readonly resetCounters: Effect.Effect<void>
+}
+
+/** A mock in context. */
+export class MockClinicalServer
+  extends Context.Service<MockClinicalServer, Service>()("effect-clinical/MockClinicalServer")
+{}
+
+/** The core's refusal as this line's error. */
+const refused = (refusal: SettingRefusal | undefined): Effect.Effect<void, InvalidConfig> =>
+  refusal === undefined ? Effect.void : Effect.fail(new InvalidConfig(refusal))
+
+const build = (state: MockState.MockState<Duration.Input>): Service => {
+  const respond = (request: HttpTransport.TransportRequest): Effect.Effect<Outcome> =>
+    Effect.suspend(() => {
+      const arrival = state.receive({
+        method: request.method,
+        url: request.url,
+        headers: HttpTransport.wireHeaders(request),
+        body: HttpTransport.wireBody(request)
+      })
+      const answer = Effect.map(Clock.currentTimeMillis, (now) => state.answer(arrival, now))
+      return arrival.delayMillis === undefined ? answer : Effect.andThen(Effect.sleep(arrival.delayMillis), answer)
+    })
+  return MockClinicalServer.of({
+    applicationIds: state.applicationIds,
+    persons: state.persons,
+    respond,
+    handle: (request) =>
+      Effect.flatMap(respond(request), (outcome) =>
+        outcome._tag === "Drop"
+          ? Effect.fail(HttpTransport.transportError(request, "Network", "the mock dropped the connection"))
+          : Effect.succeed(outcome.response)),
+    revokeAllTokens: Effect.sync(() => state.revokeAllTokens()),
+    setTokenLifetime: (lifetime) => Effect.suspend(() => refused(state.setTokenLifetime(lifetime))),
+    setClockOffset: (millis) => Effect.suspend(() => refused(state.setClockOffset(millis))),
+    injectFaults: (target, faults) => Effect.suspend(() => refused(state.injectFaults(target, faults))),
+    setRandomFaults: (target, config) => Effect.sync(() => state.setRandomFaults(target, config)),
+    clearFaults: Effect.sync(() => state.clearFaults()),
+    counters: Effect.sync(() => state.counters()),
+    requestLog: Effect.sync(() => state.requestLog()),
+    resetCounters: Effect.sync(() => state.resetCounters())
+  })
+}
+
+/** Builds a mock. Its state lives as long as the returned service. Bad options fail with `InvalidConfig`. */
+export const make = (options: Options = {}): Effect.Effect<Service, InvalidConfig> =>
+  Effect.suspend(() => {
+    const state = MockState.makeState(options, millisOf)
+    return state instanceof MockState.MockState ? Effect.succeed(build(state)) : Effect.fail(new InvalidConfig(state))
+  })
+
+/** A mock in context. */
+export const layer = (options?: Options): Layer.Layer<MockClinicalServer, InvalidConfig> =>
+  Layer.effect(MockClinicalServer, make(options))
+
+/** An `HttpTransport` that sends every request to `mock`, in memory. */
+export const transport = (mock: Service): HttpTransport.Service => HttpTransport.make(mock.handle)
+
+/**
+ * A new mock served in memory as the `HttpTransport`, with the mock itself in context for its
+ * controls. No sockets, and `TestClock` drives it.
+ */
+export const layerTransport = (
+  options?: Options
+): Layer.Layer<MockClinicalServer | HttpTransport.HttpTransport, InvalidConfig> =>
+  Layer.effect(HttpTransport.HttpTransport, MockClinicalServer.useSync(transport)).pipe(
+    Layer.provideMerge(layer(options))
+  )
+
+/** Why the mock could not listen (the TLS material, the port), as this line's error. */
+const listenFailure = (cause: unknown): InvalidConfig =>
+  cause instanceof MockHttp.ListenFailure
+    ? new InvalidConfig({ setting: cause.setting, reason: cause.reason })
+    : new InvalidConfig({ setting: "port", reason: "cannot be listened on" })
+
+/**
+ * Serves `mock` over real HTTP (or HTTPS, with `tls`) on 127.0.0.1 until the scope closes, and
+ * returns its base URL (`http://127.0.0.1:<port>`, or `https://localhost:<port>`). Closing the
+ * scope closes every open connection at once and drops the answers still delayed. A port that
+ * cannot be listened on, or TLS material refused, fails with `InvalidConfig`.
+ */
+export const serve = (
+  mock: Service,
+  options: ServeOptions = {}
+): Effect.Effect<string, InvalidConfig, Scope.Scope> =>
+  Effect.gen(function*() {
+    // Answers run with the caller's services (its clock), each interrupted when the server closes.
+    const run = Effect.runPromiseWith(yield* Effect.context<never>())
+    const server = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () =>
+          MockHttp.listen(
+            (request, signal) =>
+              run(mock.respond({ ...request, method: request.method as HttpTransport.TransportRequest["method"] }), {
+                signal
+              }),
+            options
+          ),
+        catch: listenFailure
+      }),
+      (server) => Effect.promise(() => server.close())
+    )
+    return server.url
+  })
+
+/** The base URL (`http://127.0.0.1:<port>`) of the mock a {@link layerServed} serves. */
+export class BaseUrl extends Context.Service<BaseUrl, string>()("effect-clinical/MockClinicalServer/BaseUrl") {}
+
+/**
+ * A new mock served over loopback HTTP for as long as the layer lives: its controls
+ * (`MockClinicalServer`) and its base URL (`BaseUrl`). No scope to manage by hand.
+ */
+export const layerServed = (
+  options?: Options,
+  serveOptions?: ServeOptions
+): Layer.Layer<MockClinicalServer | BaseUrl, InvalidConfig> =>
+  Layer.effectContext(
+    Effect.gen(function*() {
+      const mock = yield* make(options)
+      const url = yield* serve(mock, serveOptions)
+      return Context.make(MockClinicalServer, mock).pipe(Context.add(BaseUrl, url))
+    })
+  )
+
+/** A mock served over loopback HTTP, driven with Promises: for tests written without Effect. */
+export interface Started {
+  /** Its base URL, `http://127.0.0.1:<port>`: the `baseUrl` of a client. */
+  readonly url: string
+  /** An ApplicationId it accepts. */
+  readonly applicationId: string
+  /** The persons it knows. */
+  readonly persons: ReadonlyArray<MockPerson>
+  readonly counters: () => Promise<Counters>
+  readonly requestLog: () => Promise<ReadonlyArray<LoggedRequest>>
+  readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Promise<void>
+  readonly setRandomFaults: (target: Target, faults: RandomFaults | undefined) => Promise<void>
+  readonly clearFaults: () => Promise<void>
+  readonly revokeAllTokens: () => Promise<void>
+  readonly setTokenLifetime: (lifetime: Duration.Input) => Promise<void>
+  readonly setClockOffset: (millis: number) => Promise<void>
+  readonly resetCounters: () => Promise<void>
+  /** Stops it, closing every open connection. */
+  readonly close: () => Promise<void>
+  readonly [Symbol.asyncDispose]: () => Promise<void>
+}
+
+/** Runs an effect, rejecting with its own typed error rather than a wrapper. */
+const promise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
+  Effect.runPromiseExit(effect).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Option.getOrElse(Cause.findErrorOption(exit.cause), () => Cause.squash(exit.cause))
+  })
+
+/**
+ * Starts a mock over loopback HTTP (HTTPS with `tls`) and resolves once it listens. Bad options reject with
+ * `InvalidConfig`. `await mock.close()` (or `await using`) stops it.
+ */
+export const start = async (options?: Options & ServeOptions): Promise<Started> => {
+  const scope = Effect.runSync(Scope.make())
+  const close = () => Effect.runPromise(Scope.close(scope, Exit.void))
+  try {
+    const mock = await promise(make(options))
+    const url = await promise(Scope.provide(serve(mock, options), scope))
+    return {
+      url,
+      applicationId: mock.applicationIds[0] ?? DEMO_APPLICATION_ID,
+      persons: mock.persons,
+      counters: () => promise(mock.counters),
+      requestLog: () => promise(mock.requestLog),
+      injectFaults: (target, faults) => promise(mock.injectFaults(target, faults)),
+      setRandomFaults: (target, faults) => promise(mock.setRandomFaults(target, faults)),
+      clearFaults: () => promise(mock.clearFaults),
+      revokeAllTokens: () => promise(mock.revokeAllTokens),
+      setTokenLifetime: (lifetime) => promise(mock.setTokenLifetime(lifetime)),
+      setClockOffset: (millis) => promise(mock.setClockOffset(millis)),
+      resetCounters: () => promise(mock.resetCounters),
+      close,
+      [Symbol.asyncDispose]: close
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
