@@ -27,12 +27,14 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Redacted from "effect/Redacted"
 import type * as Schema from "effect/Schema"
 import type { Agent } from "undici"
+import type { SettingRefusal } from "../core/errors.js"
 import { nameOf } from "../core/operationName.js"
+import * as Core from "../core/promiseClient.js"
 import * as ClinicalClient from "./ClinicalClient.js"
 import * as ClinicalConfig from "./ClinicalConfig.js"
 import { ClientClosed, type ClinicalError, InvalidConfig, InvalidRequest } from "./ClinicalError.js"
 import * as HttpTransport from "./HttpTransport.js"
-import { isAbortSignal, isThenable, levelName } from "./internal/callerValues.js"
+import { isThenable, levelName } from "./internal/callerValues.js"
 import { updater } from "./internal/observability/metricUpdater.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
 import * as MedicationService from "./MedicationService.js"
@@ -78,19 +80,7 @@ export interface CallOptions {
 export type GetOptions = PersonData.GetOptions & CallOptions
 
 /** What is known of the current token, without the token itself. */
-export interface TokenMetadata {
-  /** 1 for the first token this client obtained, then 2, 3, ... */
-  readonly generation: number
-  /** When the request for it was sent (epoch ms). */
-  readonly issuedAt: number
-  /** When it expires (epoch ms, local clock). */
-  readonly expiresAt: number
-  /** Its lifetime as used (after the `maxTokenLifetime` cap), and as the server gave it. */
-  readonly lifetimeMillis: number
-  readonly serverLifetimeMillis: number
-  /** The server's clock minus ours; `undefined` when it sent no `Date`. */
-  readonly serverClockSkewMillis: number | undefined
-}
+export type TokenMetadata = Core.TokenMetadata
 
 /** A client. Create one per process with {@link createClinicalClient} and share it. */
 export interface Client {
@@ -132,7 +122,7 @@ export interface Client {
 }
 
 /** The levels the library logs at, from the most to the least detailed; `none` logs nothing. */
-export type LogLevelName = "debug" | "info" | "warn" | "error" | "none"
+export type LogLevelName = Core.LogLevelName
 
 /** One line the library logs. It never holds a secret or a PersonUid. */
 export interface LogEntry {
@@ -197,7 +187,7 @@ const countDropped = updater(Telemetry.logLinesDroppedKey)
  * application's logger never changes what a call does.
  */
 const loggingLayer = ({ logLevel, logger }: LoggingOptions): Layer.Layer<never> => {
-  const level = Logger.minimumLogLevel(LEVELS[logLevel ?? (logger === undefined ? "none" : "info")])
+  const level = Logger.minimumLogLevel(LEVELS[Core.logLevelOf({ logLevel, logger })])
   // Effect's own logger writes to stdout, which is an application's output (a CLI's, a pipe's).
   if (logger === undefined) return Layer.merge(level, Logger.replace(Logger.defaultLogger, toStandardError))
   const dropped = () => countDropped(1, NO_LABELS)
@@ -229,105 +219,55 @@ const toStandardError = Logger.withConsoleError(Logger.logfmtLogger)
  */
 export const reveal = (value: Redacted.Redacted<string>): string => Redacted.value(value)
 
-const checkLogging = (options: LoggingOptions): LoggingOptions => {
-  if (options.logLevel !== undefined && !(options.logLevel in LEVELS)) {
-    throw new InvalidConfig({ setting: "logLevel", reason: "must be one of debug, info, warn, error, none" })
-  }
-  if (options.logger !== undefined && typeof options.logger !== "function") {
-    throw new InvalidConfig({ setting: "logger", reason: "must be a function that takes a log entry" })
-  }
-  return options
-}
-
-/** Why a call's options cannot be used (JavaScript callers can pass anything), or `undefined`. */
-const callOptionsRefusal = (options: unknown): InvalidRequest | undefined => {
-  const refuse = (field: string, reason: string) => new InvalidRequest({ operation: "client", field, reason })
-  if (options === undefined || options === null) return undefined
-  if (typeof options !== "object") return refuse("options", "must be an object such as { signal }")
-  const signal = (options as CallOptions).signal
-  return signal === undefined || isAbortSignal(signal) ? undefined : refuse("signal", "must be an AbortSignal")
-}
-
-/** Whether the caller's signal is aborted now; a signal whose `aborted` throws (a look-alike) is not. */
-const abortedNow = (signal: AbortSignal | undefined): boolean => {
-  try {
-    return signal?.aborted === true
-  } catch {
-    return false
-  }
+/** Throws a refusal of the core's as `InvalidConfig`. */
+const refuseWith = (refusal: SettingRefusal | undefined): void => {
+  if (refusal !== undefined) throw new InvalidConfig(refusal)
 }
 
 /** A client over resolved settings (already checked, so the layer cannot fail on them). */
 const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Client => {
-  if (typeof options !== "object" || options === null) {
-    throw new InvalidConfig({ setting: "options", reason: "must be an object of client options" })
-  }
-  const agentOptions = checkAgentOptions(options.agentOptions)
-  const logging = checkLogging(options)
+  refuseWith(Core.clientOptionsRefusal(options))
+  refuseWith(Core.agentOptionsRefusal(options.agentOptions))
+  refuseWith(Core.loggingRefusal(options))
   const store = options.tokenStore === undefined
     ? Layer.empty
     : Layer.succeed(TokenStore.TokenStore, Either.getOrThrowWith(TokenStore.redis(options.tokenStore), identity))
   const settings = Layer.succeed(ClinicalConfig.ClinicalConfig, config)
   const runtime = ManagedRuntime.make(
     ClinicalClient.layerWith(settings).pipe(
-      Layer.provide(HttpTransport.layerUndiciFromConfig(agentOptions).pipe(Layer.provide(settings))),
+      Layer.provide(HttpTransport.layerUndiciFromConfig(options.agentOptions).pipe(Layer.provide(settings))),
       Layer.provide(store),
-      Layer.merge(loggingLayer(logging))
+      Layer.merge(loggingLayer(options))
     )
   )
-  let closed = false
-  // The calls running now, each by the controller that ends it: close() ends them all at once.
-  const running = new Set<AbortController>()
-  /** The call's own controller, following the caller's signal; `undefined` when the options cannot be used. */
-  const follow = (options: CallOptions | undefined, controller: AbortController): AbortSignal | undefined => {
-    const signal = options?.signal
-    if (signal === undefined) return undefined
-    // Stryker disable next-line BooleanLiteral: equivalent, the listener goes with the call's controller either way
-    signal.addEventListener("abort", () => controller.abort(), { once: true, signal: controller.signal })
-    return signal
-  }
+  const calls = new Core.RunningCalls()
   const run = <A>(
     operation: string,
     effect: Effect.Effect<A, ClinicalError, ClinicalClient.Services>,
     options?: CallOptions
   ): Promise<A> => {
-    if (closed) return Promise.reject(new ClientClosed({ operation, whileRunning: false }))
-    const controller = new AbortController()
-    let signal: AbortSignal | undefined
-    // A JavaScript caller's options may throw from a getter or a method: refused, never thrown.
-    try {
-      const refused = callOptionsRefusal(options)
-      if (refused !== undefined) return Promise.reject(refused)
-      if (options?.signal?.aborted === true) return Promise.reject(options.signal.reason)
-      signal = follow(options, controller)
-    } catch {
-      return Promise.reject(
-        new InvalidRequest({ operation: "client", field: "signal", reason: "could not be read as an AbortSignal" })
-      )
+    const start = calls.start(options)
+    switch (start._tag) {
+      case "Closed":
+        return Promise.reject(new ClientClosed({ operation, whileRunning: false }))
+      case "Refused":
+        return Promise.reject(new InvalidRequest({ operation: "client", ...start.refusal }))
+      case "Aborted":
+        return Promise.reject(start.reason)
     }
-    running.add(controller)
+    const { controller, signal } = start
     return runtime.runPromiseExit(effect, { signal: controller.signal }).then((exit) => {
-      running.delete(controller)
-      // The listener on the caller's signal goes with the call.
-      controller.abort()
-      const aborted = abortedNow(signal)
+      calls.ended(controller)
+      const aborted = Core.abortedNow(signal)
       // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent in tests, only a call that ended just before close() and settles after it tells these apart, a race no test can order
-      if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && !aborted && closed) {
+      if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && !aborted && calls.closed()) {
         throw new ClientClosed({ operation, whileRunning: true })
       }
       return settle(exit, aborted ? signal : undefined)
     })
   }
-  let closing: Promise<void> | undefined
-  const close = () => {
-    closing ??= (async () => {
-      closed = true
-      // Every running call ends now (its request aborted on the socket), not after its timeout.
-      for (const controller of running) controller.abort()
-      await runtime.dispose()
-    })()
-    return closing
-  }
+  // Every running call ends now (its request aborted on the socket), not after its timeout.
+  const close = () => calls.close(() => runtime.dispose())
   return {
     medications: (personUid, options) =>
       run(PersonData.medications.name, MedicationService.get(personUid, options), options),
@@ -342,14 +282,7 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
     token: (options) =>
       run(
         "token",
-        Effect.map(TokenService.get, (token): TokenMetadata => ({
-          generation: token.generation,
-          issuedAt: token.issuedAt,
-          expiresAt: token.expiresAt,
-          lifetimeMillis: token.lifetimeMillis,
-          serverLifetimeMillis: token.serverLifetimeMillis,
-          serverClockSkewMillis: token.serverClockSkewMillis
-        })),
+        Effect.map(TokenService.get, Core.metadataOf),
         options
       ),
     close,
@@ -360,13 +293,6 @@ const clientOf = (config: ClinicalConfig.Service, options: ClientOptions): Clien
 /** Throws the typed failure of a settings check, or returns the settings. */
 const checked = (exit: Exit.Exit<ClinicalConfig.Service, InvalidConfig>): ClinicalConfig.Service =>
   settle(exit, undefined)
-
-const checkAgentOptions = (agentOptions: unknown): Agent.Options | undefined => {
-  if (agentOptions === undefined || (typeof agentOptions === "object" && agentOptions !== null)) {
-    return agentOptions as Agent.Options | undefined
-  }
-  throw new InvalidConfig({ setting: "agentOptions", reason: "must be an object of undici Agent options" })
-}
 
 /**
  * A client from an options object (`baseUrl` and `applicationId` required; see the README's
@@ -385,18 +311,8 @@ export const createClinicalClientFromEnv = (
   env: Readonly<Record<string, string | undefined>> = process.env,
   options: ClientOptions = {}
 ): Client => {
-  if (typeof env !== "object" || env === null) {
-    throw new InvalidConfig({ setting: "env", reason: "must be an object of environment variables" })
-  }
-  const entries: Array<readonly [string, string]> = []
-  for (const [name, value] of Object.entries(env)) {
-    if (typeof value === "string") entries.push([name, value])
-    // A JavaScript caller may hand a number or a URL where an environment holds text: a setting of
-    // ours is refused by name; anything else is not ours to read.
-    else if (value !== undefined && name.startsWith("CLINICAL_")) {
-      throw new InvalidConfig({ setting: name, reason: "must be a string, as an environment variable is" })
-    }
-  }
+  const entries = Core.environmentEntries(env)
+  if (!Array.isArray(entries)) throw new InvalidConfig(entries as SettingRefusal)
   // Node's own channel for a mistake in how a program is set up (stderr, or process.on("warning")),
   // before the settings are checked: a misspelled required variable is why one is missing.
   for (const warning of ClinicalConfig.misspellingWarnings(entries.map(([name]) => name))) {

@@ -1,36 +1,16 @@
-/**
- * What a JavaScript caller of the Promise client hands over, recognised without trusting its type:
- * a logger's return value (a thenable to watch, or not), a call's signal (an AbortSignal, or not),
- * and the level name a logger is given for each of Effect's log levels.
- *
- * The recognisers read the value's properties, and a Proxy or a getter may throw from them: their
- * callers call them inside a `try` (the Promise client refuses such a signal, drops such a line).
- */
+/** The core's recognisers of what a JavaScript caller hands over (core/callerValues.ts), with Effect 3's log levels. */
 import * as LogLevel from "effect/LogLevel"
+import * as Core from "../../core/callerValues.js"
 
-/** A thenable, as Promises/A+ defines it: an object or function with a `then` method. */
-export const isThenable = (value: unknown): value is PromiseLike<unknown> =>
-  // Stryker disable next-line ConditionalExpression: equivalent, a primitive other than null and undefined has no then method
-  (typeof value === "object" || typeof value === "function") && value !== null &&
-  typeof (value as PromiseLike<unknown>).then === "function"
+export { isAbortSignal, isThenable } from "../../core/callerValues.js"
 
-/**
- * An AbortSignal (from this realm or another)? Tagged as one, and with what a call uses of it: an
- * object with `aborted` and `addEventListener` alone, untagged, is most likely a mistake (it would
- * never fire). A look-alike that is tagged and has them all is taken, and is on its own.
- */
-export const isAbortSignal = (value: unknown): value is AbortSignal =>
-  Object.prototype.toString.call(value) === "[object AbortSignal]" &&
-  typeof (value as AbortSignal).aborted === "boolean" &&
-  typeof (value as AbortSignal).addEventListener === "function" &&
-  typeof (value as AbortSignal).removeEventListener === "function"
+const LEVELS: Core.Levels<LogLevel.LogLevel> = {
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  error: LogLevel.Error,
+  lessThan: (a, b) => LogLevel.lessThan(a, b)
+}
 
 /** The level a logger is given: Effect's Trace and Debug are "debug", Fatal is "error". */
 export const levelName = (level: LogLevel.LogLevel): "debug" | "info" | "warn" | "error" =>
-  LogLevel.lessThan(level, LogLevel.Info)
-    ? "debug"
-    : LogLevel.lessThan(level, LogLevel.Warning)
-    ? "info"
-    : LogLevel.lessThan(level, LogLevel.Error)
-    ? "warn"
-    : "error"
+  Core.levelName(level, LEVELS)
