@@ -101,20 +101,18 @@ export const metadataOf = (token: AccessToken<unknown>): TokenMetadata => ({
  * caller may hand a number or a URL where an environment holds text; anything not ours is not ours
  * to read).
  */
-export const environmentEntries = (
-  env: unknown
-): ReadonlyArray<readonly [string, string]> | SettingRefusal => {
+export const environmentTexts = (env: unknown): Map<string, string> | SettingRefusal => {
   if (typeof env !== "object" || env === null) {
     return { setting: "env", reason: "must be an object of environment variables" }
   }
-  const entries: Array<readonly [string, string]> = []
+  const texts = new Map<string, string>()
   for (const [name, value] of Object.entries(env)) {
-    if (typeof value === "string") entries.push([name, value])
+    if (typeof value === "string") texts.set(name, value)
     else if (value !== undefined && name.startsWith("CLINICAL_")) {
       return { setting: name, reason: "must be a string, as an environment variable is" }
     }
   }
-  return entries
+  return texts
 }
 
 /** How a call may start: with its controller (and the caller's signal it follows), or refused. */

@@ -311,16 +311,16 @@ export const createClinicalClientFromEnv = (
   env: Readonly<Record<string, string | undefined>> = process.env,
   options: ClientOptions = {}
 ): Client => {
-  const entries = Core.environmentEntries(env)
-  if (!Array.isArray(entries)) throw new InvalidConfig(entries as SettingRefusal)
+  const texts = Core.environmentTexts(env)
+  if (!(texts instanceof Map)) throw new InvalidConfig(texts)
   // Node's own channel for a mistake in how a program is set up (stderr, or process.on("warning")),
   // before the settings are checked: a misspelled required variable is why one is missing.
-  for (const warning of ClinicalConfig.misspellingWarnings(entries.map(([name]) => name))) {
+  for (const warning of ClinicalConfig.misspellingWarnings([...texts.keys()])) {
     process.emitWarning(warning, { code: "CLINICAL_UNKNOWN_SETTING" })
   }
   const config = checked(
     Effect.runSyncExit(
-      Effect.withConfigProvider(ClinicalConfig.fromEnvironment, ConfigProvider.fromMap(new Map(entries)))
+      Effect.withConfigProvider(ClinicalConfig.fromEnvironment, ConfigProvider.fromMap(texts))
     )
   )
   return clientOf(config, options)

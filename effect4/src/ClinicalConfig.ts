@@ -61,6 +61,17 @@ export const make = (options: Options): Effect.Effect<Service, InvalidConfig> =>
 export const layer = (options: Options): Layer.Layer<ClinicalConfig, InvalidConfig> =>
   Layer.effect(ClinicalConfig, make(options))
 
+/**
+ * The settings from variables read by `lookup` (an environment of the caller's own: the Promise
+ * client's `createClinicalClientFromEnv`), as {@link fromEnvironment} reads them.
+ */
+export const fromVariables = (
+  lookup: (variable: string) => string | undefined
+): Effect.Effect<Service, InvalidConfig> =>
+  Effect.suspend(() =>
+    resolve(Settings.givenFromVariables((variable) => lookup(variable)), (name) => Settings.environment[name])
+  )
+
 /** A variable's text, through Effect's `ConfigProvider` (unset: `undefined`). */
 const text = (variable: string): Effect.Effect<string | undefined, InvalidConfig> =>
   Config.option(Config.String(variable)).pipe(
@@ -77,7 +88,7 @@ export const fromEnvironment: Effect.Effect<Service, InvalidConfig> = Effect.fla
   Effect.forEach(Settings.variables, (variable) => Effect.map(text(variable), (value) => [variable, value] as const)),
   (entries) => {
     const texts = new Map(entries)
-    return resolve(Settings.givenFromVariables((variable) => texts.get(variable)), (name) => Settings.environment[name])
+    return fromVariables((variable) => texts.get(variable))
   }
 )
 

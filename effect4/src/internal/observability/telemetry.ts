@@ -43,3 +43,6 @@ export const attemptsPerCall = histogram(Metrics.attemptsPerCall)
 
 /** OpenTelemetry's `http.client.request.duration`, in seconds. */
 export const httpClientRequestDuration = histogram(Metrics.httpClientRequestDuration)
+
+/** Log lines an application's logger threw on (the Promise client's `logger`): dropped, counted here. */
+export const logLinesDropped = counter(Metrics.logLinesDropped)
