@@ -14,6 +14,7 @@ import * as Path from "node:path"
 /** The Markdown files whose snippets are checked. */
 export const markdownFiles = (root: string): ReadonlyArray<string> => [
   "README.md",
+  "effect4/README.md",
   ...Fs.readdirSync(Path.join(root, "docs")).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)
 ]
 
