@@ -1,6 +1,16 @@
+import * as Path from "node:path"
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
+  resolve: {
+    // Tests and examples import the package by name, exactly as users do: its sources, never a
+    // dist/ a pack left behind.
+    alias: {
+      "effect-clinical/testing": Path.resolve(import.meta.dirname, "src/testing.ts"),
+      "effect-clinical/promise": Path.resolve(import.meta.dirname, "src/promise.ts"),
+      "effect-clinical": Path.resolve(import.meta.dirname, "src/index.ts")
+    }
+  },
   test: {
     include: ["test/**/*.test.ts"],
     // Skipped or focused tests must never land unnoticed; every run in a random order.
