@@ -16,12 +16,13 @@ import * as RedisServer from "./support/RedisServer.js"
 const run = promisify(execFile)
 const root = Path.resolve(import.meta.dirname, "..")
 
-/** The install line of the README's Install section. */
+/** The Effect 3 line's install line of the README's Install section. */
 const readmeInstallLine = (): string => {
   const readme = Fs.readFileSync(Path.join(root, "README.md"), "utf8")
   const section = readme.slice(readme.indexOf("## Install"))
-  const line = section.split("\n").find((text) => text.startsWith("npm install effect-clinical"))
-  if (line === undefined) throw new Error("the README's Install section has no npm install line")
+  // The Effect 3 line's: the Effect 4 line's is effect4/test/FreshProject.test.ts's.
+  const line = section.split("\n").find((text) => text.startsWith("npm install effect-clinical@^3 "))
+  if (line === undefined) throw new Error("the README's Install section has no npm install line for the Effect 3 line")
   return line.trim()
 }
 
@@ -204,7 +205,7 @@ describe("a fresh project that installs the packed library with the README's ins
       )
       const [npm, ...args] = readmeInstallLine().split(/\s+/).map((
         word
-      ) => (word === "effect-clinical" ? tarball : word))
+      ) => (word.startsWith("effect-clinical@") ? tarball : word))
       await run(npm!, args, { cwd: fresh, timeout: 240_000 })
       project = fresh
     } catch (error) {
@@ -431,8 +432,8 @@ process.exitCode = outcomes.join() === "ServerError,Unauthorized" ? 0 : 1
           code: 2,
           stderr: expect.stringContaining("npm install bullmq@^6.7 ioredis@^5")
         })
-        const [npm, ...args] = installLineOf("docs/distributed.md", "npm install effect-clinical bullmq").split(/\s+/)
-          .map((word) => (word === "effect-clinical" ? tarball : word))
+        const [npm, ...args] = installLineOf("docs/distributed.md", "npm install effect-clinical@^3 bullmq").split(/\s+/)
+          .map((word) => (word.startsWith("effect-clinical@") ? tarball : word))
         await run(npm!, args, { cwd: fresh(), timeout: 240_000 })
         Fs.writeFileSync(Path.join(fresh(), "queue.mjs"), QUEUE_PROGRAM)
         const { stdout } = await run(process.execPath, ["queue.mjs"], { cwd: fresh(), env, timeout: 60_000 })

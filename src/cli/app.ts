@@ -469,4 +469,4 @@ const root = Command.make("effect-clinical").pipe(
 )
 
 /** The command line, given `process.argv`. */
-export const cli = Command.run(root, { name: "effect-clinical", version: "0.1.0" })
+export const cli = Command.run(root, { name: "effect-clinical", version: "3.0.0" })
