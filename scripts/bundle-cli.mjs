@@ -13,6 +13,15 @@ import * as Path from "node:path"
 const root = Path.resolve(import.meta.dirname, "..")
 
 /**
+ * `node scripts/bundle-cli.mjs [package]`: the executable of the package in `package` (default this
+ * one), written into its dist/bin with its version. The Effect 4 line's package carries the same
+ * executable (`effect4/`'s build runs this with `effect4`): one bundle, whatever Effect a project has.
+ */
+const target = Path.resolve(root, process.argv[2] ?? ".")
+const { version } = JSON.parse(Fs.readFileSync(Path.join(target, "package.json"), "utf8"))
+const outdir = Path.join(target, "dist/bin")
+
+/**
  * The library takes `Agent`, `ProxyAgent`, `Pool` and `Client` alone from undici, whose index (CommonJS, so nothing
  * is shaken off) brings fetch, WebSocket, cookies and caches with it: 1.1 MB where the Agent is
  * 0.47 MB. In the bundle, our "undici" is those four modules of the undici installed here (no
@@ -49,12 +58,12 @@ const undiciAgentOnly = {
 }
 
 // Chunks are named by their hashes: an earlier build's would stay beside the new ones.
-Fs.rmSync(Path.join(root, "dist/bin"), { recursive: true, force: true })
+Fs.rmSync(outdir, { recursive: true, force: true })
 
 await esbuild.build({
   absWorkingDir: root,
   entryPoints: { "effect-clinical": "src/cli/bin.ts" },
-  outdir: "dist/bin",
+  outdir,
   chunkNames: "chunks/[name]-[hash]",
   bundle: true,
   splitting: true,
@@ -75,5 +84,6 @@ await esbuild.build({
   },
   legalComments: "linked",
   plugins: [undiciAgentOnly],
+  define: { __EFFECT_CLINICAL_VERSION__: JSON.stringify(version) },
   logLevel: "warning"
 })

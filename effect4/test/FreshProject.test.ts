@@ -2,7 +2,8 @@
  * What a user of the Effect 4 line does first, tested: pack this package, install it into a fresh
  * project with exactly effect4/README.md's install line (the package named by the tarball), then
  * run the README's program as pasted, type-check it strictly (`skipLibCheck` off), run the Promise
- * client and the mock, and look through `node_modules` for any package of the Effect 3 line. And
+ * client, the mock and the executable, and look through `node_modules` for any package of the
+ * Effect 3 line. And
  * in a project with no Effect at all: the tarball alone, and the Promise client. Needs the npm
  * registry.
  */
@@ -220,6 +221,34 @@ describe("a fresh project that installs the packed Effect 4 line", () => {
     const { stdout } = await run(process.execPath, ["promise.mjs"], { cwd: directory, timeout: 60_000 })
     expect(stdout.trim()).toMatch(/^promise \d+ true ApiError$/)
   }, 60_000)
+
+  it(
+    "the effect-clinical executable runs in the project on Effect 4: its version is this package's, token works",
+    async () => {
+      const directory = ready(onEffect4)
+      const bin = Path.join(directory, "node_modules/.bin/effect-clinical")
+      // The same bundle as the Effect 3 line's executable, carried by this package.
+      expect(Fs.realpathSync(bin)).toBe(
+        Path.join(directory, "node_modules/effect-clinical/dist/bin/effect-clinical.js")
+      )
+      const version = JSON.parse(Fs.readFileSync(Path.join(here, "package.json"), "utf8")).version as string
+      expect((await run(bin, ["--version"], { cwd: directory, timeout: 60_000 })).stdout.trim()).toBe(version)
+      const mock = await start()
+      try {
+        const env = {
+          PATH: process.env.PATH ?? "",
+          CLINICAL_BASE_URL: mock.url,
+          CLINICAL_APPLICATION_ID: mock.applicationId
+        }
+        const token = await run(bin, ["token", "--json"], { cwd: directory, timeout: 60_000, env })
+        expect(JSON.parse(token.stdout)).toMatchObject({ generation: 1, lifetimeSeconds: 3600 })
+        expect((await mock.counters()).tokenRequests).toBe(1)
+      } finally {
+        await mock.close()
+      }
+    },
+    60_000
+  )
 
   it("in a project with no Effect, the tarball alone brings Effect 4 and the Promise client runs", async () => {
     const directory = ready(withoutEffect)

@@ -468,5 +468,12 @@ const root = Command.make("effect-clinical").pipe(
   ])
 )
 
+/**
+ * The version `--version` prints: the package's that carries the executable (the bundle is built
+ * into both lines' packages, scripts/bundle-cli.mjs writes it in); run from source, this one's.
+ */
+declare const __EFFECT_CLINICAL_VERSION__: string | undefined
+const VERSION = typeof __EFFECT_CLINICAL_VERSION__ === "string" ? __EFFECT_CLINICAL_VERSION__ : "3.0.0"
+
 /** The command line, given `process.argv`. */
-export const cli = Command.run(root, { name: "effect-clinical", version: "3.0.0" })
+export const cli = Command.run(root, { name: "effect-clinical", version: VERSION })
