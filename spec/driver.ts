@@ -2,7 +2,9 @@
  * What the specification asks of an Effect line: run a flow of calls against a client over a
  * {@link FakeService} in memory, the clock driven, and hand back everything a user could print.
  * Each line implements it once (test/support/line.ts, effect4/test/support/line.ts); the
- * specifications (spec/*.spec.ts) are written against it, so both lines are held to one text.
+ * specifications (spec/privacy.ts, spec/hostile.ts) are written against it, so both lines are held
+ * to one text. `networked` does the same over real sockets: a client of a server on 127.0.0.1,
+ * through the line's transports, on the live clock.
  */
 import type { FakeService } from "./fakeService.js"
 
@@ -39,16 +41,126 @@ export interface Observed {
   readonly failureTexts: ReadonlyArray<readonly [string, string]>
 }
 
+/**
+ * A transport over a network, by name: undici called directly, or the line's HttpClient over fetch;
+ * and two of the application's own fetch clients, for a test each: one told to follow redirects
+ * itself, one given a `RequestInit` whose header `x-proxy-authorization: proxy` every request carries.
+ */
+export type Transport = "undici" | "fetch" | "fetch following redirects" | "fetch with a RequestInit"
+
+/**
+ * How a data call goes: on the Effect path (the first call of a client, with no token yet, and
+ * every call of a transport that cannot answer in its callback), or on the call's common path (a
+ * token already cached, over a transport that can), which reads the answer in the transport's
+ * callback. A line names the paths each transport has; each must hold.
+ */
+export type CallPath = "effect path" | "common path"
+
+/** A duration as both lines' options take it. */
+export type Duration = `${number} ${"millis" | "second" | "seconds"}`
+
+/** The client's settings over a network, as plain values both lines' options accept ("1 second", numbers). */
+export interface NetworkSettings {
+  readonly applicationId: string
+  readonly requestTimeout?: Duration
+  readonly tokenTimeout?: Duration
+  readonly deadline?: Duration
+  readonly maxRetries?: number
+  readonly maxResponseBytes?: number
+  readonly maxRetryAfter?: Duration
+  readonly maxConcurrentRequests?: number
+  readonly initialConcurrency?: number
+}
+
+/** One step of a flow over a network; each has an {@link Outcome}, and a failed one does not end the flow. */
+export type NetworkStep =
+  /** A person's medications; succeeds with `{ medications }`. */
+  | { readonly _tag: "Medications"; readonly personUid: string }
+  /**
+   * A person's medications decoded with a Schema: `Named` is `{ Name: string }`, `NumbersByKey` a
+   * record of strings to numbers. Succeeds with `{ medications }`.
+   */
+  | { readonly _tag: "MedicationsAs"; readonly personUid: string; readonly schema: "Named" | "NumbersByKey" }
+  /** The token service's token; succeeds with its {@link TokenFacts}. */
+  | { readonly _tag: "Token" }
+  /** The token the last `Token` step got, invalidated. */
+  | { readonly _tag: "InvalidateToken" }
+  /** The flow sleeps on the live clock. */
+  | { readonly _tag: "Sleep"; readonly millis: number }
+  /** The flow waits for the specification's own work (a count, a condition); succeeds with what it resolved to. */
+  | { readonly _tag: "Await"; readonly what: () => Promise<unknown> }
+  /** `count` runs of `step` at once; succeeds with their outcomes, in order. */
+  | { readonly _tag: "Concurrently"; readonly count: number; readonly step: NetworkStep }
+  /** `count` runs of `step` started in the background (see `InterruptForked`). */
+  | { readonly _tag: "Fork"; readonly count: number; readonly step: NetworkStep }
+  /** Every run `Fork` started, interrupted (the step ends once each has ended). */
+  | { readonly _tag: "InterruptForked" }
+
+/** A token as plain data: no secret in it. */
+export interface TokenFacts {
+  readonly generation: number
+  readonly issuedAt: number
+  readonly expiresAt: number
+  readonly lifetimeMillis: number
+  readonly serverLifetimeMillis: number
+}
+
+/** A typed failure as plain data: its tag, its message and its fields. */
+export interface Failure {
+  readonly _tag: string
+  readonly message: string
+  readonly [field: string]: unknown
+}
+
+/** What a step came to. */
+export type Outcome =
+  | { readonly _tag: "Success"; readonly value: unknown }
+  | { readonly _tag: "Failure"; readonly error: Failure }
+
+/** What a user could see of a flow over a network (its `failureTexts` hold every failure's texts, each step's too). */
+export interface ObservedAt extends Observed {
+  /** The first failure: the layer's, the common path's first token's (each ends the flow), or a step's. */
+  readonly failure: Failure | undefined
+  /** Each step's outcome, in order (none when the layer or the common path's first token failed). */
+  readonly outcomes: ReadonlyArray<Outcome>
+  /** From the client's layer built to the last step's end, on the wall clock. */
+  readonly elapsedMillis: number
+  /** Every attribute of every span the flow made, its value as text (only when `runAt` was told to trace). */
+  readonly spanAttributes: ReadonlyArray<readonly [string, string]>
+}
+
+/** The line's client over real sockets. */
+export interface Networked {
+  /** Each transport over which every test runs ("undici", "fetch"), with the call paths it has. */
+  readonly transports: ReadonlyArray<readonly [Transport, ReadonlyArray<CallPath>]>
+  /**
+   * Runs `steps` in order against a client of `baseUrl` (a fresh one, closed at the end) over
+   * `transport`, on the live clock, every log line captured. On the common path the client takes
+   * its token first, so that its data calls find one cached. With `traced`, under a tracer that
+   * keeps every span (else under none, as most applications run).
+   */
+  readonly runAt: (
+    baseUrl: string,
+    transport: Transport,
+    path: CallPath,
+    steps: ReadonlyArray<NetworkStep>,
+    settings: NetworkSettings,
+    traced?: boolean
+  ) => Promise<ObservedAt>
+}
+
 /** An Effect line, as the specification drives it. */
 export interface Driver {
   /** "Effect 3" or "Effect 4": in the tests' names. */
   readonly line: string
   /** Runs `steps` in order (the first failure ends the flow) against a client over `fake`. */
   readonly run: (fake: FakeService, steps: ReadonlyArray<Step>, overrides?: Overrides) => Promise<Observed>
+  /** The line over real sockets. */
+  readonly networked: Networked
 }
 
 /** The test functions of the runner a line's suite runs under (each line has its own vitest). */
 export interface Runner {
   readonly describe: (name: string, body: () => void) => void
-  readonly it: (name: string, body: () => Promise<void>) => void
+  readonly it: (name: string, body: () => Promise<void>, timeoutMillis?: number) => void
 }

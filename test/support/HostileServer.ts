@@ -1,129 +1,41 @@
 /**
- * Misbehaving servers on 127.0.0.1 for the hardening suite: a plain `node:http` server whose every
- * answer is the test's to write (raw bytes on the socket included), that records what arrived and
- * counts its open connections; it closes with the scope.
+ * The hostile specification's servers (spec/hostileServer.ts) in an Effect 3 scope, for the root
+ * tests that start one inside an Effect: the server closes with the scope, and `drained` is an
+ * Effect to bound with `Effect.timeout`.
  */
 import { Effect } from "effect"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
+import * as Spec from "../../spec/hostileServer.js"
 
-/** The ApplicationId, token and PersonUid of the suite: each in a form that tests every echo. */
-export const APPLICATION_ID = "7A1C3E5F-2B4D-4F60-8A9B-0C1D2E3F4A5B"
-export const TOKEN = `+/+/${Buffer.from("hostile-suite-access-token:".repeat(3)).toString("base64")}${
-  Buffer.from("z".repeat(13)).toString("base64")
-}`
-export const PERSON_UID = "Qk9CL3BlcnNvbi91aWQrKz09/x+y=="
+export {
+  answerToken,
+  APPLICATION_ID,
+  dataRequests,
+  type Handler,
+  isToken,
+  json,
+  PERSON_UID,
+  type Received,
+  TOKEN,
+  withToken
+} from "../../spec/hostileServer.js"
 
-/** One request as it arrived. */
-export interface Received {
-  readonly method: string
-  readonly path: string
-  readonly headers: Http.IncomingHttpHeaders
-  readonly body: string
-}
-
-/** Answers one request; `res.socket` is there for answers that are not HTTP at all. */
-export type Handler = (received: Received, res: Http.ServerResponse) => void
-
-export interface Server {
-  /** `http://127.0.0.1:<port>` */
-  readonly url: string
-  /** The origin as the client prints it. */
-  readonly origin: string
-  readonly received: Array<Received>
-  /** Requests whose answer never finished and whose connection is still open. */
-  readonly abandoned: () => number
-  /**
-   * Resolves once every request whose answer never finished has had its connection closed (checked
-   * every 10 ms): the client aborted it. Idle keep-alive connections do not count.
-   */
+export interface Server extends Omit<Spec.Server, "drained" | "close"> {
+  /** Completes once every request whose answer never finished has had its connection closed (checked every 10 ms). */
   readonly drained: Effect.Effect<void>
-  /** Connections open now, idle keep-alive ones included. */
-  readonly connections: () => number
 }
-
-/** Is this a token request? (The service writes the path in two cases.) */
-export const isToken = (received: Received): boolean => received.path.toLowerCase() === "/api/server/token"
-
-/** The data requests (not token ones) the server received so far. */
-export const dataRequests = (server: Server): ReadonlyArray<Received> =>
-  server.received.filter((received) => !isToken(received))
-
-/** A JSON answer with a Content-Length. */
-export const json = (
-  res: Http.ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Http.OutgoingHttpHeaders = {}
-) => {
-  const text = typeof body === "string" ? body : JSON.stringify(body)
-  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", ...headers })
-  res.end(text)
-}
-
-/** A good token answer, as the real service writes it; `body` and `headers` override parts of it. */
-export const answerToken = (
-  res: Http.ServerResponse,
-  { body, headers }: { readonly body?: unknown; readonly headers?: Http.OutgoingHttpHeaders } = {}
-) => {
-  const now = Date.now()
-  json(res, 200, body ?? { Token: TOKEN, TokenType: "Bearer" }, {
-    Date: new Date(now).toUTCString(),
-    TOKEN_EXPIRES: new Date(now + 3_600_000).toUTCString(),
-    "Cache-Control": "no-cache",
-    ...headers
-  })
-}
-
-/** Token requests get a good token; data requests go to `data`. */
-export const withToken = (data: Handler): Handler => (received, res) =>
-  isToken(received) ? answerToken(res) : data(received, res)
 
 /** Starts a server in the current scope. */
-export const serve = (handler: Handler) =>
+export const serve = (handler: Spec.Handler) =>
   Effect.acquireRelease(
-    Effect.async<{ readonly server: Http.Server; readonly state: Server }>((resume) => {
-      const received: Array<Received> = []
-      const open = new Set<Http.ServerResponse>()
-      let connections = 0
-      const server = Http.createServer((req, res) => {
-        // Open until its answer is finished or its connection is gone.
-        if (!req.socket.destroyed) open.add(res)
-        res.on("finish", () => open.delete(res))
-        req.socket.on("close", () => open.delete(res))
-        const chunks: Array<Buffer> = []
-        req.on("data", (chunk: Buffer) => chunks.push(chunk))
-        req.on("end", () => {
-          const entry = {
-            method: req.method ?? "",
-            path: req.url ?? "",
-            headers: req.headers,
-            body: Buffer.concat(chunks).toString("utf8")
-          }
-          received.push(entry)
-          handler(entry, res)
-        })
-      })
-      server.on("connection", (socket) => {
-        connections++
-        socket.on("close", () => connections--)
-      })
-      server.listen(0, "127.0.0.1", () => {
-        const { port } = server.address() as AddressInfo
-        const url = `http://127.0.0.1:${port}`
-        const abandoned = () => open.size
-        const drained = Effect.gen(function*() {
-          while (open.size > 0) yield* Effect.sleep("10 millis")
-        })
-        resume(Effect.succeed({
-          server,
-          state: { url, origin: url, received, abandoned, drained, connections: () => connections }
-        }))
-      })
-    }),
-    ({ server }) =>
-      Effect.async<void>((resume) => {
-        server.closeAllConnections()
-        server.close(() => resume(Effect.void))
-      })
-  ).pipe(Effect.map(({ state }) => state))
+    Effect.promise(() => Spec.start(handler)),
+    (server) => Effect.promise(() => server.close())
+  ).pipe(Effect.map((server): Server => ({
+    url: server.url,
+    origin: server.origin,
+    received: server.received,
+    abandoned: server.abandoned,
+    connections: server.connections,
+    drained: Effect.gen(function*() {
+      while (server.abandoned() > 0) yield* Effect.sleep("10 millis")
+    })
+  })))

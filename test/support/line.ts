@@ -1,12 +1,25 @@
 /**
- * The Effect 3 line as the shared specification drives it (spec/driver.ts): a flow's steps run
+ * The Effect 3 line as the shared specifications drive it (spec/driver.ts): a flow's steps run
  * against a client over the spec's fake service in memory, under TestClock moved a step at a time,
- * every log line captured, every text of a failure a user could print handed back.
+ * or against a client of a real server over undici or the platform's fetch client, on the live
+ * clock; every log line captured, every text of a failure a user could print handed back.
  */
-import { Cause, Effect, Exit, Inspectable, Layer, Redacted, Schema, TestClock, TestContext } from "effect"
+import { FetchHttpClient, HttpClient } from "@effect/platform"
+import { Cause, Effect, Exit, Fiber, Inspectable, Layer, Redacted, Schema, TestClock, TestContext } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService, TokenService } from "effect-clinical"
-import type { Driver, Observed, Step } from "../../spec/driver.js"
+import type {
+  Driver,
+  Failure,
+  Networked,
+  NetworkStep,
+  Observed,
+  ObservedAt,
+  Outcome,
+  Step,
+  Transport
+} from "../../spec/driver.js"
 import { APPLICATION_ID, BASE_URL, type FakeService } from "../../spec/fakeService.js"
+import * as CapturingTracer from "./CapturingTracer.js"
 import { runWithClock } from "./FakeService.js"
 import { captureLogs } from "./Leaks.js"
 
@@ -32,6 +45,7 @@ const transportOf = (fake: FakeService) =>
   )
 
 const Named = Schema.Struct({ Name: Schema.String })
+const NumbersByKey = Schema.Record({ key: Schema.String, value: Schema.Number })
 
 const stepOf = (
   fake: FakeService,
@@ -71,8 +85,125 @@ const failureTexts = (exit: Exit.Exit<unknown, unknown>): Array<readonly [string
   return texts
 }
 
+/** A failure as plain data: its tag, message and fields. */
+const plain = (error: unknown): Failure => {
+  const { _tag, message } = error as { readonly _tag: string; readonly message: string }
+  return { ...(error as object), _tag, message }
+}
+
+const transports: Record<Transport, () => Layer.Layer<HttpTransport.HttpTransport, unknown>> = {
+  undici: () => HttpTransport.layerUndici(),
+  fetch: () => HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer)),
+  "fetch following redirects": () =>
+    HttpTransport.layerHttpClient.pipe(
+      Layer.provide(Layer.effect(
+        HttpClient.HttpClient,
+        Effect.map(HttpClient.HttpClient, (client) => HttpClient.followRedirects(client))
+      )),
+      Layer.provide(FetchHttpClient.layer)
+    ),
+  "fetch with a RequestInit": () =>
+    HttpTransport.layerHttpClient.pipe(
+      Layer.provide(FetchHttpClient.layer),
+      Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { headers: { "x-proxy-authorization": "proxy" } }))
+    )
+}
+
+/** A flow over a network: each step's outcome recorded, every failure's texts and logged cause kept. */
+const networkFlow = (steps: ReadonlyArray<NetworkStep>, texts: Array<readonly [string, string]>) => {
+  let token: TokenService.AccessToken | undefined
+  const forked: Array<Fiber.RuntimeFiber<Outcome>> = []
+  const outcomeOf = (step: NetworkStep): Effect.Effect<Outcome, never, ClinicalClient.Services> =>
+    Effect.exit(valueOf(step)).pipe(Effect.flatMap((exit) => {
+      if (Exit.isSuccess(exit)) return Effect.succeed<Outcome>({ _tag: "Success", value: exit.value })
+      texts.push(...failureTexts(exit))
+      const failure = Cause.failureOption(exit.cause)
+      // As an application logs what went wrong: its cause, at error level.
+      return Effect.zipRight(
+        Effect.logError("call failed", exit.cause),
+        failure._tag === "Some"
+          ? Effect.succeed<Outcome>({ _tag: "Failure", error: plain(failure.value) })
+          : Effect.failCause(exit.cause as Cause.Cause<never>)
+      )
+    }))
+  const valueOf = (step: NetworkStep): Effect.Effect<unknown, unknown, ClinicalClient.Services> => {
+    switch (step._tag) {
+      case "Medications":
+        return Effect.map(MedicationService.get(step.personUid), ({ medications }) => ({ medications }))
+      case "MedicationsAs":
+        return step.schema === "Named"
+          ? Effect.map(MedicationService.getAs(Named, step.personUid), ({ medications }) => ({ medications }))
+          : Effect.map(MedicationService.getAs(NumbersByKey, step.personUid), ({ medications }) => ({ medications }))
+      case "Token":
+        return Effect.map(TokenService.get, (got) => {
+          token = got
+          const { expiresAt, generation, issuedAt, lifetimeMillis, serverLifetimeMillis } = got
+          return { generation, issuedAt, expiresAt, lifetimeMillis, serverLifetimeMillis }
+        })
+      case "InvalidateToken":
+        return token === undefined ? Effect.dieMessage("no Token step before") : TokenService.invalidate(token)
+      case "Sleep":
+        return Effect.sleep(step.millis)
+      case "Await":
+        return Effect.promise(step.what)
+      case "Concurrently":
+        return Effect.forEach(Array.from({ length: step.count }), () => outcomeOf(step.step), {
+          concurrency: "unbounded"
+        })
+      case "Fork":
+        return Effect.flatMap(
+          Effect.forEach(Array.from({ length: step.count }), () => Effect.fork(outcomeOf(step.step))),
+          (fibers) => Effect.sync(() => void forked.push(...fibers))
+        )
+      case "InterruptForked":
+        return Fiber.interruptAll(forked.splice(0))
+    }
+  }
+  return Effect.forEach(steps, outcomeOf)
+}
+
+const networked: Networked = {
+  transports: [["undici", ["effect path", "common path"]], ["fetch", ["effect path"]]],
+  runAt: (baseUrl, transport, path, steps, settings, traced = false) =>
+    Effect.runPromise(Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      const { spans, tracer } = yield* CapturingTracer.make
+      const texts: Array<readonly [string, string]> = []
+      const started = Date.now()
+      const flow = Effect.zipRight(path === "common path" ? TokenService.get : Effect.void, networkFlow(steps, texts))
+      const exit = yield* flow.pipe(
+        Effect.provide(ClinicalClient.layer({ baseUrl, ...settings }).pipe(Layer.provide(transports[transport]()))),
+        Effect.tapErrorCause((cause) => Effect.logError("flow failed", cause)),
+        Effect.provide(layer),
+        traced ? Effect.withTracer(tracer) : (effect) => effect,
+        Effect.exit
+      )
+      const elapsedMillis = Date.now() - started
+      texts.push(...failureTexts(exit))
+      const outcomes = Exit.isSuccess(exit) ? exit.value : []
+      const failed = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
+      if (Exit.isFailure(exit) && failed?._tag !== "Some") throw new Error(Cause.pretty(exit.cause))
+      const failure = failed?._tag === "Some"
+        ? plain(failed.value)
+        : outcomes.find((outcome) => outcome._tag === "Failure")?.error
+      const observed: ObservedAt = {
+        logLines: lines,
+        failureTag: failure?._tag,
+        failureTexts: texts,
+        failure,
+        outcomes,
+        elapsedMillis,
+        spanAttributes: spans.flatMap((span) =>
+          [...span.attributes].map(([key, value]) => [key, String(value)] as const)
+        )
+      }
+      return observed
+    }))
+}
+
 export const driver: Driver = {
   line: "Effect 3",
+  networked,
   run: (fake, steps, overrides = {}) =>
     Effect.runPromise(
       Effect.gen(function*() {

@@ -1,12 +1,25 @@
 /**
- * The Effect 4 line as the shared specification drives it (spec/driver.ts): a flow's steps run
+ * The Effect 4 line as the shared specifications drive it (spec/driver.ts): a flow's steps run
  * against a client over the spec's fake service in memory, under TestClock moved a step at a time,
- * every log line captured (logfmt and JSON, every level), every text of a failure a user could
- * print handed back.
+ * or against a client of a real server over undici or `effect/http`'s fetch client, on the live
+ * clock; every log line captured (logfmt and JSON, every level), every text of a failure a user
+ * could print handed back.
  */
-import { Cause, Effect, Exit, Fiber, Formatter, Layer, Logger, Redacted, References, Schema } from "effect"
+import { Cause, Effect, Exit, Fiber, Formatter, Layer, Logger, Redacted, References, Schema, Tracer } from "effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClient from "effect/http/HttpClient"
 import { TestClock } from "effect/testing"
-import type { Driver, Observed, Step } from "../../../spec/driver.js"
+import type {
+  Driver,
+  Failure,
+  Networked,
+  NetworkStep,
+  Observed,
+  ObservedAt,
+  Outcome,
+  Step,
+  Transport
+} from "../../../spec/driver.js"
 import { APPLICATION_ID, BASE_URL, type FakeService } from "../../../spec/fakeService.js"
 import * as ClinicalClient from "../../src/ClinicalClient.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
@@ -35,6 +48,7 @@ const transportOf = (fake: FakeService) =>
   )
 
 const Named = Schema.Struct({ Name: Schema.String })
+const NumbersByKey = Schema.Record(Schema.String, Schema.Number)
 
 const stepOf = (
   fake: FakeService,
@@ -99,8 +113,149 @@ const captureLogs = () => {
   return { lines, layer }
 }
 
+/** A failure as plain data: its tag, message and fields. */
+const plain = (error: unknown): Failure => {
+  const { _tag, message } = error as { readonly _tag: string; readonly message: string }
+  return { ...(error as object), _tag, message }
+}
+
+/** The first typed failure of a cause, if any. */
+const failureIn = (cause: Cause.Cause<unknown>): { readonly error: unknown } | undefined =>
+  cause.reasons.find((reason) => reason._tag === "Fail")
+
+const transports: Record<Transport, () => Layer.Layer<HttpTransport.HttpTransport, unknown>> = {
+  undici: () => HttpTransport.layerUndici(),
+  fetch: () => HttpTransport.layerHttpClient.pipe(Layer.provide(FetchHttpClient.layer)),
+  "fetch following redirects": () =>
+    HttpTransport.layerHttpClient.pipe(
+      Layer.provide(Layer.effect(
+        HttpClient.HttpClient,
+        Effect.map(HttpClient.HttpClient, (client) => HttpClient.followRedirects(client))
+      )),
+      Layer.provide(FetchHttpClient.layer)
+    ),
+  "fetch with a RequestInit": () =>
+    HttpTransport.layerHttpClient.pipe(
+      Layer.provide(FetchHttpClient.layer),
+      Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { headers: { "x-proxy-authorization": "proxy" } }))
+    )
+}
+
+/** A tracer that keeps every span it makes. */
+const capturingTracer = () => {
+  const spans: Array<Tracer.NativeSpan> = []
+  const tracer = Tracer.make({
+    span: (options) => {
+      const span = new Tracer.NativeSpan(options)
+      spans.push(span)
+      return span
+    }
+  })
+  return { spans, tracer }
+}
+
+/** A flow over a network: each step's outcome recorded, every failure's texts and logged cause kept. */
+const networkFlow = (steps: ReadonlyArray<NetworkStep>, texts: Array<readonly [string, string]>) => {
+  let token: TokenService.AccessToken | undefined
+  const forked: Array<Fiber.Fiber<Outcome>> = []
+  const outcomeOf = (step: NetworkStep): Effect.Effect<Outcome, never, ClinicalClient.Services> =>
+    Effect.exit(valueOf(step)).pipe(Effect.flatMap((exit) => {
+      if (Exit.isSuccess(exit)) return Effect.succeed<Outcome>({ _tag: "Success", value: exit.value })
+      texts.push(...failureTexts(exit))
+      const failure = failureIn(exit.cause)
+      // As an application logs what went wrong: its cause, at error level.
+      return Effect.andThen(
+        Effect.logError("call failed", exit.cause),
+        failure !== undefined
+          ? Effect.succeed<Outcome>({ _tag: "Failure", error: plain(failure.error) })
+          : Effect.failCause(exit.cause as Cause.Cause<never>)
+      )
+    }))
+  const valueOf = (step: NetworkStep): Effect.Effect<unknown, unknown, ClinicalClient.Services> => {
+    switch (step._tag) {
+      case "Medications":
+        return Effect.map(MedicationService.get(step.personUid), ({ medications }) => ({ medications }))
+      case "MedicationsAs":
+        return step.schema === "Named"
+          ? Effect.map(MedicationService.getAs(Named, step.personUid), ({ medications }) => ({ medications }))
+          : Effect.map(MedicationService.getAs(NumbersByKey, step.personUid), ({ medications }) => ({ medications }))
+      case "Token":
+        return TokenService.TokenService.use((tokens) =>
+          Effect.map(tokens.get, (got) => {
+            token = got
+            const { expiresAt, generation, issuedAt, lifetimeMillis, serverLifetimeMillis } = got
+            return { generation, issuedAt, expiresAt, lifetimeMillis, serverLifetimeMillis }
+          })
+        )
+      case "InvalidateToken": {
+        const held = token
+        return held === undefined
+          ? Effect.die(new Error("no Token step before"))
+          : TokenService.TokenService.use((tokens) => tokens.invalidate(held))
+      }
+      case "Sleep":
+        return Effect.sleep(step.millis)
+      case "Await":
+        return Effect.promise(step.what)
+      case "Concurrently":
+        return Effect.forEach(Array.from({ length: step.count }), () => outcomeOf(step.step), {
+          concurrency: "unbounded"
+        })
+      case "Fork":
+        return Effect.flatMap(
+          Effect.forEach(Array.from({ length: step.count }), () => Effect.forkChild(outcomeOf(step.step))),
+          (fibers) => Effect.sync(() => void forked.push(...fibers))
+        )
+      case "InterruptForked":
+        return Fiber.interruptAll(forked.splice(0))
+    }
+  }
+  return Effect.forEach(steps, outcomeOf)
+}
+
+const networked: Networked = {
+  // The common path (an answer read in the transport's callback) is not in this line yet.
+  transports: [["undici", ["effect path"]], ["fetch", ["effect path"]]],
+  runAt: (baseUrl, transport, path, steps, settings, traced = false) =>
+    Effect.runPromise(Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      const { spans, tracer } = capturingTracer()
+      const texts: Array<readonly [string, string]> = []
+      const started = Date.now()
+      const firstToken = path === "common path" ? TokenService.TokenService.use((tokens) => tokens.get) : Effect.void
+      const exit = yield* Effect.andThen(firstToken, networkFlow(steps, texts)).pipe(
+        Effect.provide(ClinicalClient.layer({ baseUrl, ...settings }).pipe(Layer.provide(transports[transport]()))),
+        Effect.tapCause((cause) => Effect.logError("flow failed", cause)),
+        Effect.exit,
+        Effect.provide(layer),
+        traced ? Effect.withTracer(tracer) : (effect) => effect
+      )
+      const elapsedMillis = Date.now() - started
+      texts.push(...failureTexts(exit))
+      const outcomes = Exit.isSuccess(exit) ? exit.value : []
+      const failed = Exit.isFailure(exit) ? failureIn(exit.cause) : undefined
+      if (Exit.isFailure(exit) && failed === undefined) throw new Error(Cause.pretty(exit.cause))
+      const failure = failed !== undefined
+        ? plain(failed.error)
+        : outcomes.find((outcome) => outcome._tag === "Failure")?.error
+      const observed: ObservedAt = {
+        logLines: lines,
+        failureTag: failure?._tag,
+        failureTexts: texts,
+        failure,
+        outcomes,
+        elapsedMillis,
+        spanAttributes: spans.flatMap((span) =>
+          [...span.attributes].map(([key, value]) => [key, String(value)] as const)
+        )
+      }
+      return observed
+    }))
+}
+
 export const driver: Driver = {
   line: "Effect 4",
+  networked,
   run: (fake, steps, overrides = {}) =>
     Effect.runPromise(
       Effect.gen(function*() {
