@@ -256,14 +256,10 @@ class TokenKeeper {
   }
 
   private reportClamp(token: AccessToken) {
-    if (this.clampReported || token.lifetimeMillis >= token.serverLifetimeMillis) return Effect.void
+    const cut = Core.lifetimeCut(token)
+    if (this.clampReported || cut === undefined) return Effect.void
     this.clampReported = true
-    return Effect.logWarning("the token endpoint gave a lifetime longer than maxTokenLifetime; using the cap").pipe(
-      Effect.annotateLogs({
-        serverLifetimeSeconds: Math.round(token.serverLifetimeMillis / 1000),
-        lifetimeSeconds: Math.round(token.lifetimeMillis / 1000)
-      })
-    )
+    return Effect.logWarning(Core.LIFETIME_CUT).pipe(Effect.annotateLogs(cut))
   }
 
   private report(outcome: Exit.Exit<AccessToken, HttpError>) {

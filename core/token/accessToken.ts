@@ -70,3 +70,15 @@ export const maxWaitMillisOf = (
     ? millis
     : { _tag: "InvalidRequest", operation: "token", field: "maxWait", reason: "must be a duration, e.g. \"5 seconds\"" }
 }
+
+/** The warning when `maxTokenLifetime` cut a token's lifetime: logged once per token cache. */
+export const LIFETIME_CUT = "the token endpoint gave a lifetime longer than maxTokenLifetime; using the cap"
+
+/** Whether `token`'s lifetime was cut by `maxTokenLifetime`, and the warning's annotations if so. */
+export const lifetimeCut = (
+  token: Pick<AccessToken<unknown>, "lifetimeMillis" | "serverLifetimeMillis">
+): { readonly serverLifetimeSeconds: number; readonly lifetimeSeconds: number } | undefined =>
+  token.lifetimeMillis >= token.serverLifetimeMillis ? undefined : {
+    serverLifetimeSeconds: Math.round(token.serverLifetimeMillis / 1000),
+    lifetimeSeconds: Math.round(token.lifetimeMillis / 1000)
+  }

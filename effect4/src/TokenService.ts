@@ -138,6 +138,7 @@ class TokenKeeper {
   private latest: CacheState = TokenCache.empty
   // The last token refused (401/419), by fingerprint: the refresh that follows must not take it again.
   private refused: string | undefined = undefined
+  private cutReported = false
   private readonly policy: RetryPolicy.RetryPolicy
   private readonly url: string
 
@@ -228,6 +229,14 @@ class TokenKeeper {
     })
   }
 
+  /** A lifetime `maxTokenLifetime` cut, as a warning: once per cache, however many tokens it cuts. */
+  private reportCut(token: AccessToken) {
+    const cut = Core.lifetimeCut(token)
+    if (this.cutReported || cut === undefined) return Effect.void
+    this.cutReported = true
+    return Effect.logWarning(Core.LIFETIME_CUT).pipe(Effect.annotateLogs(cut))
+  }
+
   // Runs in the layer's scope. Whatever happens to it, the state forgets the refresh and every
   // waiter gets the outcome.
   private refresh(deferred: Refresh, reason: TokenCache.Reason, held: TokenCache.Cached<AccessToken> | undefined) {
@@ -239,7 +248,12 @@ class TokenKeeper {
       ),
       Effect.onExit((exit) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => this.settle(exit, deferred, reason, now)).pipe(
-          Effect.tap((outcome) => Exit.match(outcome, { onFailure: reportFailure, onSuccess: reportIssued })),
+          Effect.tap((outcome) =>
+            Exit.match(outcome, {
+              onFailure: reportFailure,
+              onSuccess: (token) => Effect.andThen(reportIssued(token), this.reportCut(token))
+            })
+          ),
           Effect.flatMap((outcome) => Deferred.done(deferred, outcome))
         )
       ),
