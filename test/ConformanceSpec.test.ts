@@ -1,0 +1,7 @@
+/** The shared conformance specification (spec/conformance.ts), held against the Effect 3 line's errors. */
+import { describe, it } from "@effect/vitest"
+import { conformance } from "../spec/conformance.js"
+import { isClinicalError } from "../src/ClinicalError.js"
+import { fromCore } from "../src/internal/fromCore.js"
+
+conformance({ describe, it }, { line: "Effect 3", fromCore, isClinicalError })
