@@ -22,6 +22,7 @@ import { type ClinicalError, InvalidRequest } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import * as AuthorizedPost from "./internal/call/authorizedPost.js"
 import { line } from "./internal/line.js"
+import { NO_STACK } from "./internal/observability/telemetry.js"
 import { TokenService } from "./TokenService.js"
 
 /** What a person proves who they are with. */
@@ -79,7 +80,11 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
           }
         })
       }).pipe(
-        Effect.withSpan("PersonAuthentication.authenticate", { attributes: { "clinical.operation": Core.OPERATION } })
+        Effect.withSpan(
+          "PersonAuthentication.authenticate",
+          { attributes: { "clinical.operation": Core.OPERATION } },
+          NO_STACK
+        )
       )
 
     return PersonAuthentication.of({ authenticate })

@@ -33,6 +33,7 @@ import * as Batch from "./internal/batch/batch.js"
 import * as AuthorizedPost from "./internal/call/authorizedPost.js"
 import { describeIssue } from "./internal/call/decodeFailure.js"
 import { line } from "./internal/line.js"
+import { NO_STACK } from "./internal/observability/telemetry.js"
 import { TokenService } from "./TokenService.js"
 
 export {
@@ -212,7 +213,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         secrets: () => [checked.personUid],
         resendable: !op.writes || config.retryWrites,
         finish: finishItems(op, url, decodeItems, options?.redactEchoedSecrets === true)
-      }).pipe(Effect.withSpan(`PersonData.${op.name}`, { attributes: { "clinical.operation": op.name } }))
+      }).pipe(Effect.withSpan(`PersonData.${op.name}`, { attributes: { "clinical.operation": op.name } }, NO_STACK))
     }
 
     const get: Service["get"] = (op, personUid, options) => call(op, Core.keepWhole, personUid, options)

@@ -257,7 +257,11 @@ class TokenKeeper {
           Effect.flatMap((outcome) => Deferred.done(deferred, outcome))
         )
       ),
-      Effect.withSpan("TokenService.refresh", { attributes: { "clinical.refresh.reason": reason } }),
+      Effect.withSpan(
+        "TokenService.refresh",
+        { attributes: { "clinical.refresh.reason": reason } },
+        Telemetry.NO_STACK
+      ),
       Effect.annotateLogs({ refreshReason: reason }),
       Effect.ignore,
       // Forked from inside the uninterruptible decision: the refresh itself stays interruptible,

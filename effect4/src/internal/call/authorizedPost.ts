@@ -100,6 +100,35 @@ const refusedByBudget = Metric.withAttributes(Telemetry.refusedByLoadControl, { 
 
 const nanos = (clock: Clock.Clock): bigint => clock.currentTimeNanosUnsafe()
 
+/** The metrics of one operation, tagged once (a metric tagged on every call cost its key's making each time). */
+class OperationMetrics {
+  readonly attempts: Metric.Metric<number, unknown>
+  private readonly failures = new Map<string, Metric.Metric<number, unknown>>()
+  private readonly retries = new Map<string, Metric.Metric<number, unknown>>()
+  constructor(private readonly operation: Operation) {
+    this.attempts = Metric.withAttributes(Telemetry.attemptsPerCall, { operation })
+  }
+  /** The failures counter of an error's tag (a small fixed set). */
+  failure(tag: string): Metric.Metric<number, unknown> {
+    let metric = this.failures.get(tag)
+    if (metric === undefined) {
+      this.failures.set(
+        tag,
+        metric = Metric.withAttributes(Telemetry.failures, { operation: this.operation, error: tag })
+      )
+    }
+    return metric
+  }
+  /** The retries counter of a cause (network, timeout, a status: a small set). */
+  retry(cause: string): Metric.Metric<number, unknown> {
+    let metric = this.retries.get(cause)
+    if (metric === undefined) {
+      this.retries.set(cause, metric = Metric.withAttributes(Telemetry.retries, { operation: this.operation, cause }))
+    }
+    return metric
+  }
+}
+
 /** The calls of one client, one method per step. The public entry is {@link make}. */
 class Caller {
   private readonly resendable: CallPolicy.Policy
@@ -109,6 +138,8 @@ class Caller {
   private readonly maxRetryAfterMillis: number
   private readonly gate: Gate.Gate
   private readonly load: Core.LoadControl<Clock.Clock>
+  // Tagged once per operation name: the names come from definitions in code, a small fixed set.
+  private readonly metricsByOperation = new Map<Operation, OperationMetrics>()
   // The headers change with the token only: built once per token, not on every call.
   private headersToken: TokenService.AccessToken | undefined = undefined
   private headers: Readonly<Record<string, HttpTransport.WireValue>> = {}
@@ -213,6 +244,12 @@ class Caller {
     )
   }
 
+  private metricsOf(operation: Operation): OperationMetrics {
+    let metrics = this.metricsByOperation.get(operation)
+    if (metrics === undefined) this.metricsByOperation.set(operation, metrics = new OperationMetrics(operation))
+    return metrics
+  }
+
   // The call's bookkeeping: the attempts histogram, the failures counter, the span's attributes.
   private record(
     call: AnyCall,
@@ -220,12 +257,10 @@ class Caller {
     status: number | undefined,
     error: ClinicalError | undefined
   ) {
-    const operation = { operation: call.operation }
+    const metrics = this.metricsOf(call.operation)
     return Effect.all([
-      Metric.update(Metric.withAttributes(Telemetry.attemptsPerCall, operation), progress.attempts),
-      error === undefined
-        ? Effect.void
-        : Metric.update(Metric.withAttributes(Telemetry.failures, { ...operation, error: error._tag }), 1),
+      Metric.update(metrics.attempts, progress.attempts),
+      error === undefined ? Effect.void : Metric.update(metrics.failure(error._tag), 1),
       Effect.annotateCurrentSpan({
         "clinical.attempts": progress.attempts,
         ...(status === undefined ? {} : { "http.response.status_code": status }),
@@ -300,8 +335,7 @@ class Caller {
                 Effect.andThen(this.fail(call, progress, error))
               )
             }
-            const retries = Metric.withAttributes(Telemetry.retries, { operation: call.operation, cause: step.cause })
-            return Metric.update(retries, 1).pipe(
+            return Metric.update(this.metricsOf(call.operation).retry(step.cause), 1).pipe(
               Effect.andThen(
                 Effect.logDebug("retrying").pipe(
                   Effect.annotateLogs({

@@ -13,16 +13,40 @@ import type { TransportError } from "../../ClinicalError.js"
 import type { TransportRequest, TransportResponse } from "../transport/wire.js"
 import * as Telemetry from "./telemetry.js"
 
-const servers = new Map<string, HttpAttempt.Server>()
+/** Where a URL points, and its duration histogram by method and outcome, tagged once each. */
+interface Server extends HttpAttempt.Server {
+  readonly durations: Map<string, Metric.Metric<number, unknown>>
+}
+
+const servers = new Map<string, Server>()
 
 /** The server of `url`, computed once per URL (a client calls a handful of fixed URLs). */
-const serverOf = (url: string): HttpAttempt.Server => {
+const serverOf = (url: string): Server => {
   let server = servers.get(url)
   if (server === undefined) {
-    server = HttpAttempt.serverOfUrl(url)
+    server = { ...HttpAttempt.serverOfUrl(url), durations: new Map() }
     if (servers.size < 256) servers.set(url, server)
   }
   return server
+}
+
+/** The duration histogram of `server` for `method` and an outcome: tagged once (statuses and error types are few). */
+const durationOf = (server: Server, method: string, status: number | undefined, error: string | undefined) => {
+  const key = `${method} ${status ?? ""} ${error ?? ""}`
+  let metric = server.durations.get(key)
+  if (metric === undefined) {
+    const attributes: Record<string, string> = {
+      "http.request.method": method,
+      "server.address": server.address,
+      "server.port": String(server.port)
+    }
+    if (status !== undefined) attributes["http.response.status_code"] = String(status)
+    if (error !== undefined) attributes["error.type"] = error
+    metric = Metric.withAttributes(Telemetry.httpClientRequestDuration, attributes)
+    // Bounded: whatever a server answers, a few statuses and error types at most are kept.
+    if (server.durations.size < 128) server.durations.set(key, metric)
+  }
+  return metric
 }
 
 /** `error.type` of an attempt's end: a status from 400, the transport's reason, interrupted, or `_OTHER`. */
@@ -57,18 +81,11 @@ export const attempt = (
     const ended = (exit: Exit.Exit<TransportResponse, TransportError>) => {
       const status = Exit.isSuccess(exit) ? exit.value.status : undefined
       const error = errorTypeOf(exit)
-      const attributes: Record<string, string> = {
-        "http.request.method": request.method,
-        "server.address": server.address,
-        "server.port": String(server.port)
-      }
-      if (status !== undefined) attributes["http.response.status_code"] = String(status)
-      if (error !== undefined) attributes["error.type"] = error
       const seconds = Number(clock.currentTimeNanosUnsafe() - started) / 1e9
       return {
         status,
         error,
-        record: Metric.update(Metric.withAttributes(Telemetry.httpClientRequestDuration, attributes), seconds)
+        record: Metric.update(durationOf(server, request.method, status, error), seconds)
       }
     }
     if (!traced) return Effect.onExit(send(request), (exit) => ended(exit).record)

@@ -46,3 +46,9 @@ export const httpClientRequestDuration = histogram(Metrics.httpClientRequestDura
 
 /** Log lines an application's logger threw on (the Promise client's `logger`): dropped, counted here. */
 export const logLinesDropped = counter(Metrics.logLinesDropped)
+
+/**
+ * A span's trace options: no stack captured. Effect 4 captures one per span by default, which
+ * would name only the library's own line, at a cost on every call.
+ */
+export const NO_STACK = { captureStackTrace: false } as const

@@ -71,4 +71,4 @@ export const requestToken = (
     return read instanceof Failed
       ? yield* Effect.fail(fromCore(read.error))
       : { ...read, source: "server", storeGeneration: undefined } satisfies IssuedToken
-  }).pipe(Effect.withSpan("TokenService.request", { kind: "client" }))
+  }).pipe(Effect.withSpan("TokenService.request", { kind: "client" }, Telemetry.NO_STACK))

@@ -1,0 +1,95 @@
+/**
+ * One measurement of the Effect 4 line, in its own process (as scripts/bench/client.ts is for the
+ * Effect 3 line): `node --expose-gc --import tsx effect4/bench/client.ts <kind> <baseUrl> <calls>
+ * <concurrency>`. Warms up, then makes `calls` medication calls at `concurrency` and prints one
+ * JSON line: client CPU per call and calls per second. Kinds: `raw-undici` (the two calls by hand
+ * over this line's undici) and `library-undici` (the Effect 4 client over its default transport).
+ */
+import { Layer, ManagedRuntime } from "effect"
+import type * as Undici from "undici"
+import * as ClinicalClient from "../src/ClinicalClient.js"
+import * as MedicationService from "../src/MedicationService.js"
+
+const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
+const PERSON_UID = "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w="
+
+interface Caller {
+  readonly call: () => Promise<unknown>
+  readonly close: () => Promise<void>
+}
+
+const rawUndici = async (baseUrl: string): Promise<Caller> => {
+  // undici is CommonJS: its names are read from the module (a named import finds none under tsx).
+  const { Agent, request } = (await import("undici")) as typeof Undici
+  const dispatcher = new Agent()
+  const tokenResponse = await request(`${baseUrl}/api/Server/Token`, {
+    method: "POST",
+    dispatcher,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ApplicationId: APPLICATION_ID })
+  })
+  const { Token } = (await tokenResponse.body.json()) as { Token: string }
+  const url = `${baseUrl}/api/clinical/medication/get`
+  return {
+    call: async () => {
+      const response = await request(url, {
+        method: "POST",
+        dispatcher,
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${Token}`,
+          applicationid: APPLICATION_ID
+        },
+        body: JSON.stringify({ personuid: PERSON_UID })
+      })
+      return response.body.json()
+    },
+    close: () => dispatcher.close()
+  }
+}
+
+/** The Effect 4 client, each call run from a Promise (as a pool of callers would). */
+const libraryUndici = async (baseUrl: string, concurrency: number): Promise<Caller> => {
+  const runtime = ManagedRuntime.make(
+    ClinicalClient.layerUndici({
+      baseUrl,
+      applicationId: APPLICATION_ID,
+      maxConcurrentRequests: Math.max(concurrency, 1)
+    })
+      .pipe(Layer.orDie)
+  )
+  const get = MedicationService.get(PERSON_UID)
+  await runtime.runPromise(get)
+  return { call: () => runtime.runPromise(get), close: () => runtime.dispose() }
+}
+
+const pool = async (calls: number, concurrency: number, call: () => Promise<unknown>) => {
+  let next = 0
+  const worker = async () => {
+    while (next < calls) {
+      next++
+      await call()
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, calls) }, worker))
+}
+
+const [kind, baseUrl, callsText, concurrencyText] = process.argv.slice(2)
+const calls = Number(callsText)
+const concurrency = Number(concurrencyText)
+const caller = kind === "raw-undici" ? await rawUndici(baseUrl!) : await libraryUndici(baseUrl!, concurrency)
+await pool(Math.max(500, Math.floor(calls / 10)), concurrency, caller.call)
+globalThis.gc?.()
+const cpuBefore = process.cpuUsage()
+const started = performance.now()
+await pool(calls, concurrency, caller.call)
+const elapsed = performance.now() - started
+const used = process.cpuUsage(cpuBefore)
+await caller.close()
+console.log(JSON.stringify({
+  kind,
+  concurrency,
+  calls,
+  cpuMicrosPerCall: (used.user + used.system) / calls,
+  callsPerSecond: calls / (elapsed / 1000)
+}))
