@@ -8,6 +8,7 @@ export default defineConfig({
     alias: {
       "effect-clinical/testing": Path.resolve(import.meta.dirname, "src/testing.ts"),
       "effect-clinical/promise": Path.resolve(import.meta.dirname, "src/promise.ts"),
+      "effect-clinical/bullmq": Path.resolve(import.meta.dirname, "src/bullmq.ts"),
       "effect-clinical": Path.resolve(import.meta.dirname, "src/index.ts")
     }
   },

@@ -10,6 +10,8 @@
 import * as Schema from "effect/Schema"
 import type * as Core from "../../core/errors.js"
 import { messageOf, TOKEN_STORE_FAILURES, TRANSPORT_FAILURES } from "../../core/errors.js"
+import type * as CoreQueue from "../../core/queue/queueError.js"
+import { message as queueMessage } from "../../core/queue/queueError.js"
 
 /**
  * The operation a failure belongs to: `token`, `authenticate`, or the name of a `PersonData`
@@ -239,3 +241,18 @@ export const isClinicalError: (u: unknown) => u is AnyClinicalError = Schema.is(
 const sameShape = <A, B extends A>(line: (value: B) => A): typeof line => line
 void sameShape<Core.AnyClinicalError, AnyClinicalError>((error) => error)
 void sameShape<Core.HttpError, HttpError>((error) => error)
+
+/**
+ * The queue's own failure (`effect-clinical/bullmq`): Redis or BullMQ failed (unreachable, a command
+ * refused), or the queue refused what was asked. Its detail never holds job data (ids at most) nor
+ * a Redis password. Not a request's failure: the queue's operations fail with it, beside `InvalidConfig`.
+ */
+export class QueueError extends Schema.TaggedError<QueueError>()("QueueError", {
+  operation: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return queueMessage(this)
+  }
+}
+void sameShape<CoreQueue.QueueError, QueueError>((error) => error)

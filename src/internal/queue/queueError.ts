@@ -1,9 +1,14 @@
 /**
- * The queue's own failure: Redis or BullMQ failed (unreachable, a command refused), or the queue
- * refused what was asked. Its detail never holds job data (ids at most) nor a Redis password.
+ * The queue's own failure, as this line's class (the fields and message of core/queue/queueError.ts):
+ * Redis or BullMQ failed (unreachable, a command refused), or the queue refused what was asked. Its
+ * detail never holds job data (ids at most) nor a Redis password.
  */
 import * as Schema from "effect/Schema"
+import type * as Errors from "../../../core/errors.js"
+import * as Core from "../../../core/queue/queueError.js"
 import { InvalidConfig } from "../../ClinicalError.js"
+
+export { describe } from "../../../core/queue/queueError.js"
 
 /** Redis or BullMQ failed (unreachable, a command refused), or the queue refused what was asked. */
 export class QueueError extends Schema.TaggedError<QueueError>()("QueueError", {
@@ -11,31 +16,24 @@ export class QueueError extends Schema.TaggedError<QueueError>()("QueueError", {
   detail: Schema.String
 }) {
   override get message(): string {
-    return `queue ${this.operation} failed: ${this.detail}`
+    return Core.message(this)
   }
 }
+
+/** The core's failure as this line's class. */
+export const fromCore = (error: Core.QueueError | Errors.InvalidConfig): QueueError | InvalidConfig =>
+  error._tag === "QueueError"
+    ? new QueueError({ operation: error.operation, detail: error.detail })
+    : new InvalidConfig({ setting: error.setting, reason: error.reason })
 
 /**
  * A Redis or BullMQ failure as a `QueueError` (its message carries no job data: ids at most), or
  * the `InvalidConfig` the queue's own record gave (another key, another operation) as it is.
  */
 export const queueError = (operation: string) => (error: unknown): QueueError | InvalidConfig =>
-  error instanceof QueueError || error instanceof InvalidConfig ? error : new QueueError({
-    operation,
-    detail: describe(error).slice(0, 300)
-  })
+  error instanceof QueueError || error instanceof InvalidConfig ? error : fromCore(Core.failureOf(operation, error))
 
-/**
- * The text of anything thrown, whatever it is: an `Error`, a string, an object whose `message`
- * getter throws, one with no prototype (`String()` of it throws). Never throws itself.
- */
-export const describe = (thrown: unknown): string => {
-  try {
-    const message = (thrown as { readonly message?: unknown } | null | undefined)?.message
-    if (typeof message === "string") return message
-    // A string is itself; so is any other value that is not an object (a number, a symbol).
-    return typeof thrown === "object" && thrown !== null ? "an object that is not an Error" : String(thrown)
-  } catch {
-    return "an object whose message cannot be read"
-  }
+/** What the core threw, its own failure as this line's class (anything else as it is). */
+export const rethrown = (error: unknown): never => {
+  throw error instanceof Core.Failure ? fromCore(error.error) : error
 }

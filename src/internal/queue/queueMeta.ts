@@ -1,54 +1,18 @@
 /**
- * What a queue records of itself beside BullMQ's keys (a Redis hash under the queue's prefix): the
- * operation it serves and a check of its key, both signed, the latest run, and why a worker paused
- * it. Nothing secret. And BullMQ's own `Queue` over the connection.
+ * What a queue records of itself beside BullMQ's keys (the core's: core/queue/queueMeta.ts), a
+ * refusal as this line's `InvalidConfig`, and BullMQ's own `Queue` over the connection.
  */
-import { type ConnectionOptions, Queue } from "bullmq"
-import { InvalidConfig } from "../../ClinicalError.js"
-import { keyCheck } from "./jobSeal.js"
+import { Queue, RateLimitError, UnrecoverableError, Worker } from "bullmq"
+import type { Bull } from "../../../core/queue/bull.js"
+import * as Core from "../../../core/queue/queueMeta.js"
+import type { InvalidConfig } from "../../ClinicalError.js"
+import { fromCore } from "./queueError.js"
 import type { Settings } from "./queueSettings.js"
-import { signed, verified } from "./runRecord.js"
 
-/** What the queue records of itself. */
-export interface QueueMeta {
-  /** The operation of the queue's first enqueue: every job reads it. */
-  readonly operation: string | undefined
-  /** Why the queue was paused by a worker (refused credentials), until it is resumed. */
-  readonly pausedBecause: string | undefined
-  readonly keyCheck: string | undefined
-}
+export { type QueueMeta, readMeta, recordOperation } from "../../../core/queue/queueMeta.js"
 
-/** Longest pause reason shown: ours are a line; someone else's may be anything. */
-const REASON_CHARACTERS = 500
-
-export const readMeta = async (settings: Settings): Promise<QueueMeta> => {
-  const [operation, pausedBecause, check] = await settings.connection.call(
-    "HMGET",
-    settings.metaKey,
-    "operation",
-    "pausedBecause",
-    "keyCheck"
-  ) as Array<string | null>
-  const named = verified(settings.keys, ":operation", operation)
-  return {
-    operation: typeof named === "string" ? named : undefined,
-    pausedBecause: typeof pausedBecause === "string" && pausedBecause !== ""
-      ? pausedBecause.slice(0, REASON_CHARACTERS)
-      : undefined,
-    keyCheck: check ?? undefined
-  }
-}
-
-/** Records the operation the queue serves, and its key's check. */
-export const recordOperation = (settings: Settings, operation: string): Promise<unknown> =>
-  settings.connection.call(
-    "HSET",
-    settings.metaKey,
-    "operation",
-    signed(settings.keys, ":operation", operation),
-    "keyCheck",
-    keyCheck(settings.keys)
-  )
+/** The application's BullMQ, as the core takes it. */
+export const bull: Bull<Queue, Worker> = { Queue, Worker, UnrecoverableError, RateLimitError }
 
 /**
  * Why a process with `settings` must not work on a queue that records `meta` (another key, or an
@@ -56,37 +20,13 @@ export const recordOperation = (settings: Settings, operation: string): Promise<
  */
 export const refusal = (
   settings: Settings,
-  meta: QueueMeta,
+  meta: Core.QueueMeta,
   operations: ReadonlyArray<string>
 ): InvalidConfig | undefined => {
-  if (meta.keyCheck !== undefined && meta.keyCheck !== keyCheck(settings.keys)) {
-    return new InvalidConfig({
-      setting: "sealingKey",
-      reason: `is not the key the queue "${settings.name}" was filled with: every process of a queue needs the same key`
-    })
-  }
-  if (meta.operation !== undefined && !operations.includes(meta.operation)) {
-    return new InvalidConfig({
-      setting: "operation",
-      reason: `the queue "${settings.name}" holds ${meta.operation} jobs, not ${operations.join(" or ")}`
-    })
-  }
-  return undefined
+  const refused = Core.refusal(settings, meta, operations)
+  return refused === undefined ? undefined : fromCore(refused) as InvalidConfig
 }
 
-/** Length the events stream is trimmed to (BullMQ's default keeps 10,000 entries). */
-const EVENTS_KEPT = 1_000
-
-/**
- * BullMQ's queue over the connection. Its connection errors go to `onError`: without a listener,
- * BullMQ prints each to the console. (A command that fails rejects with its error either way.)
- */
-export const bullQueue = (settings: Settings, onError: (error: unknown) => void = () => {}): Queue => {
-  const queue = new Queue(settings.name, {
-    connection: settings.connection as unknown as ConnectionOptions,
-    prefix: settings.prefix,
-    streams: { events: { maxLen: EVENTS_KEPT } }
-  })
-  queue.on("error", onError)
-  return queue
-}
+/** BullMQ's queue over the connection, its connection errors to `onError`. */
+export const bullQueue = (settings: Settings, onError?: (error: unknown) => void): Queue =>
+  Core.bullQueue(bull, settings, onError)

@@ -1,0 +1,98 @@
+/**
+ * What a queue records of itself beside BullMQ's keys (a Redis hash under the queue's prefix): the
+ * operation it serves and a check of its key, both signed, the latest run, and why a worker paused
+ * it. Nothing secret. And BullMQ's own `Queue` over the connection.
+ */
+import type { InvalidConfig } from "../errors.js"
+import { type Bull, type BullQueue, connectionOf } from "./bull.js"
+import { keyCheck } from "./jobSeal.js"
+import type { Settings } from "./queueSettings.js"
+import { signed, verified } from "./runRecord.js"
+
+/** What the queue records of itself. */
+export interface QueueMeta {
+  /** The operation of the queue's first enqueue: every job reads it. */
+  readonly operation: string | undefined
+  /** Why the queue was paused by a worker (refused credentials), until it is resumed. */
+  readonly pausedBecause: string | undefined
+  readonly keyCheck: string | undefined
+}
+
+/** Longest pause reason shown: ours are a line; someone else's may be anything. */
+const REASON_CHARACTERS = 500
+
+export const readMeta = async (settings: Settings): Promise<QueueMeta> => {
+  const [operation, pausedBecause, check] = await settings.connection.call(
+    "HMGET",
+    settings.metaKey,
+    "operation",
+    "pausedBecause",
+    "keyCheck"
+  ) as Array<string | null>
+  const named = verified(settings.keys, ":operation", operation)
+  return {
+    operation: typeof named === "string" ? named : undefined,
+    pausedBecause: typeof pausedBecause === "string" && pausedBecause !== ""
+      ? pausedBecause.slice(0, REASON_CHARACTERS)
+      : undefined,
+    keyCheck: check ?? undefined
+  }
+}
+
+/** Records the operation the queue serves, and its key's check. */
+export const recordOperation = (settings: Settings, operation: string): Promise<unknown> =>
+  settings.connection.call(
+    "HSET",
+    settings.metaKey,
+    "operation",
+    signed(settings.keys, ":operation", operation),
+    "keyCheck",
+    keyCheck(settings.keys)
+  )
+
+/**
+ * Why a process with `settings` must not work on a queue that records `meta` (another key, or an
+ * operation not among `operations`), or `undefined`.
+ */
+export const refusal = (
+  settings: Settings,
+  meta: QueueMeta,
+  operations: ReadonlyArray<string>
+): InvalidConfig | undefined => {
+  if (meta.keyCheck !== undefined && meta.keyCheck !== keyCheck(settings.keys)) {
+    return {
+      _tag: "InvalidConfig",
+      setting: "sealingKey",
+      reason: `is not the key the queue "${settings.name}" was filled with: every process of a queue needs the same key`
+    }
+  }
+  if (meta.operation !== undefined && !operations.includes(meta.operation)) {
+    return {
+      _tag: "InvalidConfig",
+      setting: "operation",
+      reason: `the queue "${settings.name}" holds ${meta.operation} jobs, not ${operations.join(" or ")}`
+    }
+  }
+  return undefined
+}
+
+/** Length the events stream is trimmed to (BullMQ's default keeps 10,000 entries). */
+const EVENTS_KEPT = 1_000
+
+/**
+ * BullMQ's queue over the connection. Its connection errors go to `onError`: without a listener,
+ * BullMQ prints each to the console. (A command that fails rejects with its error either way.)
+ */
+export const bullQueue = <Q extends BullQueue>(
+  bull: Bull<Q, any>,
+  settings: Settings,
+  onError: (error: unknown) => void = () => {}
+): Q => {
+  const queue = new bull.Queue(settings.name, {
+    connection: connectionOf(settings.connection),
+    prefix: settings.prefix,
+    streams: { events: { maxLen: EVENTS_KEPT } }
+  })
+  queue.on("error", onError)
+  return queue
+}
