@@ -4,7 +4,7 @@
  * Each line implements it once (test/support/line.ts, effect4/test/support/line.ts); the
  * specifications (spec/privacy.ts, spec/hostile.ts) are written against it, so both lines are held
  * to one text. `networked` does the same over real sockets: a client of a server on 127.0.0.1,
- * through the line's transports, on the live clock.
+ * through the line's transports, on the live clock (spec/hostile.ts, spec/endToEnd.ts).
  */
 import type { FakeService } from "./fakeService.js"
 
@@ -66,16 +66,45 @@ export interface NetworkSettings {
   readonly tokenTimeout?: Duration
   readonly deadline?: Duration
   readonly maxRetries?: number
+  readonly retryBaseDelay?: Duration
   readonly maxResponseBytes?: number
   readonly maxRetryAfter?: Duration
   readonly maxConcurrentRequests?: number
   readonly initialConcurrency?: number
 }
 
+/** The PersonUid the flow's last `Authenticate` step got, passed on `Redacted`, as the line returned it. */
+export interface Authenticated {
+  readonly _tag: "Authenticated"
+}
+
+export const AUTHENTICATED: Authenticated = { _tag: "Authenticated" }
+
+/** A person: a PersonUid as plain text, or the one the last `Authenticate` step got. */
+export type PersonRef = string | Authenticated
+
+/** The documented person-data operations, by the name of each line's `PersonData` definition. */
+export type PersonDataOperation = "medications" | "ethnicities" | "detailedEthnicities" | "uniqueDeviceIdentifiers"
+
 /** One step of a flow over a network; each has an {@link Outcome}, and a failed one does not end the flow. */
 export type NetworkStep =
   /** A person's medications; succeeds with `{ medications }`. */
-  | { readonly _tag: "Medications"; readonly personUid: string }
+  | { readonly _tag: "Medications"; readonly personUid: PersonRef }
+  /** The authenticate operation; succeeds with `{ personUid }`, the PersonUid revealed (for the specification to compare). */
+  | { readonly _tag: "Authenticate"; readonly passCode: string; readonly dateOfBirth: string }
+  /**
+   * A person-data operation through `PersonData`, with an optional date range (`YYYY-MM-DD`), its
+   * items kept whole or, with `as: "Ethnicity"`, decoded with the line's `PersonData.Ethnicity`.
+   * Succeeds with `{ items }`.
+   */
+  | {
+    readonly _tag: "PersonData"
+    readonly operation: PersonDataOperation
+    readonly personUid: PersonRef
+    readonly as?: "Ethnicity"
+    readonly startDate?: string
+    readonly endDate?: string
+  }
   /**
    * A person's medications decoded with a Schema: `Named` is `{ Name: string }`, `NumbersByKey` a
    * record of strings to numbers. Succeeds with `{ medications }`.
@@ -91,10 +120,14 @@ export type NetworkStep =
   | { readonly _tag: "Await"; readonly what: () => Promise<unknown> }
   /** `count` runs of `step` at once; succeeds with their outcomes, in order. */
   | { readonly _tag: "Concurrently"; readonly count: number; readonly step: NetworkStep }
-  /** `count` runs of `step` started in the background (see `InterruptForked`). */
+  /** Each of `steps`, at most `concurrency` at once (default: all); succeeds with their outcomes, in order. */
+  | { readonly _tag: "All"; readonly steps: ReadonlyArray<NetworkStep>; readonly concurrency?: number }
+  /** `count` runs of `step` started in the background (see `InterruptForked`, `JoinForked`). */
   | { readonly _tag: "Fork"; readonly count: number; readonly step: NetworkStep }
   /** Every run `Fork` started, interrupted (the step ends once each has ended). */
   | { readonly _tag: "InterruptForked" }
+  /** Every run `Fork` started, waited for; succeeds with their outcomes, in the order they were started. */
+  | { readonly _tag: "JoinForked" }
 
 /** A token as plain data: no secret in it. */
 export interface TokenFacts {
@@ -103,6 +136,8 @@ export interface TokenFacts {
   readonly expiresAt: number
   readonly lifetimeMillis: number
   readonly serverLifetimeMillis: number
+  /** The server's clock minus the client's, from the token answer's `Date` (undefined without one). */
+  readonly serverClockSkewMillis: number | undefined
 }
 
 /** A typed failure as plain data: its tag, its message and its fields. */

@@ -17,6 +17,7 @@ import type {
   Observed,
   ObservedAt,
   Outcome,
+  PersonRef,
   Step,
   Transport
 } from "../../../spec/driver.js"
@@ -24,6 +25,8 @@ import { APPLICATION_ID, BASE_URL, type FakeService } from "../../../spec/fakeSe
 import * as ClinicalClient from "../../src/ClinicalClient.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as MedicationService from "../../src/MedicationService.js"
+import * as PersonAuthentication from "../../src/PersonAuthentication.js"
+import * as PersonData from "../../src/PersonData.js"
 import * as TokenService from "../../src/TokenService.js"
 
 /** The fake as this line's in-memory transport, on Effect's clock. */
@@ -157,7 +160,14 @@ const capturingTracer = () => {
 /** A flow over a network: each step's outcome recorded, every failure's texts and logged cause kept. */
 const networkFlow = (steps: ReadonlyArray<NetworkStep>, texts: Array<readonly [string, string]>) => {
   let token: TokenService.AccessToken | undefined
+  let authenticated: Redacted.Redacted<string> | undefined
   const forked: Array<Fiber.Fiber<Outcome>> = []
+  const person = (ref: PersonRef): Effect.Effect<string | Redacted.Redacted<string>> =>
+    typeof ref === "string"
+      ? Effect.succeed(ref)
+      : authenticated === undefined
+      ? Effect.die(new Error("no Authenticate step before"))
+      : Effect.succeed(authenticated)
   const outcomeOf = (step: NetworkStep): Effect.Effect<Outcome, never, ClinicalClient.Services> =>
     Effect.exit(valueOf(step)).pipe(Effect.flatMap((exit) => {
       if (Exit.isSuccess(exit)) return Effect.succeed<Outcome>({ _tag: "Success", value: exit.value })
@@ -174,17 +184,42 @@ const networkFlow = (steps: ReadonlyArray<NetworkStep>, texts: Array<readonly [s
   const valueOf = (step: NetworkStep): Effect.Effect<unknown, unknown, ClinicalClient.Services> => {
     switch (step._tag) {
       case "Medications":
-        return Effect.map(MedicationService.get(step.personUid), ({ medications }) => ({ medications }))
+        return Effect.flatMap(
+          person(step.personUid),
+          (personUid) => Effect.map(MedicationService.get(personUid), ({ medications }) => ({ medications }))
+        )
       case "MedicationsAs":
         return step.schema === "Named"
           ? Effect.map(MedicationService.getAs(Named, step.personUid), ({ medications }) => ({ medications }))
           : Effect.map(MedicationService.getAs(NumbersByKey, step.personUid), ({ medications }) => ({ medications }))
+      case "Authenticate":
+        return Effect.map(
+          PersonAuthentication.authenticate({ passCode: step.passCode, dateOfBirth: step.dateOfBirth }),
+          (personUid) => {
+            authenticated = personUid
+            return { personUid: Redacted.value(personUid) }
+          }
+        )
+      case "PersonData": {
+        const operation = PersonData[step.operation]
+        const range = {
+          ...(step.startDate === undefined ? {} : { startDate: step.startDate }),
+          ...(step.endDate === undefined ? {} : { endDate: step.endDate })
+        }
+        return Effect.flatMap(person(step.personUid), (personUid) =>
+          step.as === "Ethnicity"
+            ? Effect.map(
+              PersonData.getAs(operation, PersonData.Ethnicity, personUid, range),
+              ({ items }) => ({ items })
+            )
+            : Effect.map(PersonData.get(operation, personUid, range), ({ items }) => ({ items })))
+      }
       case "Token":
         return TokenService.TokenService.use((tokens) =>
           Effect.map(tokens.get, (got) => {
             token = got
-            const { expiresAt, generation, issuedAt, lifetimeMillis, serverLifetimeMillis } = got
-            return { generation, issuedAt, expiresAt, lifetimeMillis, serverLifetimeMillis }
+            const { expiresAt, generation, issuedAt, lifetimeMillis, serverClockSkewMillis, serverLifetimeMillis } = got
+            return { generation, issuedAt, expiresAt, lifetimeMillis, serverLifetimeMillis, serverClockSkewMillis }
           })
         )
       case "InvalidateToken": {
@@ -201,6 +236,8 @@ const networkFlow = (steps: ReadonlyArray<NetworkStep>, texts: Array<readonly [s
         return Effect.forEach(Array.from({ length: step.count }), () => outcomeOf(step.step), {
           concurrency: "unbounded"
         })
+      case "All":
+        return Effect.forEach(step.steps, outcomeOf, { concurrency: step.concurrency ?? "unbounded" })
       case "Fork":
         return Effect.flatMap(
           Effect.forEach(Array.from({ length: step.count }), () => Effect.forkChild(outcomeOf(step.step))),
@@ -208,6 +245,8 @@ const networkFlow = (steps: ReadonlyArray<NetworkStep>, texts: Array<readonly [s
         )
       case "InterruptForked":
         return Fiber.interruptAll(forked.splice(0))
+      case "JoinForked":
+        return Fiber.joinAll(forked.splice(0))
     }
   }
   return Effect.forEach(steps, outcomeOf)
