@@ -4,7 +4,17 @@ import tseslint from "typescript-eslint"
 const barrels = ["effect", "@effect/platform", "@effect/platform-node", "@effect/cli", "@effect/experimental"]
 
 export default tseslint.config(
-  { ignores: [".scratch/**", ".stryker-tmp/**", "reports/**", "dist/**", "node_modules/**", "coverage/**", ".ci/**"] },
+  {
+    ignores: [
+      ".scratch/**",
+      ".stryker-tmp/**",
+      "reports/**",
+      "**/dist/**",
+      "**/node_modules/**",
+      "coverage/**",
+      ".ci/**"
+    ]
+  },
   ...tseslint.configs.recommended,
   ...effectEslint.configs.dprint,
   {

@@ -432,7 +432,9 @@ process.exitCode = outcomes.join() === "ServerError,Unauthorized" ? 0 : 1
           code: 2,
           stderr: expect.stringContaining("npm install bullmq@^6.7 ioredis@^5")
         })
-        const [npm, ...args] = installLineOf("docs/distributed.md", "npm install effect-clinical@^3 bullmq").split(/\s+/)
+        const [npm, ...args] = installLineOf("docs/distributed.md", "npm install effect-clinical@^3 bullmq").split(
+          /\s+/
+        )
           .map((word) => (word.startsWith("effect-clinical@") ? tarball : word))
         await run(npm!, args, { cwd: fresh(), timeout: 240_000 })
         Fs.writeFileSync(Path.join(fresh(), "queue.mjs"), QUEUE_PROGRAM)
