@@ -29,7 +29,7 @@ import type { InvalidConfig } from "./ClinicalError.js"
 import { fromCore } from "./internal/fromCore.js"
 import * as RedisStore from "./internal/token/redisTokenStore.js"
 import { fingerprint as storedFingerprint } from "./internal/token/storedEntry.js"
-import type { OnUnavailable, Service } from "./internal/token/tokenStorePort.js"
+import type { Service } from "./internal/token/tokenStorePort.js"
 import { line } from "./internal/validate.js"
 
 export type { Entry } from "./internal/token/storedEntry.js"
@@ -76,59 +76,27 @@ export const memory = (): Service => {
 /** A store in this process's memory (see {@link memory}): the default. */
 export const layerMemory: Layer.Layer<TokenStore> = Layer.sync(TokenStore, memory)
 
-/** What the library needs of a Redis client: send one command, run one Lua script (see {@link ioredis}, {@link nodeRedis}). */
-export type RedisCommands = RedisStore.RedisCommands
-
-/** A Lua script and its SHA-1, as EVALSHA wants it. */
-export type RedisScript = RedisStore.RedisScript
-
-/** A script ready for `RedisCommands.script`. */
-export const redisScript: (source: string) => RedisScript = RedisStore.redisScript
-
-/** The port over any function that sends one command: scripts by EVALSHA, loaded by EVAL when missing. */
-export const fromSend: (send: (command: ReadonlyArray<string>) => Promise<unknown>) => RedisCommands =
-  RedisStore.fromSend
-
-/** What the library uses of an `ioredis` client (`Redis` or `Cluster`, ioredis 5). */
-export type IoredisLike = RedisCore.IoredisLike
-
 /**
- * The port over an `ioredis` client the application created (and connects and closes). Its first
- * connection is waited for (see {@link RedisCommands.ready}).
+ * The Redis port and its adapters, the core's (core/token/redisStore.ts): what the library needs of
+ * a Redis client (send one command, run one Lua script), `ioredis` and `nodeRedis` over a client the
+ * application created (and connects and closes), `fromSend` over any function that sends a command.
  */
-export const ioredis: (client: IoredisLike) => RedisCommands = RedisCore.ioredis
+export {
+  fromSend,
+  ioredis,
+  type IoredisLike,
+  nodeRedis,
+  type NodeRedisLike,
+  type RedisCommands,
+  type RedisScript,
+  redisScript
+} from "../core/token/redisStore.js"
 
-/** What the library uses of a `redis` (node-redis 4 or 5) client. */
-export type NodeRedisLike = RedisCore.NodeRedisLike
-
-/**
- * The port over a `redis` (node-redis) client the application created (and connects and closes).
- * Its first connection (`connect()` called, not yet ready) is waited for.
- */
-export const nodeRedis: (client: NodeRedisLike) => RedisCommands = RedisCore.nodeRedis
-
-/** What {@link layerRedis} takes. */
-export interface RedisOptions {
-  /** The Redis port: `TokenStore.ioredis(client)`, `TokenStore.nodeRedis(client)`, or your own. */
-  readonly redis: RedisCommands
-  /** Prefix of the key names (letters, digits, `:`, `_`, `.`, `-`). Default `effect-clinical`. */
-  readonly keyPrefix?: string | undefined
-  /**
-   * Seals the stored token with AES-256-GCM: 32 bytes, or their base64 or hex, best `Redacted`.
-   * Every instance of the fleet needs the same key. Default: stored as JSON, unsealed.
-   */
-  readonly sealingKey?: Redacted.Redacted<string> | Redacted.Redacted<Uint8Array> | string | Uint8Array | undefined
-  /** Longest one store operation may take; then the store counts as unavailable. Default 250 ms. */
-  readonly timeout?: Duration.DurationInput | undefined
-  /** After a failure, how long the store is left alone before it is tried again. Default 5 seconds. */
-  readonly retryAfter?: Duration.DurationInput | undefined
-  /**
-   * While the store fails: `local` (default) fetches a token for this instance alone, as without a
-   * store; `fail` fails the refresh with `TokenStoreError`, for a service known to revoke a token
-   * when it issues the next one (where instances on their own would invalidate each other).
-   */
-  readonly onUnavailable?: OnUnavailable | undefined
-}
+/** What {@link layerRedis} takes (see the core's `RedisOptions`). */
+export type RedisOptions = RedisCore.RedisOptions<
+  Duration.DurationInput,
+  Redacted.Redacted<string> | Redacted.Redacted<Uint8Array>
+>
 
 /** A Redis store from its options, or the `InvalidConfig` naming the setting refused (the core's checks). */
 export const redis = (options: RedisOptions): Either.Either<Service, InvalidConfig> => {

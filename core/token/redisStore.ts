@@ -110,6 +110,32 @@ export const nodeRedis = (client: NodeRedisLike): RedisCommands => ({
   ready: firstConnection(client, () => client.isOpen === true && client.isReady === false)
 })
 
+/**
+ * What a line's `TokenStore.layerRedis` takes: `DurationInput` is what the line's `Duration`
+ * reads, `Secret` how it holds a secret (its `Redacted`).
+ */
+export interface RedisOptions<DurationInput, Secret> {
+  /** The Redis port: `TokenStore.ioredis(client)`, `TokenStore.nodeRedis(client)`, or your own. */
+  readonly redis: RedisCommands
+  /** Prefix of the key names (letters, digits, `:`, `_`, `.`, `-`). Default `effect-clinical`. */
+  readonly keyPrefix?: string | undefined
+  /**
+   * Seals the stored token with AES-256-GCM: 32 bytes, or their base64 or hex, best `Redacted`.
+   * Every instance of the fleet needs the same key. Default: stored as JSON, unsealed.
+   */
+  readonly sealingKey?: Secret | string | Uint8Array | undefined
+  /** Longest one store operation may take; then the store counts as unavailable. Default 250 ms. */
+  readonly timeout?: DurationInput | undefined
+  /** After a failure, how long the store is left alone before it is tried again. Default 5 seconds. */
+  readonly retryAfter?: DurationInput | undefined
+  /**
+   * While the store fails: `local` (default) fetches a token for this instance alone, as without a
+   * store; `fail` fails the refresh with `TokenStoreError`, for a service known to revoke a token
+   * when it issues the next one (where instances on their own would invalidate each other).
+   */
+  readonly onUnavailable?: "local" | "fail" | undefined
+}
+
 /** The settings of a Redis store, checked; `K` is how the line holds the sealing key. */
 export interface RedisSettings<K> {
   readonly keyPrefix: string
