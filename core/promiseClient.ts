@@ -72,19 +72,10 @@ export const abortedNow = (signal: AbortSignal | undefined): boolean => {
 }
 
 /** What is known of the current token, without the token itself. */
-export interface TokenMetadata {
-  /** 1 for the first token this client obtained, then 2, 3, ... */
-  readonly generation: number
-  /** When the request for it was sent (epoch ms). */
-  readonly issuedAt: number
-  /** When it expires (epoch ms, local clock). */
-  readonly expiresAt: number
-  /** Its lifetime as used (after the `maxTokenLifetime` cap), and as the server gave it. */
-  readonly lifetimeMillis: number
-  readonly serverLifetimeMillis: number
-  /** The server's clock minus ours; `undefined` when it sent no `Date`. */
-  readonly serverClockSkewMillis: number | undefined
-}
+export type TokenMetadata = Pick<
+  AccessToken<unknown>,
+  "generation" | "issuedAt" | "expiresAt" | "lifetimeMillis" | "serverLifetimeMillis" | "serverClockSkewMillis"
+>
 
 /** A token's metadata, the token left out. */
 export const metadataOf = (token: AccessToken<unknown>): TokenMetadata => ({

@@ -6,6 +6,7 @@
  * to one text. `networked` does the same over real sockets: a client of a server on 127.0.0.1,
  * through the line's transports, on the live clock (spec/hostile.ts, spec/endToEnd.ts).
  */
+import type { TokenMetadata } from "../core/promiseClient.js"
 import type { FakeService } from "./fakeService.js"
 
 /** One step of a flow. */
@@ -129,16 +130,8 @@ export type NetworkStep =
   /** Every run `Fork` started, waited for; succeeds with their outcomes, in the order they were started. */
   | { readonly _tag: "JoinForked" }
 
-/** A token as plain data: no secret in it. */
-export interface TokenFacts {
-  readonly generation: number
-  readonly issuedAt: number
-  readonly expiresAt: number
-  readonly lifetimeMillis: number
-  readonly serverLifetimeMillis: number
-  /** The server's clock minus the client's, from the token answer's `Date` (undefined without one). */
-  readonly serverClockSkewMillis: number | undefined
-}
+/** A token as plain data: no secret in it (what the Promise client's `token()` shows). */
+export type TokenFacts = TokenMetadata
 
 /** A typed failure as plain data: its tag, its message and its fields. */
 export interface Failure {
