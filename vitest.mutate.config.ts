@@ -41,6 +41,10 @@ export default {
       "test/HttpDate.test.ts",
       "test/Arguments.test.ts",
       "test/Privacy.test.ts",
+      // The shared specifications as the Effect 3 line runs them (Privacy's flows moved there).
+      "test/PrivacySpec.test.ts",
+      "test/ConformanceSpec.test.ts",
+      "test/MockClinicalServer.test.ts",
       "test/Batch.test.ts",
       "test/Checkpoint.test.ts",
       "test/CallPolicy.test.ts",
