@@ -188,6 +188,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
   function*() {
     const config = yield* ClinicalConfig
     const post = AuthorizedPost.forClient(config, yield* HttpTransport, yield* TokenService, yield* Effect.context())
+    // An operation's URL, kept once its definition was checked: neither is redone on every call.
     const urls = new WeakMap<Core.Operation, string>()
 
     const call = <A>(
@@ -196,16 +197,20 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       personUid: PersonUid,
       options: GetOptions | undefined
     ): Effect.Effect<Result<A>, ClinicalError> => {
-      const refused = Core.refusal(op)
-      if (refused !== undefined) {
-        return Effect.fail(new InvalidRequest({ operation: nameOf(op), field: refused.field, reason: refused.reason }))
+      let url = urls.get(op)
+      if (url === undefined) {
+        const refused = Core.refusal(op)
+        if (refused !== undefined) {
+          return Effect.fail(
+            new InvalidRequest({ operation: nameOf(op), field: refused.field, reason: refused.reason })
+          )
+        }
+        urls.set(op, url = `${config.baseUrl}${op.path}`)
       }
       const checked = Body.personRequest(line.reveal(personUid), options)
       if (checked instanceof Body.Refusal) {
         return Effect.fail(new InvalidRequest({ operation: op.name, field: checked.field, reason: checked.reason }))
       }
-      let url = urls.get(op)
-      if (url === undefined) urls.set(op, url = `${config.baseUrl}${op.path}`)
       return post({
         operation: op.name,
         url,

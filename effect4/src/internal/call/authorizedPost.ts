@@ -28,7 +28,6 @@ import * as CallPolicy from "../../../../core/call/callPolicy.js"
 import * as Core from "../../../../core/call/loadControl.js"
 import { Failed, readJson } from "../../../../core/call/response.js"
 import { retryPolicyOf } from "../../../../core/config/settings.js"
-import * as Redaction from "../../../../core/redaction/redaction.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import { CircuitOpen, type ClinicalError, type HttpError, type Operation, TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
@@ -36,6 +35,7 @@ import type * as TokenService from "../../TokenService.js"
 import { fromCore } from "../fromCore.js"
 import * as HttpSpan from "../observability/httpSpan.js"
 import * as Telemetry from "../observability/telemetry.js"
+import { labelled } from "../transport/wire.js"
 import * as Gate from "./gate.js"
 
 /** A successful answer: its status and its JSON body. */
@@ -206,14 +206,7 @@ class Caller {
   /** A transport's failure as the call's: labelled with the operation, scrubbed of the call's secrets; a timeout that was the deadline says so. */
   private transportFailure(call: AnyCall, byDeadline: boolean, error: TransportError): HttpError {
     if (byDeadline && error.reason === "Timeout") return this.deadlinePassed(call)
-    return new TransportError({
-      operation: call.operation,
-      reason: error.reason,
-      method: error.method,
-      url: error.url,
-      detail: Redaction.scrub(error.detail, call.secrets()),
-      ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
-    })
+    return labelled(error, call.operation, call.secrets())
   }
 
   // One request with the attempt timeout, cut short by the deadline if that comes first.

@@ -8,14 +8,14 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Redacted from "effect/Redacted"
 import { Failed } from "../../../../core/call/response.js"
-import * as Redaction from "../../../../core/redaction/redaction.js"
 import * as Core from "../../../../core/token/tokenResponse.js"
 import type * as Sharing from "../../../../core/token/tokenSharing.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
-import { type HttpError, TransportError } from "../../ClinicalError.js"
+import type { HttpError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import { fromCore } from "../fromCore.js"
 import * as Telemetry from "../observability/telemetry.js"
+import { labelled } from "../transport/wire.js"
 
 /** A token as the service issued it (or the store held it), with its expiry already moved onto the local clock. */
 export type IssuedToken = Sharing.IssuedToken<Redacted.Redacted<string>>
@@ -47,16 +47,7 @@ export const requestToken = (
     yield* Metric.update(Telemetry.tokenRequests, 1)
     const response = yield* transport.send(request).pipe(
       // The ApplicationId travels inside the body: no transport detail may echo it.
-      Effect.mapError((error) =>
-        new TransportError({
-          operation: "token",
-          reason: error.reason,
-          method: error.method,
-          url: error.url,
-          detail: Redaction.scrub(error.detail, [Redacted.value(config.applicationId)]),
-          ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
-        })
-      )
+      Effect.mapError((error) => labelled(error, "token", [Redacted.value(config.applicationId)]))
     )
     yield* Effect.annotateCurrentSpan("http.response.status_code", response.status)
     const receivedAt = yield* Clock.currentTimeMillis

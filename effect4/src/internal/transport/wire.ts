@@ -85,6 +85,24 @@ export const transportError = (
     ...(requestSent === undefined ? {} : { requestSent })
   })
 
+/**
+ * A transport's failure as an operation's: labelled with it, its detail scrubbed of `secrets` too
+ * (the transport knows a request's secrets as whole values, not a pass code inside a body).
+ */
+export const labelled = (
+  error: TransportError,
+  operation: string,
+  secrets: Iterable<string | undefined>
+): TransportError =>
+  new TransportError({
+    operation,
+    reason: error.reason,
+    method: error.method,
+    url: error.url,
+    detail: Redaction.scrub(error.detail, secrets),
+    ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
+  })
+
 /** A `Network` failure, with what is known of whether the request was sent. */
 export const networkError = (request: TransportRequest, cause: unknown): TransportError =>
   transportError(request, "Network", describe(cause), neverConnected(cause) ? false : undefined)
