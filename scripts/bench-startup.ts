@@ -1,11 +1,13 @@
 /**
- * `npm run bench:startup [-- --rounds R] [--cases a,b] [--other-bin P]`: how long a whole process takes to start,
+ * `npm run bench:startup [-- --rounds R] [--cases a,b] [--other-bin P] [--package effect4]`: how long a whole process takes to start,
  * do one small thing and exit, and its peak memory, for the library's import and the command line's
  * short commands (against the mock on loopback). Each round runs every case once, in an order that
  * rotates from round to round; a case's figure is the median over rounds of its time divided by the
  * time of `import("effect")` in the same round, so that the machine's drift cancels. Runs what
  * `npm run build` wrote (dist/ and the `bin` of package.json); `--other-bin P` runs each command of
- * the executable at P too, in the same rounds (another build, say, to compare with).
+ * the executable at P too, in the same rounds (another build, say, to compare with). `--package
+ * effect4` measures the Effect 4 line instead (build it first: `npm run build` in effect4/), its
+ * `import("effect")` the baseline (Effect 4, resolved from there).
  */
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
@@ -25,9 +27,11 @@ interface Run {
   readonly peakMiB: number
 }
 
-const root = process.cwd()
+const root = Path.resolve(process.cwd(), option("--package", "."))
 const pkg = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8"))
 const bin = Path.join(root, pkg.bin["effect-clinical"])
+/** A module the package exports, as built. */
+const exported = (name: string): string => Path.join(root, pkg.exports[name].default)
 const rounds = Number(option("--rounds", "15"))
 const BASELINE = "import(\"effect\")"
 
@@ -65,7 +69,7 @@ const runOnce = (c: Case, env: NodeJS.ProcessEnv): Promise<Run> =>
   })
 
 const main = async () => {
-  const { MockClinicalServer } = await import(Path.join(root, "dist/src/testing.js"))
+  const { MockClinicalServer } = await import(exported("./testing"))
   const mock = await MockClinicalServer.start()
   const env = {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("CLINICAL_"))),
@@ -80,7 +84,10 @@ const main = async () => {
   const all: ReadonlyArray<Case> = [
     { name: "node -e 0", args: ["-e", "0"] },
     { name: BASELINE, args: ["--input-type=module", "-e", "await import(\"effect\")"] },
-    { name: "the library's import", args: ["--input-type=module", "-e", "await import(\"./dist/src/index.js\")"] },
+    {
+      name: "the library's import",
+      args: ["--input-type=module", "-e", `await import(${JSON.stringify(exported("."))})`]
+    },
     { name: "effect-clinical --help", args: [bin, "--help"] },
     { name: "effect-clinical token", args: [bin, "token"] },
     { name: "effect-clinical medications -", args: [bin, "medications", "-"], input: `${mock.persons[0].personUid}\n` },

@@ -22,7 +22,8 @@ describe("callPolicy.next: a wait is started only if it ends before the deadline
   const progress = CallPolicy.begin(0, 10_000)
   it("a Retry-After ending 1 ms before the deadline: retry after it", () => {
     const step = CallPolicy.next(policy, progress, failed(busy(9_999)), 0, 0)
-    expect(step).toMatchObject({ _tag: "Retry", delayMillis: 9_999, cause: "503" })
+    // The error rides with the step: the call fails with it if the budget cannot pay for the retry.
+    expect(step).toMatchObject({ _tag: "Retry", delayMillis: 9_999, cause: "503", error: busy(9_999) })
   })
   it("a Retry-After ending exactly at the deadline: fail now, with the error that asked for it", () => {
     const step = CallPolicy.next(policy, progress, failed(busy(10_000)), 0, 0)

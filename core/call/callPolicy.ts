@@ -60,7 +60,14 @@ export type Outcome<E extends ClinicalError = ClinicalError> =
 export type Step<E extends ClinicalError = ClinicalError> =
   | { readonly _tag: "Done"; readonly progress: Progress; readonly status: number; readonly json: unknown }
   | { readonly _tag: "RefreshToken"; readonly progress: Progress }
-  | { readonly _tag: "Retry"; readonly progress: Progress; readonly delayMillis: number; readonly cause: string }
+  /** `error`: the attempt's, which the call fails with if the retry is not sent after all (the budget is spent). */
+  | {
+    readonly _tag: "Retry"
+    readonly progress: Progress
+    readonly delayMillis: number
+    readonly cause: string
+    readonly error: E
+  }
   | { readonly _tag: "Fail"; readonly progress: Progress; readonly error: E }
 
 /** The rules a call runs under. */
@@ -88,7 +95,7 @@ const retryOrFail = <E extends ClinicalError>(
   // A wait that would end at or after the deadline is not started: the caller gets the error now,
   // with its Retry-After, and can schedule the work itself.
   if (now + delayMillis >= progress.deadlineAt) return { _tag: "Fail", progress, error }
-  return { _tag: "Retry", progress: { ...progress, retried: progress.retried + 1 }, delayMillis, cause }
+  return { _tag: "Retry", progress: { ...progress, retried: progress.retried + 1 }, delayMillis, cause, error }
 }
 
 /** What the call does after an attempt ended in `outcome` at `now` (`random` in [0, 1) draws the jitter). */

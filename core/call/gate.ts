@@ -38,6 +38,9 @@ class Waiter {
   constructor(readonly wake: () => void) {}
 }
 
+/** The withdrawal of a request granted at once: nothing to withdraw, the turn is held. */
+const HELD = (): boolean => true
+
 /** A gate of `initialSize` turns. */
 export const make = (initialSize: number): Gate => {
   let size = initialSize
@@ -65,11 +68,16 @@ export const make = (initialSize: number): Gate => {
     }
   }
 
+  const tryTake = (): boolean => {
+    if (inFlight >= size || queue.length > 0) return false
+    inFlight++
+    return true
+  }
+
   const take = (granted: () => void): () => boolean => {
-    if (inFlight < size && queue.length === 0) {
-      inFlight++
+    if (tryTake()) {
       granted()
-      return () => true
+      return HELD
     }
     const waiter = new Waiter(granted)
     queue.push(waiter)
@@ -79,12 +87,6 @@ export const make = (initialSize: number): Gate => {
       if (at >= 0) queue.splice(at, 1)
       return false
     }
-  }
-
-  const tryTake = (): boolean => {
-    if (inFlight >= size || queue.length > 0) return false
-    inFlight++
-    return true
   }
 
   return {

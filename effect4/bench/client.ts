@@ -2,13 +2,14 @@
  * One measurement of the Effect 4 line, in its own process (as scripts/bench/client.ts is for the
  * Effect 3 line): `node --expose-gc --import tsx effect4/bench/client.ts <kind> <baseUrl> <calls>
  * <concurrency>`. Warms up, then makes `calls` medication calls at `concurrency` and prints one
- * JSON line: client CPU per call and calls per second. Kinds: `raw-undici` (the two calls by hand
+ * JSON line: client CPU per call and calls per second. Build the package first (`npx tsc -p
+ * tsconfig.build.json`; `npm run bench:lines` does). Kinds: `raw-undici` (the two calls by hand
  * over this line's undici) and `library-undici` (the Effect 4 client over its default transport).
  */
 import { Layer, ManagedRuntime } from "effect"
+// The package as built (dist/), as users run it: tsconfig.bench.json maps no name to src/.
+import { ClinicalClient, MedicationService } from "effect-clinical"
 import type * as Undici from "undici"
-import * as ClinicalClient from "../src/ClinicalClient.js"
-import * as MedicationService from "../src/MedicationService.js"
 
 const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
 const PERSON_UID = "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w="

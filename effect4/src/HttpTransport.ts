@@ -13,13 +13,12 @@ import * as Layer from "effect/Layer"
 import type { Dispatcher } from "undici"
 import { exceedsLimit, hasTimeout } from "../../core/transport/failures.js"
 import type { Network } from "../../core/transport/network.js"
-import { splitUrl } from "../../core/url.js"
 import * as ClinicalConfig from "./ClinicalConfig.js"
 import type { InvalidConfig, TransportError } from "./ClinicalError.js"
 import { fromHttpClient } from "./internal/transport/httpClient.js"
 import * as NetworkShell from "./internal/transport/network.js"
 import type { UndiciOptions } from "./internal/transport/network.js"
-import { sendThrough } from "./internal/transport/undici.js"
+import { type Dispatch, dispatchOver, dispatchThrough, sendBy } from "./internal/transport/undici.js"
 import {
   invalidArgument,
   timedOutError,
@@ -45,6 +44,13 @@ export {
 /** A transport: sends one request; fails only when no usable HTTP response was received. */
 export interface Service {
   readonly send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+  /**
+   * The same send in callback form, offered by a transport that has one natively (the undici
+   * transport): `done` is called once, with the response or the failure; calling the function
+   * returned aborts the request, and `done` is then not called. The client's common path sends
+   * through it without suspending a fiber; a transport without it is sent through `send`.
+   */
+  readonly dispatch?: Dispatch
 }
 
 /** The transport the client sends through. The application chooses the layer. */
@@ -120,18 +126,14 @@ export const layerHttpClient: Layer.Layer<HttpTransport, never, HttpClient.HttpC
   })
 )
 
+/** A transport over `dispatch`, the callback form of a request, and `send`, the same as an Effect. */
+const fromDispatch = (dispatch: Dispatch): Service => HttpTransport.of({ dispatch, send: sendBy(dispatch) })
+
 /** A transport over an undici dispatcher the application owns. */
-export const fromUndiciAgent = (agent: Pick<Dispatcher, "dispatch">): Service =>
-  HttpTransport.of({ send: (request) => sendThrough(agent, request) })
+export const fromUndiciAgent = (agent: Pick<Dispatcher, "dispatch">): Service => fromDispatch(dispatchThrough(agent))
 
 /** A transport over a network's dispatchers: each request through its origin's, a failure explained by its route. */
-const fromNetwork = (network: Network): Service =>
-  HttpTransport.of({
-    send: (request) => {
-      const { dispatcher, route } = network.routeOf(splitUrl(request.url).origin)
-      return sendThrough(dispatcher, request, route)
-    }
-  })
+const fromNetwork = (network: Network): Service => fromDispatch(dispatchOver(network))
 
 /**
  * The default transport: undici called directly, on `Agent`s (keep-alive connection pools) that

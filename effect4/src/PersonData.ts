@@ -33,7 +33,6 @@ import * as Batch from "./internal/batch/batch.js"
 import * as AuthorizedPost from "./internal/call/authorizedPost.js"
 import { describeIssue } from "./internal/call/decodeFailure.js"
 import { line } from "./internal/line.js"
-import { NO_STACK } from "./internal/observability/telemetry.js"
 import { TokenService } from "./TokenService.js"
 
 export {
@@ -217,8 +216,9 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
         body: Redacted.make(checked.body),
         secrets: () => [checked.personUid],
         resendable: !op.writes || config.retryWrites,
-        finish: finishItems(op, url, decodeItems, options?.redactEchoedSecrets === true)
-      }).pipe(Effect.withSpan(`PersonData.${op.name}`, { attributes: { "clinical.operation": op.name } }, NO_STACK))
+        finish: finishItems(op, url, decodeItems, options?.redactEchoedSecrets === true),
+        span: `PersonData.${op.name}`
+      })
     }
 
     const get: Service["get"] = (op, personUid, options) => call(op, Core.keepWhole, personUid, options)

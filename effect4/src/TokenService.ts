@@ -38,6 +38,7 @@ import * as Crypto from "node:crypto"
 import type * as RetryPolicy from "../../core/call/retryPolicy.js"
 import { retryPolicyOf } from "../../core/config/settings.js"
 import * as Core from "../../core/token/accessToken.js"
+import * as FreshToken from "../../core/token/freshToken.js"
 import * as TokenCache from "../../core/token/tokenCache.js"
 import { storeKeyOf } from "../../core/token/tokenStore.js"
 import { ClinicalConfig } from "./ClinicalConfig.js"
@@ -153,10 +154,15 @@ class TokenKeeper {
     this.policy = retryPolicyOf(config, Duration.toMillis)
   }
 
+  /** The cached token while it is before its soft window (read without the lock, as the fast path is). */
+  fresh(now: number): AccessToken | undefined {
+    return TokenCache.fresh(this.latest, now)
+  }
+
   acquire(maxWaitMillis: number | undefined): Effect.Effect<AccessToken, HttpError> {
     return Effect.clockWith((clock) => {
       const now = clock.currentTimeMillisUnsafe()
-      const token = TokenCache.fresh(this.latest, now)
+      const token = this.fresh(now)
       return token !== undefined
         ? Effect.succeed(token)
         : Effect.flatMap(this.decide(now), (next) => this.follow(next, maxWaitMillis))
@@ -354,7 +360,7 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       secrets: [config.applicationId]
     })
     const keeper = new TokenKeeper(config, windows, sharing, yield* Semaphore.make(1), scope)
-    return TokenService.of({
+    const service = TokenService.of({
       get: keeper.acquire(undefined),
       getWithin: (maxWait) => {
         const millis = maxWaitMillis(maxWait)
@@ -362,6 +368,9 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       },
       invalidate: (token) => keeper.invalidate(token)
     })
+    // The call's common path reads the fresh token in a callback, with no Effect.
+    FreshToken.register(service, (now) => keeper.fresh(now))
+    return service
   }
 )
 

@@ -145,7 +145,7 @@ const transports: Record<Transport, () => Layer.Layer<HttpTransport.HttpTranspor
 }
 
 /** A tracer that keeps every span it makes. */
-const capturingTracer = () => {
+export const capturingTracer = () => {
   const spans: Array<Tracer.NativeSpan> = []
   const tracer = Tracer.make({
     span: (options) => {
@@ -253,8 +253,7 @@ const networkFlow = (steps: ReadonlyArray<NetworkStep>, texts: Array<readonly [s
 }
 
 const networked: Networked = {
-  // The common path (an answer read in the transport's callback) is not in this line yet.
-  transports: [["undici", ["effect path"]], ["fetch", ["effect path"]]],
+  transports: [["undici", ["effect path", "common path"]], ["fetch", ["effect path"]]],
   runAt: (baseUrl, transport, path, steps, settings, traced = false) =>
     Effect.runPromise(Effect.gen(function*() {
       const { layer, lines } = captureLogs()

@@ -226,10 +226,6 @@ const refusedByBudget = Metric.tagged(Telemetry.refusedByLoadControl, "reason", 
 const refusal = (call: AnyCall, waitMillis: number): CircuitOpen =>
   new CircuitOpen({ operation: call.operation, retryAfterMillis: waitMillis })
 
-/** The error an attempt that did not end the call ended in. */
-const errorOf = (outcome: CallPolicy.Outcome<ClinicalError>): ClinicalError | undefined =>
-  outcome._tag === "Failed" ? outcome.error : outcome.read._tag === "Left" ? outcome.read.left : undefined
-
 /**
  * The calls of one client, one method per step (a class rather than closures over shared state:
  * V8 runs its methods as fast, and each step has a name). The public entry is {@link make}.
@@ -457,10 +453,10 @@ class Caller {
             // A retry after the token could not be had as the service down is not paid from the
             // budget: the breaker bounds it (LoadControl.tokenRetryUnpaid).
             if (
-              !(used === undefined && this.load.tokenRetryUnpaid(errorOf(outcome)!)) &&
+              !(used === undefined && this.load.tokenRetryUnpaid(step.error)) &&
               !this.load.retryAllowed(clock.unsafeCurrentTimeMillis())
             ) {
-              return this.overBudget(call, progress, errorOf(outcome)!)
+              return this.overBudget(call, progress, step.error)
             }
             return Metric.increment(this.metricsOf(call.operation).retry(step.cause)).pipe(
               Effect.zipRight(

@@ -13,21 +13,28 @@
  *   within that the client's load control (core/call/loadControl) sets how many go at once,
  *   refuses calls while its circuit is open (`CircuitOpen`) and bounds retries by its budget.
  *
- * This is the Effect path alone: the fiber-free common path the Effect 3 line takes for a cached
- * token and a free turn comes to this line with its performance stage.
+ * This is the hot path of every call, so it is written for cost. A call no one could see the spans
+ * of (no tracer installed, no propagation) whose token is cached and whose circuit is closed takes
+ * the common path: one callback, with the turn taken, the request dispatched and the answer read in
+ * the transport's own callbacks and no Effect run between (see `common`). Anything else, and
+ * anything that goes wrong on it, goes on on the Effect path, from exactly the point reached, so
+ * that every rule lives once.
  */
-import type * as Clock from "effect/Clock"
+import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
 import * as CallPolicy from "../../../../core/call/callPolicy.js"
 import * as Core from "../../../../core/call/loadControl.js"
 import { Failed, readJson } from "../../../../core/call/response.js"
 import { retryPolicyOf } from "../../../../core/config/settings.js"
+import * as FreshToken from "../../../../core/token/freshToken.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import { CircuitOpen, type ClinicalError, type HttpError, type Operation, TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
@@ -35,6 +42,7 @@ import type * as TokenService from "../../TokenService.js"
 import { fromCore } from "../fromCore.js"
 import * as HttpSpan from "../observability/httpSpan.js"
 import * as Telemetry from "../observability/telemetry.js"
+import type { Dispatch } from "../transport/undici.js"
 import { labelled } from "../transport/wire.js"
 import * as Gate from "./gate.js"
 
@@ -65,6 +73,11 @@ export interface Call<A> {
   readonly resendable: boolean
   /** What the call makes of its answer (decoding it, say): its failure is the call's, recorded as any other. */
   readonly finish: Finish<A>
+  /**
+   * The call's span, made when someone could see it (a tracer installed, or propagation on), with
+   * the operation as its `clinical.operation`; without it, the caller made the span it runs under.
+   */
+  readonly span?: string | undefined
 }
 
 /** Makes one call: what it makes of the answer, or the typed error it ended in. */
@@ -91,14 +104,24 @@ const failed = (error: HttpError): CallPolicy.Outcome<ClinicalError> => ({
   sent: !(error._tag === "TransportError" && error.requestSent === false)
 })
 
-/** The error an attempt that did not end the call ended in. */
-const errorOf = (outcome: CallPolicy.Outcome<ClinicalError>): ClinicalError =>
-  outcome._tag === "Failed" ? outcome.error : outcome.read._tag === "Left" ? outcome.read.left : undefined!
-
 const refusedByCircuit = Metric.withAttributes(Telemetry.refusedByLoadControl, { reason: "circuit-open" })
 const refusedByBudget = Metric.withAttributes(Telemetry.refusedByLoadControl, { reason: "retry-budget" })
 
 const nanos = (clock: Clock.Clock): bigint => clock.currentTimeNanosUnsafe()
+
+/** An attempt answered with a response that does not read: the error it stands for. */
+const answeredWith = (response: HttpTransport.TransportResponse, read: Failed): CallPolicy.Outcome<ClinicalError> => ({
+  _tag: "Answered",
+  status: response.status,
+  read: { _tag: "Left", left: fromCore(read.error) }
+})
+
+/** A call's end as an Effect. */
+const asEffect = <A>(out: Result.Result<A, ClinicalError>): Effect.Effect<A, ClinicalError> =>
+  Result.isSuccess(out) ? Effect.succeed(out.success) : Effect.fail(out.failure)
+
+/** A fiber, whatever it computes. */
+type AnyFiber = Fiber.Fiber<unknown, unknown>
 
 /** The metrics of one operation, tagged once (a metric tagged on every call cost its key's making each time). */
 class OperationMetrics {
@@ -143,6 +166,8 @@ class Caller {
   // The headers change with the token only: built once per token, not on every call.
   private headersToken: TokenService.AccessToken | undefined = undefined
   private headers: Readonly<Record<string, HttpTransport.WireValue>> = {}
+  private readonly fresh: FreshToken.Reader<TokenService.AccessToken> | undefined
+  private readonly dispatch: Dispatch | undefined
 
   constructor(
     private readonly config: ClinicalConfig.Service,
@@ -164,12 +189,27 @@ class Caller {
       (permits) => Telemetry.concurrencyLimit.updateUnsafe(permits, context),
       nanos
     )
+    this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
+    this.dispatch = transport.dispatch
   }
 
+  /** Starts a call: on the common path when it can (see {@link common}), else on the Effect path. */
   call<A>(call: Call<A>): Effect.Effect<A, ClinicalError> {
-    return Effect.clockWith((clock) =>
-      this.attempt(call, CallPolicy.begin(clock.currentTimeMillisUnsafe(), this.deadlineMillis))
-    )
+    return Effect.withFiber((fiber) => {
+      const clock = fiber.getRef(Clock.Clock)
+      const now = clock.currentTimeMillisUnsafe()
+      const begun = CallPolicy.begin(now, this.deadlineMillis)
+      if (HttpSpan.observed(fiber, this.config.tracePropagation)) {
+        const attempt = this.attempt(call, begun)
+        return call.span === undefined ? attempt : Effect.withSpan(attempt, call.span, {
+          attributes: { "clinical.operation": call.operation },
+          captureStackTrace: false
+        })
+      }
+      const dispatch = this.dispatch
+      const used = dispatch === undefined || !this.load.closed() ? undefined : this.fresh?.(now)
+      return used === undefined ? this.attempt(call, begun) : this.common(fiber, call, begun, used, dispatch!, clock)
+    })
   }
 
   /** The call's deadline passed; `unsent` when it passed before the request went (waiting for a turn or a token). */
@@ -211,15 +251,20 @@ class Caller {
 
   // One request with the attempt timeout, cut short by the deadline if that comes first.
   private exchange(call: AnyCall, progress: CallPolicy.Progress, token: TokenService.AccessToken) {
-    return Effect.clockWith((clock) => {
-      const budget = CallPolicy.budget(progress, clock.currentTimeMillisUnsafe(), this.requestTimeoutMillis)
+    return Effect.withFiber((fiber) => {
+      const budget = CallPolicy.budget(
+        progress,
+        fiber.getRef(Clock.Clock).currentTimeMillisUnsafe(),
+        this.requestTimeoutMillis
+      )
       if (budget._tag === "Passed") return Effect.fail(this.deadlinePassed(call, true))
       return Effect.mapError(
         HttpSpan.attempt(
           this.request(call, token, budget.timeoutMillis),
           progress.attempts - 1,
           this.config.tracePropagation,
-          this.transport.send
+          this.transport.send,
+          HttpSpan.observed(fiber, this.config.tracePropagation)
         ),
         (error) => this.transportFailure(call, budget.byDeadline, error)
       )
@@ -243,23 +288,52 @@ class Caller {
     return metrics
   }
 
-  // The call's bookkeeping: the attempts histogram, the failures counter, the span's attributes.
-  private record(
+  /**
+   * The call's bookkeeping, in the fiber that runs it and with no Effect of its own: the attempts
+   * histogram, the failures counter, and (when someone could see it) the span's attributes.
+   */
+  private recordIn(
+    fiber: AnyFiber,
     call: AnyCall,
     progress: CallPolicy.Progress,
     status: number | undefined,
     error: ClinicalError | undefined
-  ) {
+  ): void {
     const metrics = this.metricsOf(call.operation)
-    return Effect.all([
-      Metric.update(metrics.attempts, progress.attempts),
-      error === undefined ? Effect.void : Metric.update(metrics.failure(error._tag), 1),
-      Effect.annotateCurrentSpan({
-        "clinical.attempts": progress.attempts,
-        ...(status === undefined ? {} : { "http.response.status_code": status }),
-        ...(error === undefined ? {} : { "clinical.error": error._tag })
-      })
-    ], { discard: true })
+    metrics.attempts.updateUnsafe(progress.attempts, fiber.context)
+    if (error !== undefined) metrics.failure(error._tag).updateUnsafe(1, fiber.context)
+    const span = fiber.cache.span
+    if (span?._tag === "Span" && HttpSpan.observed(fiber, this.config.tracePropagation)) {
+      span.attribute("clinical.attempts", progress.attempts)
+      if (status !== undefined) span.attribute("http.response.status_code", status)
+      if (error !== undefined) span.attribute("clinical.error", error._tag)
+    }
+  }
+
+  /** The end of a call whose answer reads: what the call makes of it (a failure recorded as any other). */
+  private finished<A>(
+    fiber: AnyFiber,
+    call: Call<A>,
+    progress: CallPolicy.Progress,
+    status: number,
+    json: unknown,
+    used: TokenService.AccessToken | undefined
+  ): Result.Result<A, ClinicalError> {
+    const secrets = () => [
+      ...call.secrets(),
+      Redacted.value(this.config.applicationId),
+      ...(used === undefined ? [] : [Redacted.value(used.token)])
+    ]
+    const out = call.finish({ status, json, secrets })
+    const error = out instanceof Failed ? fromCore(out.error) : undefined
+    this.recordIn(
+      fiber,
+      call,
+      progress,
+      error === undefined ? status : "status" in error ? error.status : undefined,
+      error
+    )
+    return error === undefined ? Result.succeed(out as A) : Result.fail(error)
   }
 
   /** The end of a call whose answer reads: what the call makes of it, recorded (a failure as any other). */
@@ -270,24 +344,18 @@ class Caller {
     json: unknown,
     used: TokenService.AccessToken | undefined
   ): Effect.Effect<A, ClinicalError> {
-    return Effect.suspend(() => {
-      const secrets = () => [
-        ...call.secrets(),
-        Redacted.value(this.config.applicationId),
-        ...(used === undefined ? [] : [Redacted.value(used.token)])
-      ]
-      const out = call.finish({ status, json, secrets })
-      return out instanceof Failed
-        ? this.fail(call, progress, fromCore(out.error))
-        : Effect.as(this.record(call, progress, status, undefined), out)
-    })
+    return Effect.withFiber((fiber) => asEffect(this.finished(fiber, call, progress, status, json, used)))
   }
 
-  private fail(call: AnyCall, progress: CallPolicy.Progress, error: ClinicalError) {
-    return Effect.andThen(
-      this.record(call, progress, "status" in error ? error.status : undefined, error),
-      Effect.fail(error)
-    )
+  private fail(
+    call: AnyCall,
+    progress: CallPolicy.Progress,
+    error: ClinicalError
+  ): Effect.Effect<never, ClinicalError> {
+    return Effect.withFiber((fiber) => {
+      this.recordIn(fiber, call, progress, "status" in error ? error.status : undefined, error)
+      return Effect.fail(error)
+    })
   }
 
   // Acts on the pure step for how the attempt ended.
@@ -316,7 +384,7 @@ class Caller {
               Effect.andThen(Effect.suspend(() => this.attempt(call, step.progress)))
             )
           case "Retry": {
-            const error = errorOf(outcome)
+            const error = step.error
             // A retry after the token could not be had as the service down is not paid from the
             // budget: the breaker bounds it (LoadControl.tokenRetryUnpaid).
             if (
@@ -354,23 +422,23 @@ class Caller {
     response: HttpTransport.TransportResponse
   ): Effect.Effect<A, ClinicalError> {
     return Effect.clockWith((clock) => {
-      const read = readJson({
-        operation: call.operation,
-        method: "POST",
-        url: call.url,
-        secrets: () => [...call.secrets(), Redacted.value(used.token), Redacted.value(this.config.applicationId)],
-        now: clock.currentTimeMillisUnsafe(),
-        maxRetryAfterMillis: this.maxRetryAfterMillis
-      }, response)
+      const read = this.read(call, used, response, clock.currentTimeMillisUnsafe())
       return read instanceof Failed
-        ? this.proceed(
-          call,
-          progress,
-          { _tag: "Answered", status: response.status, read: { _tag: "Left", left: fromCore(read.error) } },
-          used
-        )
+        ? this.proceed(call, progress, answeredWith(response, read), used)
         : this.succeed(call, progress, response.status, read, used)
     })
+  }
+
+  /** A response read into its JSON, or the error it stands for. */
+  private read(call: AnyCall, used: TokenService.AccessToken, response: HttpTransport.TransportResponse, now: number) {
+    return readJson({
+      operation: call.operation,
+      method: "POST",
+      url: call.url,
+      secrets: () => [...call.secrets(), Redacted.value(used.token), Redacted.value(this.config.applicationId)],
+      now,
+      maxRetryAfterMillis: this.maxRetryAfterMillis
+    }, response)
   }
 
   /**
@@ -454,6 +522,113 @@ class Caller {
             if (error !== undefined) load.ended(number, sentAt, Core.signalOfError(error.error), clock)
           }
         }))
+    })
+  }
+
+  /**
+   * The call's common path, with no fiber suspended but for the wait on the socket: a fresh token
+   * read without an Effect, a turn taken (or waited for) in a callback, the request dispatched and
+   * its answer read in the transport's own callback. Whatever is not the common case (the circuit
+   * opened while the call waited, the deadline passed, a failure, an answer that does not read)
+   * goes on on the Effect path from exactly the point reached (`proceed` with this attempt's
+   * progress and outcome). A callback that throws (a caller's `finish`, say) ends the call as a
+   * defect, as on the Effect path, its turn given back.
+   */
+  private common<A>(
+    fiber: AnyFiber,
+    call: Call<A>,
+    before: CallPolicy.Progress,
+    used: TokenService.AccessToken,
+    send: Dispatch,
+    clock: Clock.Clock
+  ): Effect.Effect<A, ClinicalError> {
+    const gate = this.gate
+    const load = this.load
+    const progress = CallPolicy.attempted(before)
+    return Effect.callback<A, ClinicalError>((resume) => {
+      let holding = false
+      // Whether the turn came later than asked for: then the token is read again (see `latest`).
+      let waited = false
+      let token = used
+      // The request in flight, and how to call it off (variables, no object per call).
+      let cancel: (() => void) | undefined
+      let request: HttpTransport.TransportRequest | undefined
+      let startedNanos = BigInt(0)
+      const leave = () => {
+        if (holding) {
+          holding = false
+          gate.leave()
+        }
+      }
+      const withdraw = gate.take(() => {
+        holding = true
+        try {
+          if (!load.closed()) {
+            // The circuit opened while this call waited: admitted (or refused) on the Effect path.
+            leave()
+            return resume(this.attempt(call, before))
+          }
+          const now = clock.currentTimeMillisUnsafe()
+          if (waited) token = this.fresh?.(now) ?? token
+          const budget = CallPolicy.budget(progress, now, this.requestTimeoutMillis)
+          if (budget._tag === "Passed") {
+            leave()
+            return resume(this.fail(call, progress, this.deadlinePassed(call, true)))
+          }
+          const sent = request = this.request(call, token, budget.timeoutMillis)
+          const number = load.sending(true, now)
+          const sentMillis = load.roundTripClock(clock)
+          const sentAt = load.sentAt(clock)
+          const inFlight = load.inFlight()
+          startedNanos = clock.currentTimeNanosUnsafe()
+          cancel = send(sent, (outcome) => {
+            cancel = undefined
+            try {
+              HttpSpan.recordUnsafe(sent, outcome, clock.currentTimeNanosUnsafe() - startedNanos, fiber.context)
+              if (Result.isFailure(outcome)) {
+                const failure = this.transportFailure(call, budget.byDeadline, outcome.failure)
+                // The load control learns of the end while the turn is held: it counts as in flight.
+                load.ended(number, sentAt, Core.signalOfError(failure), clock)
+                leave()
+                return resume(this.proceed(call, progress, failed(failure), token))
+              }
+              const response = outcome.success
+              load.ended(
+                number,
+                sentAt,
+                Core.signalOfStatus(response.status),
+                clock,
+                Core.latencySample(response.status, sentMillis),
+                inFlight
+              )
+              leave()
+              const read = this.read(call, token, response, clock.currentTimeMillisUnsafe())
+              resume(
+                read instanceof Failed
+                  ? this.proceed(call, progress, answeredWith(response, read), token)
+                  : asEffect(this.finished(fiber, call, progress, response.status, read, token))
+              )
+            } catch (defect) {
+              leave()
+              resume(Effect.die(defect))
+            }
+          })
+        } catch (defect) {
+          leave()
+          resume(Effect.die(defect))
+        }
+      })
+      waited = true
+      // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
+      return Effect.sync(() => {
+        if (withdraw() && holding) {
+          leave()
+          if (cancel !== undefined) {
+            cancel()
+            HttpSpan.recordUnsafe(request!, "interrupted", clock.currentTimeNanosUnsafe() - startedNanos, fiber.context)
+          }
+        }
+      })
     })
   }
 }

@@ -5,9 +5,13 @@
  * or a transport failure; and the `http.client.request.duration` histogram.
  */
 import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
+import * as Result from "effect/Result"
+import * as Tracer from "effect/Tracer"
 import * as HttpAttempt from "../../../../core/observability/httpAttempt.js"
 import type { TransportError } from "../../ClinicalError.js"
 import type { TransportRequest, TransportResponse } from "../transport/wire.js"
@@ -47,6 +51,35 @@ const durationOf = (server: Server, method: string, status: number | undefined, 
     if (server.durations.size < 128) server.durations.set(key, metric)
   }
   return metric
+}
+
+/**
+ * Whether spans made in `fiber` can be seen by anyone: not when its tracer is Effect's native one
+ * (which keeps its spans nowhere) or tracing is off, unless `propagating` (the request carries the
+ * attempt span's ids in its `traceparent`). A call no one could see makes no span at all: two per
+ * call were a fifth of its CPU.
+ */
+export const observed = (fiber: Fiber.Fiber<unknown, unknown>, propagating: boolean): boolean =>
+  propagating ||
+  (fiber.cache.tracerEnabled && fiber.cache.tracer !== undefined && fiber.cache.tracer !== Tracer.nativeTracer)
+
+/**
+ * The duration of an attempt that made no span (the call's common path), recorded with no Effect:
+ * `outcome` the transport's, or "interrupted"; `elapsedNanos` since the request went.
+ */
+export const recordUnsafe = (
+  request: TransportRequest,
+  outcome: Result.Result<TransportResponse, TransportError> | "interrupted",
+  elapsedNanos: bigint,
+  context: Context.Context<never>
+): void => {
+  const status = outcome !== "interrupted" && Result.isSuccess(outcome) ? outcome.success.status : undefined
+  const error = outcome === "interrupted"
+    ? outcome
+    : Result.isSuccess(outcome)
+    ? HttpAttempt.errorTypeOfStatus(outcome.success.status)
+    : outcome.failure.reason
+  durationOf(serverOf(request.url), request.method, status, error).updateUnsafe(Number(elapsedNanos) / 1e9, context)
 }
 
 /** `error.type` of an attempt's end: a status from 400, the transport's reason, interrupted, or `_OTHER`. */
