@@ -55,7 +55,7 @@ import {
 } from "./loadControl.js"
 import { readJson } from "./response.js"
 import { fromConfig } from "./retrySettings.js"
-import { SecretBodyRequest, type SecretText } from "./secretText.js"
+import { DataRequest, type SecretText } from "./secretText.js"
 
 /*
  * The objects made on every call are class instances, not object literals. V8 "pretenures" an
@@ -112,25 +112,6 @@ export class Call<A> {
 
 /** A call, whatever it makes of its answer. */
 type AnyCall = Call<unknown>
-
-/**
- * A data request as the transport gets it (see {@link Call} on why a class). Its `body` is an
- * Effect `Redacted`, made only if a transport reads it: the library's own take the text itself
- * (see `internal/secretText`).
- */
-class DataRequest extends SecretBodyRequest implements HttpTransport.TransportRequest {
-  readonly method = "POST"
-  declare readonly body: Redacted.Redacted<string>
-  constructor(
-    readonly url: string,
-    readonly headers: Readonly<Record<string, HttpTransport.WireValue>>,
-    secretBody: SecretText,
-    readonly maxResponseBytes: number,
-    readonly timeoutMillis: number
-  ) {
-    super(secretBody)
-  }
-}
 
 /** The answer a call ends in (see {@link Call} on why a class). */
 class Answer implements JsonResponse {
