@@ -10,7 +10,12 @@ export default {
     "src/internal/transport/network.ts",
     "core/transport/proxy.ts",
     "core/transport/trust.ts",
-    "core/transport/connectFailure.ts"
+    "core/transport/connectFailure.ts",
+    "core/transport/failures.ts",
+    "core/transport/message.ts",
+    "core/transport/network.ts",
+    "core/transport/platformResponse.ts",
+    "core/transport/undiciExchange.ts"
   ],
   htmlReporter: { fileName: "reports/mutation-transport/index.html" },
   jsonReporter: { fileName: "reports/mutation-transport/mutation.json" },

@@ -10,7 +10,9 @@ export default {
       "test/Network.test.ts",
       "test/HttpTransport.test.ts",
       "test/Arguments.test.ts",
-      "test/Promise.test.ts"
+      "test/Promise.test.ts",
+      // The undici exchange and the platform response on the common and Effect paths, over loopback.
+      "test/CommonPath.test.ts"
     ]
   }
 }

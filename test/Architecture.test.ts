@@ -140,6 +140,18 @@ describe("core/: one Effect-free core for both Effect lines", () => {
     expect(found.length).toBeGreaterThan(10)
     expect(found.flatMap((file) => outsideCore(file, Fs.readFileSync(file, "utf8"), CORE))).toEqual([])
   })
+
+  it("every module of core/ is mutated by one of the mutation runs (npm run mutate, mutate:transport, mutate:queue)", async () => {
+    const ROOT = Path.dirname(CORE)
+    const lists = await Promise.all(
+      ["stryker.config.mjs", "stryker.transport.config.mjs", "stryker.queue.config.mjs"].map(async (name) =>
+        ((await import(Path.join(ROOT, name))).default as { mutate: ReadonlyArray<string> }).mutate
+      )
+    )
+    const mutated = new Set(lists.flat())
+    const unmutated = modules(CORE).map((file) => Path.relative(ROOT, file)).filter((file) => !mutated.has(file))
+    expect(unmutated).toEqual([])
+  })
 })
 
 /** The packages of Effect 3's ecosystem alone: the Effect 4 line has them in `effect` itself, or not at all. */
