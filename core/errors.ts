@@ -67,6 +67,25 @@ export interface TransportError {
   readonly requestSent?: boolean | undefined
 }
 
+/**
+ * A transport's failure as an operation's (each line makes its `TransportError` of these fields):
+ * labelled with `operation`, its detail passed through `scrub` (the line's scrubber, with the
+ * operation's secrets: the transport knows a request's secrets as whole values, not a pass code
+ * inside a body).
+ */
+export const labelledFields = (
+  error: Omit<TransportError, "_tag">,
+  operation: Operation,
+  scrub: (detail: string) => string
+): Omit<TransportError, "_tag"> => ({
+  operation,
+  reason: error.reason,
+  method: error.method,
+  url: error.url,
+  detail: scrub(error.detail),
+  ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
+})
+
 /** An HTTP status the service answered with, and where the request went. */
 interface StatusFailure<Tag extends string> extends Target {
   readonly _tag: Tag

@@ -13,6 +13,30 @@ export const LOG_LEVELS = ["debug", "info", "warn", "error", "none"] as const
 
 export type LogLevelName = typeof LOG_LEVELS[number]
 
+/** One line the library logs. It never holds a secret or a PersonUid. */
+export interface LogEntry {
+  readonly level: Exclude<LogLevelName, "none">
+  readonly message: string
+  /** What the line is about: a refresh reason, an error's tag, a retry's cause and delay, ... */
+  readonly annotations: Readonly<Record<string, unknown>>
+  readonly date: Date
+}
+
+/**
+ * How the client logs, for clients created without Effect. Silent unless asked, as a Node SDK is:
+ * every failure reaches the caller as a rejection, and nothing is ever written to stdout.
+ */
+export interface LoggingOptions {
+  /** Where the library's log lines go. Default: standard error, in logfmt, once `logLevel` asks for lines. */
+  readonly logger?: ((entry: LogEntry) => void) | undefined
+  /**
+   * The lowest level logged. Default `none` without a `logger` (nothing is logged) and `info` with
+   * one. `info` shows only the library's warnings (a token refresh that failed, a lifetime cut);
+   * `debug` adds every refresh and retry.
+   */
+  readonly logLevel?: LogLevelName | undefined
+}
+
 /** Why a client's logging options cannot be used, or `undefined`. */
 export const loggingRefusal = (options: {
   readonly logLevel?: unknown

@@ -10,44 +10,12 @@ import { Layer, ManagedRuntime } from "effect"
 // The package as built (dist/), as users run it: tsconfig.bench.json maps no name to src/.
 import { ClinicalClient, MedicationService } from "effect-clinical"
 import type * as Undici from "undici"
+import { APPLICATION_ID, type Caller, PERSON_UID, rawUndiciOver } from "../../scripts/bench/rawUndici.js"
 
-const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
-const PERSON_UID = "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w="
-
-interface Caller {
-  readonly call: () => Promise<unknown>
-  readonly close: () => Promise<void>
-}
-
-const rawUndici = async (baseUrl: string): Promise<Caller> => {
+/** The two calls by hand over this line's undici (8). */
+const rawUndici = async (baseUrl: string): Promise<Caller> =>
   // undici is CommonJS: its names are read from the module (a named import finds none under tsx).
-  const { Agent, request } = (await import("undici")) as typeof Undici
-  const dispatcher = new Agent()
-  const tokenResponse = await request(`${baseUrl}/api/Server/Token`, {
-    method: "POST",
-    dispatcher,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ ApplicationId: APPLICATION_ID })
-  })
-  const { Token } = (await tokenResponse.body.json()) as { Token: string }
-  const url = `${baseUrl}/api/clinical/medication/get`
-  return {
-    call: async () => {
-      const response = await request(url, {
-        method: "POST",
-        dispatcher,
-        headers: {
-          "content-type": "application/json",
-          authorization: `Bearer ${Token}`,
-          applicationid: APPLICATION_ID
-        },
-        body: JSON.stringify({ personuid: PERSON_UID })
-      })
-      return response.body.json()
-    },
-    close: () => dispatcher.close()
-  }
-}
+  rawUndiciOver<Undici.Agent>((await import("undici")) as typeof Undici, baseUrl)
 
 /** The Effect 4 client, each call run from a Promise (as a pool of callers would). */
 const libraryUndici = async (baseUrl: string, concurrency: number): Promise<Caller> => {

@@ -124,25 +124,11 @@ export interface Client {
 /** The levels the library logs at, from the most to the least detailed; `none` logs nothing. */
 export type LogLevelName = Core.LogLevelName
 
-/** One line the library logs. It never holds a secret or a PersonUid. */
-export interface LogEntry {
-  readonly level: Exclude<LogLevelName, "none">
-  readonly message: string
-  /** What the line is about: a refresh reason, an error's tag, a retry's cause and delay, ... */
-  readonly annotations: Readonly<Record<string, unknown>>
-  readonly date: Date
-}
+/** One line the library logs (core/promiseClient). */
+export type LogEntry = Core.LogEntry
 
-/**
- * How the client logs. Silent unless asked, as a Node SDK is: every failure reaches the caller as
- * a rejection, and nothing is ever written to stdout.
- */
-export interface LoggingOptions {
-  /** Where the library's log lines go. Default: standard error, in logfmt, once `logLevel` asks for lines. */
-  readonly logger?: ((entry: LogEntry) => void) | undefined
-  /** The lowest level logged. Default `none` without a `logger` and `info` with one; `debug` adds every refresh and retry. */
-  readonly logLevel?: LogLevelName | undefined
-}
+/** How the client logs (core/promiseClient). */
+export type LoggingOptions = Core.LoggingOptions
 
 /** What a client is built with besides its settings: the connection pool's options and a shared token store. */
 export interface ClientOptions extends LoggingOptions {

@@ -12,6 +12,7 @@ import * as Fs from "node:fs"
 import { Session } from "node:inspector/promises"
 import { PerformanceObserver } from "node:perf_hooks"
 import { Agent, request } from "undici"
+import { APPLICATION_ID, type Caller, PERSON_UID, rawUndiciOver } from "./rawUndici.js"
 
 export const KINDS = [
   "plain-dispatch",
@@ -47,11 +48,7 @@ export interface Measurement {
   readonly gcMicrosPerCall: number
 }
 
-export const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
-export const PERSON_UID = "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w="
-
-/** A call that resolves when one medication call is done; set up (token included) before timing. */
-type Caller = { readonly call: () => Promise<unknown>; readonly close: () => Promise<void> }
+export { APPLICATION_ID, PERSON_UID } from "./rawUndici.js"
 
 export const promisePool = async (
   calls: number,
@@ -72,33 +69,7 @@ export const promisePool = async (
 }
 
 /** The two calls by hand, over undici: a token once, then POSTs with the headers and a JSON body. */
-export const rawUndici = async (baseUrl: string): Promise<Caller> => {
-  const dispatcher = new Agent()
-  const tokenResponse = await request(`${baseUrl}/api/Server/Token`, {
-    method: "POST",
-    dispatcher,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ ApplicationId: APPLICATION_ID })
-  })
-  const { Token } = (await tokenResponse.body.json()) as { Token: string }
-  const url = `${baseUrl}/api/clinical/medication/get`
-  return {
-    call: async () => {
-      const response = await request(url, {
-        method: "POST",
-        dispatcher,
-        headers: {
-          "content-type": "application/json",
-          authorization: `Bearer ${Token}`,
-          applicationid: APPLICATION_ID
-        },
-        body: JSON.stringify({ personuid: PERSON_UID })
-      })
-      return response.body.json()
-    },
-    close: () => dispatcher.close()
-  }
-}
+export const rawUndici = (baseUrl: string): Promise<Caller> => rawUndiciOver({ Agent, request }, baseUrl)
 
 /**
  * The floor: the same two calls in plain JavaScript over undici's `Dispatcher.dispatch`, with a

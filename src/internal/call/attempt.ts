@@ -4,6 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Redacted from "effect/Redacted"
+import { labelledFields } from "../../../core/errors.js"
 import { type Operation, TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import * as HttpSpan from "../observability/httpSpan.js"
@@ -19,14 +20,9 @@ export const labelled = (
   operation: Operation,
   secrets: ReadonlyArray<Redacted.Redacted<string>> = []
 ): TransportError =>
-  new TransportError({
-    operation,
-    reason: error.reason,
-    method: error.method,
-    url: error.url,
-    detail: secrets.length === 0 ? error.detail : scrub(error.detail, secrets),
-    ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
-  })
+  new TransportError(
+    labelledFields(error, operation, (detail) => secrets.length === 0 ? detail : scrub(detail, secrets))
+  )
 
 /**
  * Sends `request` through `transport`, observed as one HTTP attempt (see `httpSpan`); a

@@ -4,6 +4,7 @@
  * the core's (core/transport/failures.ts); this is their Effect 4 form.
  */
 import * as Redacted from "effect/Redacted"
+import { labelledFields } from "../../../../core/errors.js"
 import { field } from "../../../../core/json.js"
 import * as Redaction from "../../../../core/redaction/redaction.js"
 import { describe, neverConnected, timedOut, tooLargeDetail } from "../../../../core/transport/failures.js"
@@ -93,15 +94,7 @@ export const labelled = (
   error: TransportError,
   operation: string,
   secrets: Iterable<string | undefined>
-): TransportError =>
-  new TransportError({
-    operation,
-    reason: error.reason,
-    method: error.method,
-    url: error.url,
-    detail: Redaction.scrub(error.detail, secrets),
-    ...(error.requestSent === undefined ? {} : { requestSent: error.requestSent })
-  })
+): TransportError => new TransportError(labelledFields(error, operation, (detail) => Redaction.scrub(detail, secrets)))
 
 /** A `Network` failure, with what is known of whether the request was sent. */
 export const networkError = (request: TransportRequest, cause: unknown): TransportError =>
