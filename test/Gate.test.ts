@@ -83,4 +83,47 @@ describe("the gate", () => {
     expect(granted).toEqual(["a", "b", "c", "d", "e"])
     expect(gate.inFlight()).toBe(2)
   })
+
+  // Found by review: a waiter that gives its turn back as soon as it gets it (the circuit opened,
+  // or its deadline passed, while it waited) handed it on from inside its own wake, one stack frame
+  // deeper per waiter: 2,500 waiters overflowed the stack, and the turns of the rest were lost.
+  it("a long queue whose waiters each give the turn back at once: every one granted in order, no stack overflow", () => {
+    const gate = Gate.make(1)
+    const granted: Array<number> = []
+    expect(gate.tryTake()).toBe(true)
+    const count = 20_000
+    for (let i = 0; i < count; i++) {
+      gate.take(() => {
+        granted.push(i)
+        gate.leave()
+      })
+    }
+    gate.leave()
+    expect(granted).toEqual(Array.from({ length: count }, (_, i) => i))
+    expect(gate.inFlight()).toBe(0)
+    expect(gate.tryTake()).toBe(true)
+  })
+
+  it("a waiter withdrawn after its turn came but before it was woken: the turn goes to the next, and it is never woken", () => {
+    const gate = Gate.make(1)
+    const granted: Array<string> = []
+    expect(gate.tryTake()).toBe(true)
+    let withdrawB: () => boolean = () => true
+    let withdrawnB: boolean | undefined
+    gate.take(() => {
+      granted.push("a")
+      // While a's turn is being handed over, a gives it back (b's turn now) and b is called off.
+      gate.leave()
+      withdrawnB = withdrawB()
+    })
+    withdrawB = gate.take(() => granted.push("b"))
+    gate.take(() => granted.push("c"))
+    gate.leave()
+    expect(granted).toEqual(["a", "c"])
+    // b did not get the turn: it need not give it back (c holds it).
+    expect(withdrawnB).toBe(false)
+    expect(gate.inFlight()).toBe(1)
+    gate.leave()
+    expect(gate.inFlight()).toBe(0)
+  })
 })

@@ -46,26 +46,53 @@ export const make = (initialSize: number): Gate => {
   let size = initialSize
   let inFlight = 0
   const queue: Array<Waiter> = []
+  // Waiters handed a turn and not woken yet. They are woken one after another by the outermost
+  // hand-off, never from inside another waiter's wake: a waiter that gives its turn back as soon
+  // as it gets it would otherwise hand it on one stack frame deeper per waiter (a long queue
+  // overflowed the stack, and the turns of the rest were lost).
+  const ready: Array<Waiter> = []
+  let waking = false
 
-  const grantFirst = () => {
-    const next = queue.shift()!
-    next.granted = true
-    next.wake()
+  const wakeReady = () => {
+    if (waking) return
+    waking = true
+    let failure: { readonly thrown: unknown } | undefined
+    try {
+      for (let next = ready.shift(); next !== undefined; next = ready.shift()) {
+        next.granted = true
+        try {
+          next.wake()
+        } catch (thrown) {
+          // The others are woken all the same; the first throw goes on to the caller after.
+          failure ??= { thrown }
+        }
+      }
+    } finally {
+      waking = false
+    }
+    if (failure !== undefined) throw failure.thrown
+  }
+
+  // The turn goes to the first waiter (counted in flight still), woken once no wake is running.
+  const handToFirst = () => {
+    ready.push(queue.shift()!)
   }
 
   // A finishing caller hands its turn straight to the first waiter, or frees it (and frees it
   // while more than the size are out, the size having come down).
   const leave = () => {
     if (queue.length === 0 || inFlight > size) inFlight--
-    else grantFirst()
+    else handToFirst()
+    wakeReady()
   }
 
   const resize = (next: number) => {
     size = next
     while (inFlight < size && queue.length > 0) {
       inFlight++
-      grantFirst()
+      handToFirst()
     }
+    wakeReady()
   }
 
   const tryTake = (): boolean => {
@@ -84,7 +111,16 @@ export const make = (initialSize: number): Gate => {
     return () => {
       if (waiter.granted) return true
       const at = queue.indexOf(waiter)
-      if (at >= 0) queue.splice(at, 1)
+      if (at >= 0) {
+        queue.splice(at, 1)
+        return false
+      }
+      // Handed a turn, not woken yet: it never will be, and the turn goes on to the next.
+      const handed = ready.indexOf(waiter)
+      if (handed >= 0) {
+        ready.splice(handed, 1)
+        leave()
+      }
       return false
     }
   }

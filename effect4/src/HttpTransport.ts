@@ -11,6 +11,7 @@ import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClient from "effect/http/HttpClient"
 import * as Layer from "effect/Layer"
 import type { Dispatcher } from "undici"
+import { pair } from "../../core/transport/dispatchPairs.js"
 import { exceedsLimit, hasTimeout } from "../../core/transport/failures.js"
 import type { Network } from "../../core/transport/network.js"
 import * as ClinicalConfig from "./ClinicalConfig.js"
@@ -127,7 +128,7 @@ export const layerHttpClient: Layer.Layer<HttpTransport, never, HttpClient.HttpC
 )
 
 /** A transport over `dispatch`, the callback form of a request, and `send`, the same as an Effect. */
-const fromDispatch = (dispatch: Dispatch): Service => HttpTransport.of({ dispatch, send: sendBy(dispatch) })
+const fromDispatch = (dispatch: Dispatch): Service => HttpTransport.of({ dispatch, send: pair(sendBy(dispatch)) })
 
 /** A transport over an undici dispatcher the application owns. */
 export const fromUndiciAgent = (agent: Pick<Dispatcher, "dispatch">): Service => fromDispatch(dispatchThrough(agent))

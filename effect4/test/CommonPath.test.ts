@@ -26,16 +26,24 @@ afterAll(async () => {
 
 const { Fault } = MockClinicalServer
 
-/** A client over the undici transport whose `dispatch` calls are counted. */
+/** A client over the undici transport whose `dispatch` calls are counted, and the most out at once. */
 const client = (options: Partial<Parameters<typeof ClinicalClient.layer>[0]> = {}) => {
-  const counts = { dispatched: 0 }
+  const counts = { dispatched: 0, out: 0, mostOut: 0 }
   const transport = Layer.effect(
     HttpTransport.HttpTransport,
     HttpTransport.HttpTransport.useSync((inner): HttpTransport.Service => ({
       send: inner.send,
       dispatch: (request, done) => {
         counts.dispatched++
-        return inner.dispatch!(request, done)
+        counts.mostOut = Math.max(counts.mostOut, ++counts.out)
+        const cancel = inner.dispatch!(request, (outcome) => {
+          counts.out--
+          done(outcome)
+        })
+        return () => {
+          counts.out--
+          cancel()
+        }
       }
     }))
   ).pipe(Layer.provide(HttpTransport.layerUndici()))
@@ -63,6 +71,33 @@ describe("the call's common path (Effect 4)", () => {
       await runtime.runPromise(Effect.withTracer(MedicationService.get(person()), tracer))
       assert.strictEqual(counts.dispatched, 1)
       assert.deepStrictEqual(spans.map((span) => span.name).sort(), ["POST", "PersonData.medications"])
+    } finally {
+      await runtime.dispose()
+    }
+  })
+
+  // Found by review: `{ ...undici, send }`, the usual way to wrap a transport, kept undici's
+  // `dispatch`, and every call with a cached token went round the application's send.
+  it("a transport whose send the application replaced ({ ...undici, send: wrapped }): every call goes through that send", async () => {
+    const sent: Array<string> = []
+    const transport = Layer.effect(
+      HttpTransport.HttpTransport,
+      HttpTransport.HttpTransport.useSync((inner): HttpTransport.Service => ({
+        ...inner,
+        send: (request) => {
+          sent.push(request.url)
+          return inner.send(request)
+        }
+      }))
+    ).pipe(Layer.provide(HttpTransport.layerUndici()))
+    const runtime = ManagedRuntime.make(
+      ClinicalClient.layer({ baseUrl: mock.url, applicationId: mock.applicationId }).pipe(Layer.provide(transport))
+    )
+    try {
+      for (let i = 0; i < 3; i++) await runtime.runPromise(MedicationService.get(person()))
+      // The token request, and the three data requests.
+      assert.strictEqual(sent.length, 4)
+      assert.strictEqual(sent.filter((url) => url.endsWith(MedicationService.path)).length, 3)
     } finally {
       await runtime.dispose()
     }
@@ -116,25 +151,30 @@ describe("the call's common path (Effect 4)", () => {
     }
   })
 
-  it("interrupted mid-request: the request is aborted and the one turn given back, the next call goes through", async () => {
-    const { counts, runtime } = client({ maxConcurrentRequests: 1 })
+  it("interrupted mid-request: the request is aborted before the one turn goes to the call waiting for it", async () => {
+    const { counts, runtime } = client({ maxConcurrentRequests: 1, adaptiveConcurrency: false })
     try {
       await runtime.runPromise(MedicationService.get(person()))
       await mock.injectFaults("medications", [Fault.delay("5 seconds")])
-      const exit = await runtime.runPromise(
+      const started = Date.now()
+      const [interrupted, waited] = await runtime.runPromise(
         Effect.gen(function*() {
           const fiber = yield* Effect.forkChild(MedicationService.get(person()))
           yield* Effect.sleep("100 millis")
+          // A second call waits for the one turn.
+          const waiting = yield* Effect.forkChild(MedicationService.get(person()))
+          yield* Effect.sleep("50 millis")
           yield* Fiber.interrupt(fiber)
-          return yield* Fiber.await(fiber)
+          return [yield* Fiber.await(fiber), yield* Fiber.await(waiting)] as const
         })
       )
-      assert.isTrue(Exit.hasInterrupts(exit))
-      const started = Date.now()
-      await runtime.runPromise(MedicationService.get(person()))
+      assert.isTrue(Exit.hasInterrupts(interrupted))
+      assert.isTrue(Exit.isSuccess(waited))
       // Not held up by the delayed request: its turn came back when it was aborted.
       assert.isBelow(Date.now() - started, 4000)
       assert.strictEqual(counts.dispatched, 2)
+      // Found by review: the turn went on before the request was aborted, two out with a bound of one.
+      assert.strictEqual(counts.mostOut, 1)
     } finally {
       await mock.clearFaults()
       await runtime.dispose()

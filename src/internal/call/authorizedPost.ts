@@ -33,6 +33,7 @@ import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
 import * as CallPolicy from "../../../core/call/callPolicy.js"
 import * as FreshToken from "../../../core/token/freshToken.js"
+import { dispatchOf } from "../../../core/transport/dispatchPairs.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import { CircuitOpen, type ClinicalError, type HttpError, type Operation, TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
@@ -245,7 +246,8 @@ class Caller {
       (permits) => Telemetry.concurrencyLimit.unsafeUpdate(permits, [])
     )
     this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
-    this.dispatch = transport.dispatch
+    // Only a transport whose send is the library's own (see core/transport/dispatchPairs).
+    this.dispatch = dispatchOf(transport)
   }
 
   /** Starts a call on the given fiber: on the common path when it can (see {@link common}), else on the Effect path. */
@@ -657,7 +659,10 @@ class Caller {
           const sentMillis = roundTripClock(clock)
           const sentAt = load.sentAt(clock)
           const inFlight = load.inFlight()
-          cancel = send(started.request, (outcome) => {
+          const calledOff = send(started.request, (outcome) => {
+            // Once only, and never after the call was called off (a transport of the application's
+            // own may call back late or twice).
+            if (!holding) return
             cancel = undefined
             try {
               // The load control learns of the end while the turn is held: it counts as in flight.
@@ -693,6 +698,8 @@ class Caller {
               this.died(fiber, call, resume, defect)
             }
           })
+          // (Answered already, synchronously: nothing is left to call off.)
+          if (holding) cancel = calledOff
         } catch (defect) {
           if (holding) {
             holding = false
@@ -705,12 +712,13 @@ class Caller {
       // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
       return () => {
         if (withdraw() && holding) {
+          // The request aborted before its turn goes on: at most the bound is ever out at once.
           holding = false
-          gate.leave()
           if (cancel !== undefined) {
             cancel()
             attempt!.end("interrupted", fiber)
           }
+          gate.leave()
         }
         // (Once the call went on on the Effect path, that path ended the span: this does nothing.)
         if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.interrupt(fiber.id()))

@@ -2,6 +2,7 @@
 import * as Either from "effect/Either"
 import type { Dispatcher } from "undici"
 import type { Route } from "../../../core/transport/connectFailure.js"
+import { pair } from "../../../core/transport/dispatchPairs.js"
 import type { Received } from "../../../core/transport/message.js"
 import { type Dispatching, Exchange, type Outgoing } from "../../../core/transport/undiciExchange.js"
 import { splitUrl } from "../../../core/url.js"
@@ -39,7 +40,7 @@ class Delivering extends Exchange {
 const fromDispatch = (dispatch: NonNullable<Service["dispatch"]>): Service => ({
   dispatch,
   // Interruption stops the timer and aborts the request on the socket.
-  send: (request) => callback<TransportResponse, TransportError>((resume) => dispatch(request, resume))
+  send: pair((request) => callback<TransportResponse, TransportError>((resume) => dispatch(request, resume)))
 })
 
 /** A transport over an undici dispatcher: every request an exchange of its own. */

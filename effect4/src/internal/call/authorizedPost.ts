@@ -35,6 +35,7 @@ import * as Core from "../../../../core/call/loadControl.js"
 import { Failed, readJson } from "../../../../core/call/response.js"
 import { retryPolicyOf } from "../../../../core/config/settings.js"
 import * as FreshToken from "../../../../core/token/freshToken.js"
+import { dispatchOf } from "../../../../core/transport/dispatchPairs.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import { CircuitOpen, type ClinicalError, type HttpError, type Operation, TransportError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
@@ -229,7 +230,8 @@ class Caller {
       nanos
     )
     this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
-    this.dispatch = transport.dispatch
+    // Only a transport whose send is the library's own (see core/transport/dispatchPairs).
+    this.dispatch = dispatchOf(transport)
   }
 
   /** Starts a call: on the common path when it can (see {@link common}), else on the Effect path. */
@@ -608,7 +610,10 @@ class Caller {
           const sentAt = load.sentAt(clock)
           const inFlight = load.inFlight()
           startedNanos = clock.currentTimeNanosUnsafe()
-          cancel = send(sent, (outcome) => {
+          const calledOff = send(sent, (outcome) => {
+            // Once only, and never after the call was called off (a transport of the application's
+            // own may call back late or twice).
+            if (!holding) return
             cancel = undefined
             try {
               HttpSpan.recordUnsafe(sent, outcome, clock.currentTimeNanosUnsafe() - startedNanos, fiber.context)
@@ -640,6 +645,8 @@ class Caller {
               resume(Effect.die(defect))
             }
           })
+          // (Answered already, synchronously: nothing is left to call off.)
+          if (holding) cancel = calledOff
         } catch (defect) {
           leave()
           resume(Effect.die(defect))
@@ -649,10 +656,16 @@ class Caller {
       // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
       return Effect.sync(() => {
         if (withdraw() && holding) {
-          leave()
-          if (cancel !== undefined) {
-            cancel()
+          // The request aborted before its turn goes on: at most the bound is ever out at once.
+          const calledOff = cancel
+          cancel = undefined
+          if (calledOff !== undefined) {
+            holding = false
+            calledOff()
             HttpSpan.recordUnsafe(request!, "interrupted", clock.currentTimeNanosUnsafe() - startedNanos, fiber.context)
+            gate.leave()
+          } else {
+            leave()
           }
         }
       })
