@@ -15,7 +15,8 @@ export default {
     "core/transport/message.ts",
     "core/transport/network.ts",
     "core/transport/platformResponse.ts",
-    "core/transport/undiciExchange.ts"
+    "core/transport/undiciExchange.ts",
+    "core/transport/dispatchPairs.ts"
   ],
   htmlReporter: { fileName: "reports/mutation-transport/index.html" },
   jsonReporter: { fileName: "reports/mutation-transport/mutation.json" },

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:lines [-- --calls 20000 --rounds 5 --concurrency 1,32,256]`: the two Effect lines
+ * `npm run bench:lines [-- --calls 20000 --rounds 5 --concurrency 1,32,256 --adaptive]`: the two Effect lines
  * side by side in one run, each against raw undici over its own undici (Effect 3's 7, Effect 4's 8),
  * on one Node (22: the Effect 4 line's floor). One loopback server (scripts/bench/server.ts); each
  * measurement in a child process of its own; the four clients alternate, round by round; every
@@ -15,6 +15,9 @@ import { runMeasurement, startServer } from "./bench/processes.js"
 const calls = Number(option("--calls", "20000"))
 const rounds = Number(option("--rounds", "5"))
 const concurrencies = option("--concurrency", "1,32,256").split(",").map(Number)
+// The library's adaptive concurrency limit on (its default), for every child (see librarySettings).
+const adaptive = process.argv.includes("--adaptive")
+const benchEnv: Record<string, string> = adaptive ? { BENCH_ADAPTIVE_CONCURRENCY: "on" } : {}
 const root = Path.resolve(import.meta.dirname, "..")
 
 type Client = "effect3 raw-undici" | "effect3 library-undici" | "effect4 raw-undici" | "effect4 library-undici"
@@ -32,20 +35,25 @@ const runEffect4 = (kind: string, url: string, concurrency: number) =>
     const child = spawn(
       process.execPath,
       ["--expose-gc", "--import", tsx, "bench/client.ts", kind, url, String(calls), String(concurrency)],
-      { cwd: Path.join(root, "effect4"), env: { ...process.env, TSX_TSCONFIG_PATH: "tsconfig.bench.json" } }
+      {
+        cwd: Path.join(root, "effect4"),
+        env: { ...process.env, ...benchEnv, TSX_TSCONFIG_PATH: "tsconfig.bench.json" }
+      }
     )
     let out = ""
     let err = ""
     child.stdout.on("data", (chunk: Buffer) => (out += chunk))
     child.stderr.on("data", (chunk: Buffer) => (err += chunk))
-    child.on("close", (code) =>
-      code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`${kind}: ${err}`)))
+    child.on(
+      "close",
+      (code) => code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`${kind}: ${err}`))
+    )
   })
 
 const measure = (client: Client, url: string, concurrency: number): Promise<Measurement> => {
   const [line, kind] = client.split(" ") as [string, string]
   return line === "effect3"
-    ? runMeasurement<Measurement>("scripts/bench/client.ts", [kind, url, String(calls), String(concurrency)])
+    ? runMeasurement<Measurement>("scripts/bench/client.ts", [kind, url, String(calls), String(concurrency)], benchEnv)
     : runEffect4(kind, url, concurrency)
 }
 
@@ -79,7 +87,9 @@ const cpu = (client: Client, concurrency: number) =>
   median(results.get(`${client}@${concurrency}`)!.map((m) => m.cpuMicrosPerCall))
 
 console.log(
-  `Node ${process.version}, ${calls} calls x ${rounds} rounds, CPU per call (us) and vs the line's raw undici`
+  `Node ${process.version}, ${calls} calls x ${rounds} rounds, adaptive concurrency ${
+    adaptive ? "on" : "off"
+  }, CPU per call (us) and vs the line's raw undici`
 )
 console.log(
   "| concurrency | Effect 3 raw undici | Effect 3 library | vs raw | Effect 4 raw undici | Effect 4 library | vs raw |"

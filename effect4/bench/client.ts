@@ -10,7 +10,13 @@ import { Layer, ManagedRuntime } from "effect"
 // The package as built (dist/), as users run it: tsconfig.bench.json maps no name to src/.
 import { ClinicalClient, MedicationService } from "effect-clinical"
 import type * as Undici from "undici"
-import { APPLICATION_ID, type Caller, PERSON_UID, rawUndiciOver } from "../../scripts/bench/rawUndici.js"
+import {
+  APPLICATION_ID,
+  type Caller,
+  librarySettings,
+  PERSON_UID,
+  rawUndiciOver
+} from "../../scripts/bench/rawUndici.js"
 
 /** The two calls by hand over this line's undici (8). */
 const rawUndici = async (baseUrl: string): Promise<Caller> =>
@@ -23,7 +29,7 @@ const libraryUndici = async (baseUrl: string, concurrency: number): Promise<Call
     ClinicalClient.layerUndici({
       baseUrl,
       applicationId: APPLICATION_ID,
-      maxConcurrentRequests: Math.max(concurrency, 1)
+      ...librarySettings(concurrency)
     })
       .pipe(Layer.orDie)
   )

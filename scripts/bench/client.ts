@@ -12,7 +12,7 @@ import * as Fs from "node:fs"
 import { Session } from "node:inspector/promises"
 import { PerformanceObserver } from "node:perf_hooks"
 import { Agent, request } from "undici"
-import { APPLICATION_ID, type Caller, PERSON_UID, rawUndiciOver } from "./rawUndici.js"
+import { APPLICATION_ID, type Caller, librarySettings, PERSON_UID, rawUndiciOver } from "./rawUndici.js"
 
 export const KINDS = [
   "plain-dispatch",
@@ -215,8 +215,8 @@ const platformSetup = (baseUrl: string, untraced = false) =>
     )
   })
 
-const libraryLayer = (baseUrl: string, transport: "undici" | "fetch" | "undici-proxied") => {
-  const options = { baseUrl, applicationId: APPLICATION_ID }
+const libraryLayer = (baseUrl: string, transport: "undici" | "fetch" | "undici-proxied", concurrency: number) => {
+  const options = { baseUrl, applicationId: APPLICATION_ID, ...librarySettings(concurrency) }
   return transport === "undici-proxied"
     ? ClinicalClient.layerUndici({ ...options, proxy: process.env.BENCH_PROXY! })
     : transport === "undici"
@@ -324,7 +324,8 @@ export const measure = async (
   } else {
     const layer = libraryLayer(
       baseUrl,
-      kind === "library-fetch" ? "fetch" : kind === "library-undici-proxied" ? "undici-proxied" : "undici"
+      kind === "library-fetch" ? "fetch" : kind === "library-undici-proxied" ? "undici-proxied" : "undici",
+      concurrency
     )
     await effectPool(
       layer,

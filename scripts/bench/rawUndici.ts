@@ -7,6 +7,19 @@
 export const APPLICATION_ID = "5e0c2b8a-9d7f-4c1e-a3b6-0f2d4e6a8c10"
 export const PERSON_UID = "q8Vf2m3Kx/1Zb+9TnP0aLwH7cR4sE6uJ2yG5iD8oQ1w="
 
+/**
+ * The library's settings in a measurement: as many requests in flight as the callers make, as raw
+ * undici sends them, and the adaptive concurrency limit off unless BENCH_ADAPTIVE_CONCURRENCY=on
+ * (the library's default). With it on, the limit finds that the one-process loopback server queues
+ * requests long before 256 and lets fewer out: raw undici then sends 256 at once and the library
+ * far fewer, and the client's loop takes one or two answers per turn instead of a burst (about
+ * 10,000 returns to epoll in 22,000 calls against 140, under strace): another workload than raw's.
+ */
+export const librarySettings = (concurrency: number) => ({
+  maxConcurrentRequests: Math.max(concurrency, 1),
+  adaptiveConcurrency: process.env.BENCH_ADAPTIVE_CONCURRENCY === "on"
+})
+
 /** A call that resolves when one medication call is done; set up (token included) before timing. */
 export interface Caller {
   readonly call: () => Promise<unknown>
