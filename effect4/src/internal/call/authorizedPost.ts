@@ -576,7 +576,7 @@ class Caller {
     const progress = CallPolicy.attempted(before)
     return Effect.callback<A, ClinicalError>((resume) => {
       let holding = false
-      // Whether the turn came later than asked for: then the token is read again (see `latest`).
+      // Whether the turn came later than asked for: then the token is read again (it may have been refreshed meanwhile).
       let waited = false
       let token = used
       // The request in flight, and how to call it off (variables, no object per call).
