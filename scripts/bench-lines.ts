@@ -1,5 +1,5 @@
 /**
- * `npm run bench:lines [-- --calls 20000 --rounds 5 --concurrency 1,32,256 --adaptive]`: the two Effect lines
+ * `npm run bench:lines [-- --calls 20000 --rounds 5 --concurrency 1,32,256 --adaptive --lines 3,4]`: the two Effect lines
  * side by side in one run, each against raw undici over its own undici (Effect 3's 7, Effect 4's 8),
  * on one Node (22: the Effect 4 line's floor). One loopback server (scripts/bench/server.ts); each
  * measurement in a child process of its own; the four clients alternate, round by round; every
@@ -21,12 +21,14 @@ const benchEnv: Record<string, string> = adaptive ? { BENCH_ADAPTIVE_CONCURRENCY
 const root = Path.resolve(import.meta.dirname, "..")
 
 type Client = "effect3 raw-undici" | "effect3 library-undici" | "effect4 raw-undici" | "effect4 library-undici"
-const CLIENTS: ReadonlyArray<Client> = [
+// `--lines 4` measures one line alone (more rounds in the same time); its rows' other columns say "-".
+const lines = option("--lines", "3,4").split(",").map((line) => `effect${line}`)
+const CLIENTS: ReadonlyArray<Client> = ([
   "effect3 raw-undici",
   "effect3 library-undici",
   "effect4 raw-undici",
   "effect4 library-undici"
-]
+] as const).filter((client) => lines.includes(client.split(" ")[0]!))
 
 /** An Effect 4 measurement: effect4/bench/client.ts, in effect4/ (its own packages), through tsx. */
 const runEffect4 = (kind: string, url: string, concurrency: number) =>
@@ -78,13 +80,15 @@ try {
 }
 
 /** The median over rounds of `client`'s CPU per call over its line's raw undici in the same round. */
-const ratio = (client: Client, concurrency: number): number => {
-  const own = results.get(`${client}@${concurrency}`)!
-  const raw = results.get(`${client.split(" ")[0]} raw-undici@${concurrency}`)!
-  return median(own.map((m, i) => m.cpuMicrosPerCall / raw[i]!.cpuMicrosPerCall))
+const ratio = (client: Client, concurrency: number): string => {
+  const own = results.get(`${client}@${concurrency}`)
+  const raw = results.get(`${client.split(" ")[0]} raw-undici@${concurrency}`)
+  return own && raw ? `${median(own.map((m, i) => m.cpuMicrosPerCall / raw[i]!.cpuMicrosPerCall)).toFixed(2)}x` : "-"
 }
-const cpu = (client: Client, concurrency: number) =>
-  median(results.get(`${client}@${concurrency}`)!.map((m) => m.cpuMicrosPerCall))
+const cpu = (client: Client, concurrency: number): string => {
+  const own = results.get(`${client}@${concurrency}`)
+  return own ? median(own.map((m) => m.cpuMicrosPerCall)).toFixed(1) : "-"
+}
 
 console.log(
   `Node ${process.version}, ${calls} calls x ${rounds} rounds, adaptive concurrency ${
@@ -97,10 +101,8 @@ console.log(
 console.log("|---|---|---|---|---|---|---|")
 for (const c of concurrencies) {
   console.log(
-    `| ${c} | ${cpu("effect3 raw-undici", c).toFixed(1)} | ${cpu("effect3 library-undici", c).toFixed(1)} | ${
-      ratio("effect3 library-undici", c).toFixed(2)
-    }x | ${cpu("effect4 raw-undici", c).toFixed(1)} | ${cpu("effect4 library-undici", c).toFixed(1)} | ${
-      ratio("effect4 library-undici", c).toFixed(2)
-    }x |`
+    `| ${c} | ${cpu("effect3 raw-undici", c)} | ${cpu("effect3 library-undici", c)} | ${
+      ratio("effect3 library-undici", c)
+    } | ${cpu("effect4 raw-undici", c)} | ${cpu("effect4 library-undici", c)} | ${ratio("effect4 library-undici", c)} |`
   )
 }
