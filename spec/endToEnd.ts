@@ -55,6 +55,8 @@ interface MockSetup {
   readonly alter?: (request: MockRequest) => MockRequest
   /** Called as each request arrives, counted, before it is answered. */
   readonly onArrival?: (arrival: Arrival, state: MockState<number>) => void
+  /** What an arrived request's answer waits for, if anything (a test's own signal, say). */
+  readonly holdUntil?: (arrival: Arrival) => Promise<void> | undefined
 }
 
 /** Sleeps on the live clock; rejects (the request is dropped) when the mock stops first. */
@@ -80,6 +82,7 @@ const startMock = async (setup: MockSetup, stopped: Array<() => Promise<void>>):
       const arrival = state.receive(setup.alter === undefined ? request : setup.alter(request))
       setup.onArrival?.(arrival, state)
       if (arrival.delayMillis !== undefined) await sleep(arrival.delayMillis, signal)
+      await setup.holdUntil?.(arrival)
       return state.answer(arrival, Date.now())
     }, { port })
   let listening: Listening | undefined = await serve(0)
@@ -295,6 +298,38 @@ add({
     const refused = counters.byStatus[401] ?? 0
     assert.ok(refused >= 1, "at least one request carried the revoked token")
     assert.equal(counters.medicationRequests, 300 + refused)
+  }
+})
+
+add({
+  name: "a call that waited for a turn sends the token refreshed while it waited, not the one it had",
+  body: async ({ run, serve }) => {
+    let release = () => {}
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let data = 0
+    // The first data request is held until the test lets it go, while the second waits for its turn.
+    const mock = await serve({
+      holdUntil: ({ operation }) => operation === "medications" && ++data === 1 ? released : undefined
+    })
+    const p = person(0)
+    const { outcomes } = await run(mock, [
+      { _tag: "Token" },
+      { _tag: "Fork", count: 1, step: medications(p.personUid) },
+      meanwhile(() => until("the first request arrived", () => mock.state.counters().medicationRequests >= 1)),
+      { _tag: "Fork", count: 1, step: medications(p.personUid) },
+      { _tag: "Sleep", millis: 100 },
+      // While it waits, the token is replaced (as a 401 to another call, or a refresh ahead, would).
+      { _tag: "InvalidateToken" },
+      { _tag: "Token" },
+      meanwhile(release),
+      { _tag: "JoinForked" }
+    ], { maxConcurrentRequests: 1 })
+    for (const outcome of outcomesOf(outcomes[8])) assert.deepStrictEqual(medicationsOf(outcome), p.medications)
+    const [held, waited] = mock.state.requestLog().filter((logged) => logged.operation === "medications").map((
+      { headers }
+    ) => field(headers, "authorization"))
+    assert.notEqual(waited, held, "the waiting call sent the token it had before its turn came")
+    expectFields(mock.state.counters(), { tokenRequests: 2, medicationRequests: 2 })
   }
 })
 

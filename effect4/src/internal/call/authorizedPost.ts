@@ -487,13 +487,17 @@ class Caller {
           this.load.endedUnsent(sentAt, error, progress.attempts === 1, clock)
           return this.proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined)
         },
-        onSuccess: (used) => {
+        onSuccess: (taken) => {
+          let used = taken
           const exchange = Effect.suspend((): Effect.Effect<HttpTransport.TransportResponse, HttpError> => {
             // Admitted while closed, its turn coming once the circuit opened: asked again.
             if (sentAt === Number.NEGATIVE_INFINITY && !this.load.closed()) {
               const waitMillis = this.load.admit(clock)
               if (waitMillis !== undefined) return Effect.fail(this.refusal(call, waitMillis))
             }
+            // The cache's fresh token, which may have replaced `taken` while the call waited for
+            // its turn (a wait the concurrency limit can make long): else a needless 401.
+            used = this.fresh?.(clock.currentTimeMillisUnsafe()) ?? taken
             return this.measured(this.exchange(call, progress, used), progress, clock)
           })
           return Effect.matchEffect(this.gate.run(exchange), {
