@@ -8,6 +8,48 @@ import { isAbortSignal } from "./callerValues.js"
 import type { SettingRefusal } from "./errors.js"
 import type { AccessToken } from "./token/accessToken.js"
 
+/** Options of every call. */
+export interface CallOptions {
+  /** Aborting it interrupts the call, aborts the request on the socket, and rejects with its reason. */
+  readonly signal?: AbortSignal | undefined
+}
+
+/** The types a line's Promise client is written in: its PersonUid input, results, operations and Redacted. */
+export interface ClientTypes {
+  readonly personUid: unknown
+  /** A person-data call's options: the date range (and `redact`), with {@link CallOptions}. */
+  readonly getOptions: CallOptions
+  readonly medications: unknown
+  readonly items: unknown
+  readonly operation: unknown
+  readonly credentials: unknown
+  /** What `authenticate` resolves to: the PersonUid, `Redacted`. */
+  readonly authenticated: unknown
+}
+
+/**
+ * A client's methods that decode nothing with a Schema, over a line's {@link ClientTypes}; each
+ * line's `Client` adds `medicationsAs` and `getAs`, written with its own Schema.
+ */
+export interface ClientMethods<T extends ClientTypes> {
+  /** The person's medications, each kept whole. */
+  readonly medications: (personUid: T["personUid"], options?: T["getOptions"]) => Promise<T["medications"]>
+  /** A person's PersonUid from their pass code and date of birth. Store it: every data call needs it. */
+  readonly authenticate: (credentials: T["credentials"], options?: CallOptions) => Promise<T["authenticated"]>
+  /** The person's items of any person-data operation (`PersonData.ethnicities`, ...), each kept whole. */
+  readonly get: (
+    operation: T["operation"],
+    personUid: T["personUid"],
+    options?: T["getOptions"]
+  ) => Promise<T["items"]>
+  /** The current token's metadata (obtaining a token if there is none): a quick check of the settings. */
+  readonly token: (options?: CallOptions) => Promise<TokenMetadata>
+  /** Releases everything (the connection pool, the refresh fibers). Calls after it reject. */
+  readonly close: () => Promise<void>
+  /** `await using clinical = createClinicalClient(...)` closes it at the end of the block. */
+  readonly [Symbol.asyncDispose]: () => Promise<void>
+}
+
 /** The levels the library logs at, from the most to the least detailed; `none` logs nothing. */
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "none"] as const
 

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import type * as Core from "../core/call/personData.js"
 import type { ClinicalConfig } from "./ClinicalConfig.js"
 import type { ClinicalError, InvalidRequest } from "./ClinicalError.js"
 import type { HttpTransport } from "./HttpTransport.js"
@@ -32,12 +33,7 @@ export type GetOptions = PersonData.GetOptions
 export type PersonUid = PersonData.PersonUid
 
 /** What a request returns. */
-export interface MedicationResult<A> {
-  /** The items of the response's medication collection, decoded. */
-  readonly medications: ReadonlyArray<A>
-  /** The whole response body as parsed JSON, with every field the server sent (the envelope included). */
-  readonly raw: unknown
-}
+export type MedicationResult<A> = Core.MedicationResult<A>
 
 /** The medication operation. */
 export interface Service {

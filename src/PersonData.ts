@@ -28,7 +28,7 @@ import { type ClinicalError, InvalidRequest, ResponseDecodeError } from "./Clini
 import { HttpTransport } from "./HttpTransport.js"
 import * as Batch from "./internal/batch/batch.js"
 import * as AuthorizedPost from "./internal/call/authorizedPost.js"
-import { type DateRange, personRequest, type PersonUidInput } from "./internal/call/personRequest.js"
+import { personRequest, type PersonUidInput } from "./internal/call/personRequest.js"
 import { describeParseError } from "./internal/call/response.js"
 import * as FiberSpan from "./internal/observability/fiberSpan.js"
 import { redactor, scrub } from "./internal/redaction/redaction.js"
@@ -56,26 +56,13 @@ export type Item = Core.Item
 export const Item: Schema.Schema<Item> = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /** Options of a request: the optional date range (the service filters by it; time parts are ignored). */
-export interface GetOptions extends DateRange {
-  /**
-   * Takes out of the answer (its items and `raw`, keys included) every secret the request carried,
-   * wherever the server echoed it: the PersonUid, the token and the ApplicationId, in any of the
-   * forms errors are scrubbed of. For answers that are written out or shown (the command line
-   * does this). Default false: the items are what the server sent.
-   */
-  readonly redactEchoedSecrets?: boolean | undefined
-}
+export type GetOptions = Core.GetOptions
 
 /** A PersonUid, plain or `Redacted`. It identifies a patient: it is redacted from the moment it enters. */
 export type PersonUid = PersonUidInput
 
 /** What a request returns. */
-export interface Result<A> {
-  /** The items of the response's collection, decoded. */
-  readonly items: ReadonlyArray<A>
-  /** The whole response body as parsed JSON, with every field the server sent (the envelope included). */
-  readonly raw: unknown
-}
+export type Result<A> = Core.Result<A>
 
 /**
  * A {@link Result}, made on every call: a class rather than an object literal (which V8 may

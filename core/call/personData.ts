@@ -7,9 +7,36 @@
 import { field, isRecord } from "../json.js"
 import { OPERATION_NAME } from "../operationName.js"
 import { urlPath } from "../validate.js"
-import { Refusal } from "./personRequest.js"
+import { type DateRange, Refusal } from "./personRequest.js"
 
 export { Refusal } from "./personRequest.js"
+
+/** Options of a request: the optional date range (the service filters by it; time parts are ignored). */
+export interface GetOptions extends DateRange {
+  /**
+   * Takes out of the answer (its items and `raw`, keys included) every secret the request carried,
+   * wherever the server echoed it: the PersonUid, the token and the ApplicationId, in any of the
+   * forms errors are scrubbed of. For answers that are written out or shown (the command line
+   * does this). Default false: the items are what the server sent.
+   */
+  readonly redactEchoedSecrets?: boolean | undefined
+}
+
+/** What a request returns. */
+export interface Result<A> {
+  /** The items of the response's collection, decoded. */
+  readonly items: ReadonlyArray<A>
+  /** The whole response body as parsed JSON, with every field the server sent (the envelope included). */
+  readonly raw: unknown
+}
+
+/** What a medications request returns. */
+export interface MedicationResult<A> {
+  /** The items of the response's medication collection, decoded. */
+  readonly medications: ReadonlyArray<A>
+  /** The whole response body as parsed JSON, with every field the server sent (the envelope included). */
+  readonly raw: unknown
+}
 
 /** A person-data operation: where it is, and the name of the collection its answer carries. */
 export interface Operation {

@@ -306,6 +306,31 @@ export class MockState<D> {
 }
 
 /**
+ * A mock served over loopback HTTP, driven with Promises (each line's `MockClinicalServer.start`):
+ * for tests written without Effect. `D`: a duration as the line takes it.
+ */
+export interface Started<D> {
+  /** Its base URL, `http://127.0.0.1:<port>`: the `baseUrl` of a client. */
+  readonly url: string
+  /** An ApplicationId it accepts. */
+  readonly applicationId: string
+  /** The persons it knows. */
+  readonly persons: ReadonlyArray<MockPerson>
+  readonly counters: () => Promise<Counters>
+  readonly requestLog: () => Promise<ReadonlyArray<LoggedRequest>>
+  readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Promise<void>
+  readonly setRandomFaults: (target: Target, faults: RandomFaults | undefined) => Promise<void>
+  readonly clearFaults: () => Promise<void>
+  readonly revokeAllTokens: () => Promise<void>
+  readonly setTokenLifetime: (lifetime: D) => Promise<void>
+  readonly setClockOffset: (millis: number) => Promise<void>
+  readonly resetCounters: () => Promise<void>
+  /** Stops it, closing every open connection. */
+  readonly close: () => Promise<void>
+  readonly [Symbol.asyncDispose]: () => Promise<void>
+}
+
+/**
  * A mock's state from options a JavaScript caller may have got wrong: the state, or the first
  * refused option. `millisOf` reads a duration of the line (`undefined`: not one).
  */

@@ -60,25 +60,13 @@ export const Item: Schema.Codec<Item> = Schema.Record(Schema.String, Schema.Unkn
 export type DateRange = Body.DateRange
 
 /** Options of a request: the optional date range (the service filters by it; time parts are ignored). */
-export interface GetOptions extends DateRange {
-  /**
-   * Takes out of the answer (its items and `raw`, keys included) every secret the request carried,
-   * wherever the server echoed it: the PersonUid, the token and the ApplicationId, in any of the
-   * forms errors are scrubbed of. For answers that are written out or shown. Default false.
-   */
-  readonly redactEchoedSecrets?: boolean | undefined
-}
+export type GetOptions = Core.GetOptions
 
 /** A PersonUid, plain or `Redacted`. It identifies a patient: it is redacted from the moment it enters. */
 export type PersonUid = string | Redacted.Redacted<string>
 
 /** What a request returns. */
-export interface Result<A> {
-  /** The items of the response's collection, decoded. */
-  readonly items: ReadonlyArray<A>
-  /** The whole response body as parsed JSON, with every field the server sent (the envelope included). */
-  readonly raw: unknown
-}
+export type Result<A> = Core.Result<A>
 
 /** What became of one person of a batch: `Success` (its result), `Failure` (its typed error), or `Skipped` (not sent). */
 export type Outcome<A> = Batch.Outcome<A>

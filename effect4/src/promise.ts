@@ -71,10 +71,7 @@ export * as PersonData from "./PersonData.js"
 export * as TokenStore from "./TokenStore.js"
 
 /** Options of every call. */
-export interface CallOptions {
-  /** Aborting it interrupts the call, aborts the request on the socket, and rejects with its reason. */
-  readonly signal?: AbortSignal | undefined
-}
+export type CallOptions = Core.CallOptions
 
 /** Options of a person-data call: the optional date range, and the signal. */
 export type GetOptions = PersonData.GetOptions & CallOptions
@@ -83,29 +80,23 @@ export type GetOptions = PersonData.GetOptions & CallOptions
 export type TokenMetadata = Core.TokenMetadata
 
 /** A client. Create one per process with {@link createClinicalClient} and share it. */
-export interface Client {
-  /** The person's medications, each kept whole. */
-  readonly medications: (
-    personUid: PersonData.PersonUid,
-    options?: GetOptions
-  ) => Promise<MedicationService.MedicationResult<MedicationService.Medication>>
+export interface Client extends
+  Core.ClientMethods<{
+    readonly personUid: PersonData.PersonUid
+    readonly getOptions: GetOptions
+    readonly medications: MedicationService.MedicationResult<MedicationService.Medication>
+    readonly items: PersonData.Result<PersonData.Item>
+    readonly operation: PersonData.Operation
+    readonly credentials: PersonAuthentication.Credentials
+    readonly authenticated: Redacted.Redacted<string>
+  }>
+{
   /** The person's medications, each decoded with `schema`. */
   readonly medicationsAs: <S extends Schema.Decoder<unknown>>(
     schema: S,
     personUid: PersonData.PersonUid,
     options?: GetOptions
   ) => Promise<MedicationService.MedicationResult<S["Type"]>>
-  /** A person's PersonUid from their pass code and date of birth. Store it: every data call needs it. */
-  readonly authenticate: (
-    credentials: PersonAuthentication.Credentials,
-    options?: CallOptions
-  ) => Promise<Redacted.Redacted<string>>
-  /** The person's items of any person-data operation (`PersonData.ethnicities`, ...), each kept whole. */
-  readonly get: (
-    operation: PersonData.Operation,
-    personUid: PersonData.PersonUid,
-    options?: GetOptions
-  ) => Promise<PersonData.Result<PersonData.Item>>
   /** The person's items of any person-data operation, each decoded with `schema`. */
   readonly getAs: <S extends Schema.Decoder<unknown>>(
     operation: PersonData.Operation,
@@ -113,12 +104,6 @@ export interface Client {
     personUid: PersonData.PersonUid,
     options?: GetOptions
   ) => Promise<PersonData.Result<S["Type"]>>
-  /** The current token's metadata (obtaining a token if there is none): a quick check of the settings. */
-  readonly token: (options?: CallOptions) => Promise<TokenMetadata>
-  /** Releases everything (the connection pool, the refresh fibers). Calls after it reject. */
-  readonly close: () => Promise<void>
-  /** `await using clinical = createClinicalClient(...)` closes it at the end of the block. */
-  readonly [Symbol.asyncDispose]: () => Promise<void>
 }
 
 /** The levels the library logs at, from the most to the least detailed; `none` logs nothing. */

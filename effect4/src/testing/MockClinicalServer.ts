@@ -225,26 +225,7 @@ export const layerServed = (
   )
 
 /** A mock served over loopback HTTP, driven with Promises: for tests written without Effect. */
-export interface Started {
-  /** Its base URL, `http://127.0.0.1:<port>`: the `baseUrl` of a client. */
-  readonly url: string
-  /** An ApplicationId it accepts. */
-  readonly applicationId: string
-  /** The persons it knows. */
-  readonly persons: ReadonlyArray<MockPerson>
-  readonly counters: () => Promise<Counters>
-  readonly requestLog: () => Promise<ReadonlyArray<LoggedRequest>>
-  readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Promise<void>
-  readonly setRandomFaults: (target: Target, faults: RandomFaults | undefined) => Promise<void>
-  readonly clearFaults: () => Promise<void>
-  readonly revokeAllTokens: () => Promise<void>
-  readonly setTokenLifetime: (lifetime: Duration.Input) => Promise<void>
-  readonly setClockOffset: (millis: number) => Promise<void>
-  readonly resetCounters: () => Promise<void>
-  /** Stops it, closing every open connection. */
-  readonly close: () => Promise<void>
-  readonly [Symbol.asyncDispose]: () => Promise<void>
-}
+export type Started = MockState.Started<Duration.Input>
 
 /** Runs an effect, rejecting with its own typed error rather than a wrapper. */
 const promise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
