@@ -5,7 +5,10 @@
  * alternate the order; Redis commands per person (INFO commandstats: those BullMQ's scripts run included);
  * each worker's peak memory.
  *
- *   npm run bench:queue -- [--persons 8000] [--capacity 32] [--rounds 2]
+ *   npm run bench:queue -- [--persons 8000] [--capacity 32] [--rounds 2] [--worker-args "--lock-duration 30"]
+ *
+ * `--worker-args`: more arguments for every `queue work` (BullMQ's own timings, `--lock-duration 30
+ * --stalled-interval 30`, against the defaults, say: their Redis commands per person).
  *
  * The executable as built (`dist/`), BullMQ and ioredis as installed, a redis-server of its own.
  */
@@ -26,6 +29,10 @@ const option = (name: string, fallback: number): number => {
 const PERSONS = option("persons", 8000)
 const K = option("capacity", 32)
 const ROUNDS = option("rounds", 2)
+const WORKER_ARGS = (() => {
+  const at = process.argv.indexOf("--worker-args")
+  return at >= 0 ? process.argv[at + 1]!.split(" ").filter((arg) => arg !== "") : []
+})()
 const LATENCY = 20
 const BIN = Path.resolve(import.meta.dirname, "../dist/bin/effect-clinical.js")
 const SEALING_KEY = "q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="
@@ -152,7 +159,18 @@ const runQueue = async (redis: RedisServer.RedisServer, workers: number): Promis
       { length: workers },
       () =>
         cli(
-          ["queue", "work", "--until-empty", "--shards", shards, "--concurrency", String(K), "--progress-every", "1"],
+          [
+            "queue",
+            "work",
+            "--until-empty",
+            "--shards",
+            shards,
+            "--concurrency",
+            String(K),
+            "--progress-every",
+            "1",
+            ...WORKER_ARGS
+          ],
           env
         )
     )
@@ -184,7 +202,8 @@ const main = async () => {
     `${PERSONS} persons, a service of capacity ${K} (${LATENCY} ms each: ideal ${ideal} ms, ${
       (PERSONS / ideal * 1000).toFixed(0)
     } persons/s), ` +
-      `${ROUNDS} rounds, Node ${process.version}, ${Os.cpus().length} cores\n`
+      `${ROUNDS} rounds, Node ${process.version}, ${Os.cpus().length} cores` +
+      (WORKER_ARGS.length === 0 ? "" : `, workers given ${WORKER_ARGS.join(" ")}`) + "\n"
   )
   const kinds: Array<() => Promise<Figures>> = [
     runBatch,

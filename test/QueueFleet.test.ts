@@ -188,7 +188,7 @@ describe("queue: four worker processes", { timeout: 600_000 }, () => {
     for (const exit of exits) expect(leaked(exit.stderr, found)).toEqual([])
   })
 
-  it("a worker killed with SIGKILL mid-run: its jobs go to the others; every person once, nothing lost", async () => {
+  it("a worker killed with SIGKILL mid-run: its jobs go to the others within 15 s (the defaults); every person once, nothing lost", async () => {
     await enqueue(firstPersons(RESILIENCE_PERSONS), RESILIENCE_PERSONS)
     // Slower answers, so that the kill falls mid-run.
     await mock.setRandomFaults("medications", {
@@ -196,12 +196,20 @@ describe("queue: four worker processes", { timeout: 600_000 }, () => {
       faults: [{ probability: 1, fault: MockClinicalServer.Fault.delay("4 millis") }]
     })
     const shards = Path.join(dir, "shards-kill")
-    const args = ["--lock-duration", "2", "--stalled-interval", "2"]
-    const workers = Array.from({ length: 4 }, () => worker(shards, args))
+    // The default lock duration and stalled interval: what a fleet runs with.
+    const workers = Array.from({ length: 4 }, () => worker(shards))
     await afterRequests(RESILIENCE_PERSONS / 4)
+    const killedAt = Date.now()
     workers[0]!.child.kill("SIGKILL")
+    let exited = false
+    const stalled = QueueEvents.stalledBetween(redis.port, "effect-clinical", killedAt, killedAt + 20_000, () => exited)
     const exits = await Promise.all(workers.map((started) => started.exited))
+    exited = true
     expect(exits[0]!.signal).toBe("SIGKILL")
+    // The jobs it held were taken back (BullMQ's "stalled") within 15 s of the kill.
+    const takenBack = await stalled
+    expect(takenBack.length).toBeGreaterThan(0)
+    expect(Math.max(...takenBack) - killedAt).toBeLessThanOrEqual(15_000)
     for (const exit of exits.slice(1)) expect(exit).toMatchObject({ code: 0 })
     const { lines } = await collect(shards)
     expectEveryPersonOnce(lines, RESILIENCE_PERSONS)

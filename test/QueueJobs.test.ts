@@ -215,6 +215,31 @@ describe("what BullMQ keeps of a failure, and what the metrics count", () => {
   })
 })
 
+describe("what BullMQ's own tools see (a dashboard such as bull-board)", () => {
+  it("jobs named by run and position; completed ones kept (bounded); BullMQ's metrics counting them", async () => {
+    const uids = Array.from({ length: 6 }, (_, i) => `Shown${i}000000000000000000000==`)
+    await enqueue(uids)
+    const { layer } = scripted((personUid) =>
+      personUid.startsWith("Shown5") ? Effect.fail(notFound()) : Effect.succeed(found)
+    )
+    const records = await work(layer, (done) => done.length === 6)
+    const queue = bullQueue()
+    // Each job's name is its run and the `index` of its record: a failure maps to its input line.
+    const failed = await queue.getFailed()
+    expect(failed.map((job) => job.name)).toEqual(["run 1 index 5"])
+    expect(records.find((record) => record.outcome === "Failure")!.index).toBe(5)
+    // The completed jobs are kept (BullMQ's removeOnComplete: the newest 1,000, a day at most).
+    const completed = await queue.getCompleted()
+    expect(completed.map((job) => job.name).sort()).toEqual([0, 1, 2, 3, 4].map((i) => `run 1 index ${i}`))
+    expect(completed[0]!.opts.removeOnComplete).toEqual({ count: 1_000, age: 86_400 })
+    // BullMQ's own per-minute metrics count them (its getMetrics, what dashboards draw).
+    await eventually(async () => (await queue.getMetrics("completed")).meta.count === 5)
+    expect((await queue.getMetrics("failed")).meta.count).toBe(1)
+    // Kept, they hold no PersonUid: sealed data, a name, timestamps.
+    expectNone("completed jobs", JSON.stringify(completed.map((job) => job.toJSON())), uids)
+  })
+})
+
 describe("what BullMQ keeps of a failure, and what the metrics count (more)", () => {
   it("a server inventing an ErrorType per person: 20 kinds counted apart, every other one as `other`", async () => {
     const apartBefore = [...failuresByKind().keys()].filter((kind) => kind !== "other").length

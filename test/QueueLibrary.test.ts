@@ -260,24 +260,30 @@ describe("enqueue", () => {
     )
   })
 
-  it("a completed job leaves no record in Redis; a failed one is kept a week, removed once older as others fail", async () => {
+  it("a completed job is kept a day (for BullMQ's tools), a failed one a week: each removed once older as others finish", async () => {
     await enqueue([uid(0), unknown(0), unknown(1)], { attempts: 1 })
     await promiseWork((done) => done.length >= 3)
     await eventually(async () => (await status()).failed === 2)
     const admin = connect()
-    expect(await admin.zcard("bull:test:completed")).toBe(0)
     const jobKeys = async () => (await admin.keys("bull:test:*")).filter((key) => /^bull:test:[0-9a-f]{32}$/.test(key))
-    expect(await jobKeys()).toHaveLength(2)
-    // As if the two had failed 8 and 6 days ago.
-    const [older, newer] = await admin.zrange("bull:test:failed", 0, -1)
+    expect(await admin.zcard("bull:test:completed")).toBe(1)
+    expect(await jobKeys()).toHaveLength(3)
+    // As if the completed one had finished 2 days ago, the two failed 8 and 6 days ago.
     const daysAgo = (days: number) => String(Date.now() - days * 24 * 3600 * 1000)
+    const [completed] = await admin.zrange("bull:test:completed", 0, -1)
+    await admin.zadd("bull:test:completed", "XX", daysAgo(2), completed!)
+    const [older, newer] = await admin.zrange("bull:test:failed", 0, -1)
     await admin.zadd("bull:test:failed", "XX", daysAgo(8), older!, daysAgo(6), newer!)
-    await enqueue([unknown(2)], { attempts: 1 })
-    await promiseWork((done) => done.length >= 1)
-    await eventually(async () => (await admin.zcard("bull:test:failed")) === 2)
+    await enqueue([uid(1), unknown(2)], { attempts: 1 })
+    await promiseWork((done) => done.length >= 2)
+    await eventually(async () =>
+      (await admin.zcard("bull:test:failed")) === 2 && (await admin.zcard("bull:test:completed")) === 1
+    )
     expect(await admin.zrange("bull:test:failed", 0, 0)).toEqual([newer])
     expect(await admin.exists(`bull:test:${older}`)).toBe(0)
-    expect(await jobKeys()).toHaveLength(2)
+    expect(await admin.zrange("bull:test:completed", 0, -1)).not.toContain(completed)
+    expect(await admin.exists(`bull:test:${completed}`)).toBe(0)
+    expect(await jobKeys()).toHaveLength(3)
   })
 })
 

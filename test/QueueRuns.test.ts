@@ -389,7 +389,13 @@ describe("how the enqueue reads and ends", { timeout: 20_000 }, () => {
     expect((await status(1)).run).toMatchObject({ named: true, persons: 2, enqueued: true })
     expect((await status()).run).toMatchObject({ run: 2, named: false, persons: 2, enqueued: false })
     const bull = bullOf()
-    expect((await bull.getWaiting()).map((job) => job.name)).toEqual(["person", "person", "person", "person"])
+    // Each job named by its run and its position in that run's input (no PHI).
+    expect((await bull.getWaiting()).map((job) => job.name).sort()).toEqual([
+      "run 1 index 0",
+      "run 1 index 1",
+      "run 2 index 0",
+      "run 2 index 1"
+    ])
     await bull.close()
   })
 })

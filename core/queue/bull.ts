@@ -63,6 +63,7 @@ export interface Bull<Q extends BullQueue = BullQueue, W extends BullWorker = Bu
     lockDuration: number
     stalledInterval: number
     maxStalledCount: number
+    metrics: { maxDataPoints: number }
   }) => W
   readonly UnrecoverableError: new(message?: string) => Error
   readonly RateLimitError: new(message?: string) => Error

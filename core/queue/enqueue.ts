@@ -175,6 +175,9 @@ const readPaced = async <A>(
   }
 }
 
+/** A job's name: its run and its position in the run's input, from 0 (the `index` of its record). */
+export const jobName = (run: number, index: number): string => `run ${run} index ${index}`
+
 /** Enqueues `persons` (PersonUids as text) under the lock `owner` holds; a run holds `maxRunPersons` at most. */
 export const enqueueLocked = async (
   queue: Queue,
@@ -222,7 +225,8 @@ export const enqueueLocked = async (
     const fresh = chunk.filter((_, i) => !found[i])
     if (fresh.length > 0) {
       await queue.addBulk(fresh.map((job) => ({
-        name: "person",
+        // Its run and position (no PHI), for the tools that list jobs: a failure maps to its input line.
+        name: jobName(run, job.index),
         data: job.data,
         opts: { ...terms.jobOptions, jobId: job.id }
       })))

@@ -49,6 +49,13 @@ export const closeQueue = (queue: BullQueue): Promise<unknown> =>
 /** How long BullMQ keeps the record of a failed job: `queue retry-failed` and `status` read them. */
 export const KEEP_FAILED_SECONDS = 7 * 24 * 3600
 
+/**
+ * The completed jobs BullMQ keeps (the newest, for a day at most), so that the tools of its
+ * ecosystem (a dashboard) show what was done: each is a job's sealed data, its name (its run and
+ * position) and timestamps, about half a kilobyte: half a megabyte of Redis at most.
+ */
+export const KEEP_COMPLETED = { count: 1_000, age: 24 * 3600 } as const
+
 /** A date of the range as jobs carry it: as given, a `Date` as its UTC day. */
 const dayOf = (date: string | Date | undefined): string | undefined =>
   date === undefined ? undefined : typeof date === "string" ? date : date.toISOString().slice(0, 10)
@@ -88,7 +95,7 @@ const enqueueTerms = (
     jobOptions: {
       attempts: options.attempts ?? 5,
       backoff: { type: "exponential", delay: backoffMillis },
-      removeOnComplete: true,
+      removeOnComplete: KEEP_COMPLETED,
       removeOnFail: { age: KEEP_FAILED_SECONDS }
     },
     maxWaiting: options.maxWaiting,

@@ -25,6 +25,9 @@ const DEPTH_EVERY_MILLIS = 5_000
 /** The rate limit's window: the queue's global limit and each worker's limiter share it. */
 export const RATE_WINDOW_MILLIS = 1000
 
+/** The minutes of BullMQ's own metrics a worker keeps (a week: 10,080 numbers per kind in Redis). */
+export const METRIC_MINUTES = 7 * 24 * 60
+
 /** Longest `close()` waits, past `closeTimeout`, for the attempts it gave up to be written back. */
 const ABANDON_MILLIS = 5_000
 
@@ -98,7 +101,10 @@ export const startWorker = async <
       limiter: { max: 1_000_000_000, duration: RATE_WINDOW_MILLIS },
       lockDuration: start.lockMillis,
       stalledInterval: start.stalledMillis,
-      maxStalledCount: start.maxStalledCount
+      maxStalledCount: start.maxStalledCount,
+      // BullMQ's own counts of completed and failed jobs per minute, a week of them (its
+      // MetricsTime.ONE_WEEK): what its ecosystem's dashboards draw.
+      metrics: { maxDataPoints: METRIC_MINUTES }
     }
   )
   worker.on("error", report)

@@ -192,12 +192,7 @@ const start = (
     operations: listOf(options.operation),
     call,
     sink: options.sink,
-    concurrency: options.concurrency ?? 16,
-    lockMillis: Core.millisOf(line, options.lockDuration, 30_000),
-    stalledMillis: Core.millisOf(line, options.stalledInterval, 30_000),
-    maxStalledCount: options.maxStalledCount ?? 5,
-    closeMillis: Core.millisOf(line, options.closeTimeout, 25_000),
-    sinkMillis: Core.millisOf(line, options.sinkTimeout, 60_000),
+    ...Core.workerTimings(options, line),
     hold: (personUid) => Redacted.make(personUid),
     meter,
     onError: (error) => options.onError?.(queueError("work")(error))

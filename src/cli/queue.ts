@@ -134,11 +134,11 @@ const workCommand = ({ operations }: Shared) =>
     ),
     lockDuration: optional(
       Options.float("lock-duration"),
-      "seconds a job stays locked to a worker that stopped renewing it (default 30)"
+      "seconds a job stays locked to a worker that stopped renewing it (default 9)"
     ),
     stalledInterval: optional(
       Options.float("stalled-interval"),
-      "seconds between checks for jobs whose worker died (default 30)"
+      "seconds between checks for jobs whose worker died (default 5)"
     ),
     untilEmpty: Options.boolean("until-empty").pipe(
       Options.withDescription("stop once no job is waiting, active or delayed (else: until SIGTERM or Ctrl-C)")

@@ -63,3 +63,34 @@ export const jobsTakenBetween = async (port: number, queue: string, from: number
     client.disconnect()
   }
 }
+
+/**
+ * When (epoch ms) BullMQ took jobs back from a worker that stopped renewing their locks in queue
+ * `queue`, from `from` on: the time of each `stalled` event, read as they come until `until` (or
+ * once `done` says so).
+ */
+export const stalledBetween = async (
+  port: number,
+  queue: string,
+  from: number,
+  until: number,
+  done: () => boolean = () => false
+): Promise<ReadonlyArray<number>> => {
+  const client = new Redis(port, "127.0.0.1")
+  try {
+    let cursor = `${from}-0`
+    const stalled: Array<number> = []
+    while (Date.now() < until && !done()) {
+      const read = await client.xread("BLOCK", 100, "STREAMS", `bull:${queue}:events`, cursor)
+      for (const [, entries] of read ?? []) {
+        for (const [id, fields] of entries) {
+          cursor = id
+          if (fields[0] === "event" && fields[1] === "stalled") stalled.push(Number(id.split("-")[0]))
+        }
+      }
+    }
+    return stalled
+  } finally {
+    client.disconnect()
+  }
+}

@@ -49,12 +49,7 @@ export const startWorker = (
     operations,
     call,
     sink: options.sink,
-    concurrency: options.concurrency ?? 16,
-    lockMillis: Core.millisOf(line, options.lockDuration, 30_000),
-    stalledMillis: Core.millisOf(line, options.stalledInterval, 30_000),
-    maxStalledCount: options.maxStalledCount ?? 5,
-    closeMillis: Core.millisOf(line, options.closeTimeout, 25_000),
-    sinkMillis: Core.millisOf(line, options.sinkTimeout, 60_000),
+    ...Core.workerTimings(options, line),
     hold: (personUid) => Redacted.make(personUid),
     meter,
     // Stryker disable next-line OptionalChaining: equivalent, calling an absent onError throws into the core's catch
