@@ -66,6 +66,7 @@ export default {
     "core/promiseClient.ts",
     "core/errors.ts",
     "core/files.ts",
+    "core/settingFile.ts",
     "core/call/response.ts",
     "core/config/settings.ts",
     "core/observability/metrics.ts",

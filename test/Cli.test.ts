@@ -11,6 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Cli from "./support/Cli.js"
 import { expectNone } from "./support/Leaks.js"
+import * as Pki from "./support/Pki.js"
 
 const [ELEANOR, MARCUS, PRIYA] = MockClinicalServer.fixturePersons
 const APP = MockClinicalServer.demoApplicationId
@@ -819,6 +820,67 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
     expect(tried?.code).toBe(0)
     expect(tried?.stdout).toContain(`person #1: ${ELEANOR!.medications.length} items`)
   }, 60_000)
+
+  it(
+    "--tls-cert and --tls-key serve HTTPS: a client trusting the CA reads from it; a half or unreadable pair is a usage error",
+    async () => {
+      const pki = Pki.make()
+      try {
+        let url = ""
+        let token: Cli.Ran | undefined
+        let untrusted: Cli.Ran | undefined
+        const ran = await Cli.run(
+          ["mock-server", "--port", "0", "--tls-cert", pki.server.certFile, "--tls-key", pki.server.keyFile],
+          {
+            started: (child, output) => {
+              const poll = setInterval(async () => {
+                const match = /listening at (https:\/\/localhost:\d+)/.exec(output.stdout)
+                if (match === null) return
+                clearInterval(poll)
+                url = match[1]!
+                token = await Cli.run(["token", "--json"], {
+                  env: { ...envOf(url), CLINICAL_CA_FILE: pki.ca.certFile }
+                })
+                untrusted = await Cli.run(["token", "--json"], { env: envOf(url) })
+                child.kill("SIGINT")
+              }, 50)
+              child.on("close", () => clearInterval(poll))
+            }
+          }
+        )
+        expect(url).not.toBe("")
+        expect(token?.code).toBe(0)
+        expect(JSON.parse(token!.stdout).host).toBe(url)
+        // Without the CA, the certificate is not trusted: a TransportError, exit 1.
+        expect(untrusted?.code).toBe(1)
+        expect(untrusted?.stderr).toMatch(/certificate/i)
+        expect(ran.code).toBe(130)
+        expect(ran.stdout).toContain(
+          `CLINICAL_BASE_URL=${url} \\\n  CLINICAL_APPLICATION_ID=${APP} \\\n  CLINICAL_CA_FILE=`
+        )
+        const half = await Cli.run(["mock-server", "--tls-cert", pki.server.certFile])
+        expect(half.code).toBe(2)
+        expect(half.stderr).toContain("--tls-cert and --tls-key go together")
+        const missing = await Cli.run(["mock-server", "--tls-cert", pki.server.certFile, "--tls-key", pki.dir])
+        expect(missing.code).toBe(2)
+        expect(missing.stderr).toContain("--tls-key names something that is not a file")
+        // A key that is not the certificate's: refused when serving, the key's text never shown.
+        const mismatched = await Cli.run([
+          "mock-server",
+          "--tls-cert",
+          pki.server.certFile,
+          "--tls-key",
+          pki.client.keyFile
+        ])
+        expect(mismatched.code).toBe(1)
+        expect(mismatched.stderr).toContain("cannot serve HTTPS")
+        expect(mismatched.stderr + mismatched.stdout).not.toContain("PRIVATE KEY")
+      } finally {
+        pki.remove()
+      }
+    },
+    60_000
+  )
 
   it("a port that is not one is a usage error: --port, or PORT", async () => {
     const flag = await Cli.run(["mock-server", "--port", "http"])

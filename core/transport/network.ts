@@ -8,9 +8,9 @@
  * are imported as types alone: each line depends on undici and passes its module in (loaded only
  * when a transport is built).
  */
-import * as Fs from "node:fs"
 import type * as Tls from "node:tls"
 import type * as Undici from "undici"
+import { readSettingFile } from "../settingFile.js"
 import type { Checked } from "../validate.js"
 import type { Route } from "./connectFailure.js"
 import * as Proxy from "./proxy.js"
@@ -101,25 +101,8 @@ const built = <A>(value: A): Built<A> => ({ ok: true, value })
 const named = <A>(setting: string, checked: Checked<A>): Built<A> =>
   checked.ok ? checked : refused(setting, checked.reason)
 
-/** Largest file a setting may name: a CA bundle or a certificate is kilobytes. */
-const MAX_FILE_BYTES = 1024 * 1024
-
-/**
- * The bytes of the file a setting names: a regular file of at most {@link MAX_FILE_BYTES} (not a
- * device that never ends, nor a directory). The reason names the setting and the error's code,
- * never the file's text.
- */
-const fileOf = (setting: string, path: string): Built<Buffer> => {
-  try {
-    const stat = Fs.statSync(path)
-    if (!stat.isFile()) return refused(setting, "names something that is not a file")
-    if (stat.size > MAX_FILE_BYTES) return refused(setting, "names a file larger than 1 MiB")
-    return built(Fs.readFileSync(path))
-  } catch (cause) {
-    const code = (cause as { readonly code?: unknown }).code
-    return refused(setting, `names a file that cannot be read (${typeof code === "string" ? code : "error"})`)
-  }
-}
+/** The bytes of the file a setting names (see core/settingFile). */
+const fileOf = (setting: string, path: string): Built<Buffer> => readSettingFile(setting, path)
 
 /** A setting's text: itself when it is PEM, else the file it names. */
 const pemOrFile = (setting: string, value: string): Built<string> => {

@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { fileURLToPath } from "node:url"
+import { readSettingFile } from "../../core/settingFile.js"
 import * as ClinicalConfig from "../ClinicalConfig.js"
 import type { ClinicalError } from "../ClinicalError.js"
 import { refusedOption } from "../internal/batch/batch.js"
@@ -408,22 +409,59 @@ const probe = Command.make("probe", {
 export const commandLineHere = (modulePath: string): string =>
   modulePath.split(/[\\/]/).includes("node_modules") ? "npx effect-clinical" : "npm run -s cli --"
 
+/**
+ * The mock's certificate and key from `--tls-cert` and `--tls-key` (PEM files; both or neither), or
+ * the usage error naming the flag (never a file's text).
+ */
+const tlsOf = (
+  cert: Option.Option<string>,
+  key: Option.Option<string>
+): Effect.Effect<{ readonly cert: string; readonly key: string } | undefined, CliError> => {
+  if (Option.isNone(cert) && Option.isNone(key)) return Effect.succeed(undefined)
+  if (Option.isNone(cert) || Option.isNone(key)) {
+    return Effect.fail(usage("--tls-cert and --tls-key go together: the certificate and its key"))
+  }
+  const certFile = readSettingFile("--tls-cert", cert.value)
+  const keyFile = readSettingFile("--tls-key", key.value)
+  for (const read of [certFile, keyFile]) {
+    if (!read.ok) return Effect.fail(usage(`${read.setting} ${read.reason}`))
+  }
+  return Effect.succeed({
+    cert: (certFile as { readonly value: Buffer }).value.toString("utf8"),
+    key: (keyFile as { readonly value: Buffer }).value.toString("utf8")
+  })
+}
+
 const mockServer = Command.make("mock-server", {
   port: Options.integer("port").pipe(
     Options.withDescription("port on 127.0.0.1 (default: PORT, else any free one)"),
     Options.optional
+  ),
+  tlsCert: Options.text("tls-cert").pipe(
+    Options.withDescription("serve HTTPS with this certificate (PEM file, naming localhost), with --tls-key"),
+    Options.optional
+  ),
+  tlsKey: Options.text("tls-key").pipe(
+    Options.withDescription("the certificate's private key (PEM file)"),
+    Options.optional
   )
-}, ({ port }) =>
+}, ({ port, tlsCert, tlsKey }) =>
   Effect.gen(function*() {
     const chosen = Option.getOrElse(port, () => Number(process.env.PORT ?? "0"))
     if (!Number.isInteger(chosen) || chosen < 0 || chosen > 65535) {
       return yield* Effect.fail(usage(`the port must be an integer from 0 to 65535`))
     }
+    const tls = yield* tlsOf(tlsCert, tlsKey)
     const { demoApplicationId, make, serve } = yield* MockClinicalServer
     const mock = yield* make()
-    const baseUrl = yield* serve(mock, { port: chosen }).pipe(
+    const baseUrl = yield* serve(mock, { port: chosen, tls }).pipe(
       Effect.mapError(() =>
-        new CliError({ message: `cannot listen on 127.0.0.1:${chosen} (is the port in use?)`, code: ExitCode.Failure })
+        new CliError({
+          message: tls === undefined
+            ? `cannot listen on 127.0.0.1:${chosen} (is the port in use?)`
+            : `cannot serve HTTPS on 127.0.0.1:${chosen} (is the port in use, or are the certificate and key not a pair?)`,
+          code: ExitCode.Failure
+        })
       )
     )
     yield* Console.log(`Mock clinical service listening at ${baseUrl}`)
@@ -435,6 +473,8 @@ const mockServer = Command.make("mock-server", {
     yield* Console.log(
       `\nTry, in another terminal: CLINICAL_BASE_URL=${baseUrl} \\\n` +
         `  CLINICAL_APPLICATION_ID=${demoApplicationId} \\\n` +
+        // Over HTTPS the client trusts the CA that signed the certificate (the certificate itself, if self-signed).
+        (tls === undefined ? "" : "  CLINICAL_CA_FILE=<the CA's PEM file> \\\n") +
         `  ${commandLineHere(fileURLToPath(import.meta.url))} medications ${mock.persons[0]!.personUid}`
     )
     return yield* Effect.never
