@@ -74,6 +74,7 @@ export default {
     "core/redaction/secretShapes.ts",
     "core/redaction/secretText.ts",
     "core/testing/fixture.ts",
+    "core/testing/generatedPersons.ts",
     "core/testing/seeded.ts",
     "core/token/accessToken.ts",
     "core/token/freshToken.ts",

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Cli from "./support/Cli.js"
 import { expectNone } from "./support/Leaks.js"
@@ -877,6 +878,56 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
         expect(mismatched.stderr + mismatched.stdout).not.toContain("PRIVATE KEY")
       } finally {
         pki.remove()
+      }
+    },
+    60_000
+  )
+
+  it(
+    "--persons N serves N made-up persons, --persons-out lists their PersonUids (owner-only): a batch reads them all",
+    async () => {
+      const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "mock-persons-"))
+      try {
+        const list = Path.join(dir, "persons.txt")
+        const out = Path.join(dir, "results.ndjson")
+        let batch: Cli.Ran | undefined
+        const ran = await Cli.run(["mock-server", "--port", "0", "--persons", "1000", "--persons-out", list], {
+          started: (child, output) => {
+            const poll = setInterval(async () => {
+              const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output.stdout)
+              if (match === null || !/more/.test(output.stdout)) return
+              clearInterval(poll)
+              batch = await Cli.run(["batch", "medications", "--persons-file", list, "--out", out], {
+                env: envOf(match[1]!)
+              })
+              child.kill("SIGINT")
+            }, 50)
+            child.on("close", () => clearInterval(poll))
+          }
+        })
+        expect(ran.code).toBe(130)
+        expect(ran.stdout).toContain(`... and 997 more (every PersonUid in ${list})`)
+        const persons = MockClinicalServer.generatedPersons(1000)
+        expect(Fs.readFileSync(list, "utf8")).toBe(persons.map((person) => person.personUid).join("\n") + "\n")
+        expect(Fs.statSync(list).mode & 0o777).toBe(0o600)
+        expect(batch?.code).toBe(0)
+        const lines = Fs.readFileSync(out, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line))
+        expect(lines).toHaveLength(1000)
+        for (const line of lines) {
+          expect(line.outcome).toBe("Success")
+          expect(line.items).toHaveLength(persons[line.index]!.medications.length)
+        }
+        // A count out of range, or a list file that exists already, is a usage error.
+        const tooMany = await Cli.run(["mock-server", "--persons", "100001"])
+        expect(tooMany.code).toBe(2)
+        expect(tooMany.stderr).toContain(
+          "--persons: the count of made-up persons must be a whole number from 1 to 100000"
+        )
+        const again = await Cli.run(["mock-server", "--persons", "10", "--persons-out", list])
+        expect(again.code).toBe(2)
+        expect(again.stderr).toContain("--persons-out cannot be created (EEXIST): it must be a new file")
+      } finally {
+        Fs.rmSync(dir, { recursive: true, force: true })
       }
     },
     60_000

@@ -498,3 +498,54 @@ describe("MockClinicalServer.start().close() (issue 23)", () => {
     30_000
   )
 })
+
+describe("MockClinicalServer.generatedPersons (mock-server --persons N)", () => {
+  it("the same persons every time, each PersonUid and pass code unique, shaped as the client takes them", () => {
+    const persons = MockClinicalServer.generatedPersons(100_000)
+    expect(persons).toHaveLength(100_000)
+    expect(MockClinicalServer.generatedPersons(3)).toEqual(persons.slice(0, 3))
+    expect(new Set(persons.map((person) => person.personUid)).size).toBe(100_000)
+    expect(new Set(persons.map((person) => person.passCode)).size).toBe(100_000)
+    for (const person of [persons[0]!, persons[12_345]!, persons[99_999]!]) {
+      expect(person.personUid).toMatch(/^[A-Za-z0-9+/]{43}=$/)
+      expect(person.passCode).toMatch(/^[A-Z]{2}-\d{4}-[A-Z]{2}$/)
+      const [month, day, year] = person.dateOfBirth.split("/").map(Number)
+      expect(month).toBeGreaterThanOrEqual(1)
+      expect(month).toBeLessThanOrEqual(12)
+      expect(day).toBeGreaterThanOrEqual(1)
+      expect(day).toBeLessThanOrEqual(28)
+      expect(year).toBeGreaterThanOrEqual(1930)
+      expect(year).toBeLessThan(2006)
+      expect(person.medications.length).toBeGreaterThanOrEqual(1)
+      expect(person.medications.length).toBeLessThanOrEqual(4)
+    }
+    // Not all alike: their records differ from one person to the next.
+    expect(new Set(persons.slice(0, 100).map((person) => JSON.stringify(person.medications))).size).toBeGreaterThan(10)
+  })
+
+  it("a count out of 1 to 100,000 is a RangeError saying so", () => {
+    for (const count of [0, -1, 1.5, 100_001, Number.NaN]) {
+      expect(() => MockClinicalServer.generatedPersons(count)).toThrow(
+        "the count of made-up persons must be a whole number from 1 to 100000"
+      )
+    }
+  })
+
+  it.effect("a mock of generated persons answers each of them: medications, and authenticate by pass code and birth date", () =>
+    withMock((mock) =>
+      Effect.gen(function*() {
+        const person = MockClinicalServer.generatedPersons(500)[321]!
+        const token = yield* getToken(mock)
+        const medications = json(yield* mock.handle(medicationRequest(token, { personuid: person.personUid })))
+        expect(medications.Medications).toEqual(person.medications)
+        const authenticated = json(
+          yield* mock.handle(
+            post("/api/Server/Authenticate", { PassCode: person.passCode, DateOfBirth: person.dateOfBirth }, {
+              Authorization: `Bearer ${token}`,
+              ApplicationId: APP
+            })
+          )
+        )
+        expect(authenticated.PersonUid).toBe(person.personUid)
+      }), { persons: MockClinicalServer.generatedPersons(500) }))
+})

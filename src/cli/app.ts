@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { fileURLToPath } from "node:url"
+import { createNew } from "../../core/files.js"
 import { readSettingFile } from "../../core/settingFile.js"
 import * as ClinicalConfig from "../ClinicalConfig.js"
 import type { ClinicalError } from "../ClinicalError.js"
@@ -432,6 +433,28 @@ const tlsOf = (
   })
 }
 
+/** The persons mock-server lists; the rest go to `--persons-out`. */
+const SHOWN_PERSONS = 3
+
+/** The PersonUids, one a line, into a new owner-only file (never through a link planted there). */
+const writePersonUids = (path: string, persons: ReadonlyArray<{ readonly personUid: string }>) =>
+  Effect.tryPromise({
+    try: async () => {
+      const handle = await createNew(path)
+      try {
+        await handle.writeFile(persons.map((person) => person.personUid).join("\n") + "\n")
+      } finally {
+        await handle.close()
+      }
+    },
+    catch: (cause) =>
+      usage(
+        `--persons-out cannot be created (${
+          (cause as { readonly code?: unknown }).code ?? "error"
+        }): it must be a new file`
+      )
+  })
+
 const mockServer = Command.make("mock-server", {
   port: Options.integer("port").pipe(
     Options.withDescription("port on 127.0.0.1 (default: PORT, else any free one)"),
@@ -444,16 +467,33 @@ const mockServer = Command.make("mock-server", {
   tlsKey: Options.text("tls-key").pipe(
     Options.withDescription("the certificate's private key (PEM file)"),
     Options.optional
+  ),
+  persons: Options.integer("persons").pipe(
+    Options.withDescription("serve N made-up persons (the same N every time) instead of the 3 fixture persons"),
+    Options.optional
+  ),
+  personsOut: Options.text("persons-out").pipe(
+    Options.withDescription("write the PersonUids it serves to this new file, one a line (owner-only): a persons file"),
+    Options.optional
   )
-}, ({ port, tlsCert, tlsKey }) =>
+}, ({ persons, personsOut, port, tlsCert, tlsKey }) =>
   Effect.gen(function*() {
     const chosen = Option.getOrElse(port, () => Number(process.env.PORT ?? "0"))
     if (!Number.isInteger(chosen) || chosen < 0 || chosen > 65535) {
       return yield* Effect.fail(usage(`the port must be an integer from 0 to 65535`))
     }
     const tls = yield* tlsOf(tlsCert, tlsKey)
-    const { demoApplicationId, make, serve } = yield* MockClinicalServer
-    const mock = yield* make()
+    const { demoApplicationId, generatedPersons, make, serve } = yield* MockClinicalServer
+    const made = yield* Option.match(persons, {
+      onNone: () => Effect.succeed(undefined),
+      onSome: (count) =>
+        Effect.try({
+          try: () => generatedPersons(count),
+          catch: (cause) => usage(`--persons: ${(cause as Error).message}`)
+        })
+    })
+    const mock = yield* make(made === undefined ? {} : { persons: made })
+    if (Option.isSome(personsOut)) yield* writePersonUids(personsOut.value, mock.persons)
     const baseUrl = yield* serve(mock, { port: chosen, tls }).pipe(
       Effect.mapError(() =>
         new CliError({
@@ -467,8 +507,16 @@ const mockServer = Command.make("mock-server", {
     yield* Console.log(`Mock clinical service listening at ${baseUrl}`)
     yield* Console.log(`Demo ApplicationId (the mock's own, not a credential): ${demoApplicationId}`)
     yield* Console.log("Fixture persons (PersonUid, PassCode, date of birth):")
-    for (const person of mock.persons) {
+    for (const person of mock.persons.slice(0, SHOWN_PERSONS)) {
       yield* Console.log(`  ${person.displayName}: ${person.personUid}  ${person.passCode}  ${person.dateOfBirth}`)
+    }
+    if (mock.persons.length > SHOWN_PERSONS) {
+      yield* Console.log(
+        `  ... and ${mock.persons.length - SHOWN_PERSONS} more` +
+          (Option.isSome(personsOut)
+            ? ` (every PersonUid in ${Render.printable(personsOut.value)})`
+            : " (--persons-out F lists them)")
+      )
     }
     yield* Console.log(
       `\nTry, in another terminal: CLINICAL_BASE_URL=${baseUrl} \\\n` +

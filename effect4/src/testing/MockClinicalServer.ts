@@ -28,6 +28,7 @@ import {
   type MockMedication,
   type MockPerson
 } from "../../../core/testing/fixture.js"
+import * as Generated from "../../../core/testing/generatedPersons.js"
 import * as MockHttp from "../../../core/testing/mockHttp.js"
 import * as MockState from "../../../core/testing/mockState.js"
 import { type Operation, paths } from "../../../core/testing/operations.js"
@@ -69,6 +70,13 @@ export const demoApplicationId: string = DEMO_APPLICATION_ID
 
 /** The built-in persons: three, with two to six invented medications each, ethnicities and devices. */
 export const fixturePersons: ReadonlyArray<MockPerson> = FIXTURE_PERSONS
+
+/**
+ * The first `count` of the same made-up persons every time (1 to 100,000; `mock-server
+ * --persons N`), each with a unique PersonUid and pass code and a few invented records: for trials
+ * at scale, `make({ persons: generatedPersons(10_000) })`. A count out of range throws a RangeError.
+ */
+export const generatedPersons: (count: number) => ReadonlyArray<MockPerson> = Generated.generatedPersons
 
 /** A running mock: its answers and its controls. */
 export interface Service {
