@@ -780,35 +780,51 @@ describe("effect-clinical probe", { timeout: 60_000 }, () => {
   })
 })
 
+/**
+ * Runs `mock-server` with `args`; once its stdout shows the URL it listens at (and `ready`, when
+ * given, holds), runs `meanwhile` with it, then interrupts it (SIGINT). Resolves with the run and
+ * the URL ("" when it never listened).
+ */
+const whileMockServes = async (
+  args: ReadonlyArray<string>,
+  meanwhile: (url: string, stdout: string) => Promise<void>,
+  ready: (stdout: string) => boolean = () => true
+): Promise<{ readonly ran: Cli.Ran; readonly url: string }> => {
+  let url = ""
+  const ran = await Cli.run(["mock-server", ...args], {
+    started: (child, output) => {
+      const poll = setInterval(async () => {
+        const match = /listening at (https?:\/\/[\w.]+:\d+)/.exec(output.stdout)
+        if (match === null || !ready(output.stdout)) return
+        clearInterval(poll)
+        url = match[1]!
+        await meanwhile(url, output.stdout)
+        child.kill("SIGINT")
+      }, 50)
+      child.on("close", () => clearInterval(poll))
+    }
+  })
+  return { ran, url }
+}
+
 describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
   it("serves the mock until interrupted; the other commands work against it", async () => {
-    let url = ""
     let token: Cli.Ran | undefined
     let tried: { code: number; stdout: string } | undefined
-    const ran = await Cli.run(["mock-server", "--port", "0"], {
-      started: (child, output) => {
-        const poll = setInterval(async () => {
-          const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output.stdout)
-          if (match === null) return
-          clearInterval(poll)
-          url = match[1]!
-          token = await Cli.run(["token", "--json"], { env: envOf(url) })
-          // The command it suggests, as a user pastes it into a shell (here: the checkout, through npm).
-          const suggested = /Try, in another terminal: ([^]*)$/.exec(output.stdout)?.[1] ?? "false"
-          tried = await new Promise((resolve) =>
-            execFile(
-              "sh",
-              ["-c", suggested],
-              { cwd: Path.resolve(import.meta.dirname, "..") },
-              (error, stdout) => resolve({ code: error === null ? 0 : (error.code as number), stdout })
-            )
-          )
-          child.kill("SIGINT")
-        }, 50)
-        child.on("close", () => clearInterval(poll))
-      }
+    const { ran, url } = await whileMockServes(["--port", "0"], async (url, stdout) => {
+      token = await Cli.run(["token", "--json"], { env: envOf(url) })
+      // The command it suggests, as a user pastes it into a shell (here: the checkout, through npm).
+      const suggested = /Try, in another terminal: ([^]*)$/.exec(stdout)?.[1] ?? "false"
+      tried = await new Promise((resolve) =>
+        execFile(
+          "sh",
+          ["-c", suggested],
+          { cwd: Path.resolve(import.meta.dirname, "..") },
+          (error, stdout) => resolve({ code: error === null ? 0 : (error.code as number), stdout })
+        )
+      )
     })
-    expect(url).not.toBe("")
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
     expect(token?.code).toBe(0)
     expect(JSON.parse(token!.stdout).host).toBe(url)
     expect(ran.code).toBe(130)
@@ -827,29 +843,16 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
     async () => {
       const pki = Pki.make()
       try {
-        let url = ""
         let token: Cli.Ran | undefined
         let untrusted: Cli.Ran | undefined
-        const ran = await Cli.run(
-          ["mock-server", "--port", "0", "--tls-cert", pki.server.certFile, "--tls-key", pki.server.keyFile],
-          {
-            started: (child, output) => {
-              const poll = setInterval(async () => {
-                const match = /listening at (https:\/\/localhost:\d+)/.exec(output.stdout)
-                if (match === null) return
-                clearInterval(poll)
-                url = match[1]!
-                token = await Cli.run(["token", "--json"], {
-                  env: { ...envOf(url), CLINICAL_CA_FILE: pki.ca.certFile }
-                })
-                untrusted = await Cli.run(["token", "--json"], { env: envOf(url) })
-                child.kill("SIGINT")
-              }, 50)
-              child.on("close", () => clearInterval(poll))
-            }
+        const { ran, url } = await whileMockServes(
+          ["--port", "0", "--tls-cert", pki.server.certFile, "--tls-key", pki.server.keyFile],
+          async (url) => {
+            token = await Cli.run(["token", "--json"], { env: { ...envOf(url), CLINICAL_CA_FILE: pki.ca.certFile } })
+            untrusted = await Cli.run(["token", "--json"], { env: envOf(url) })
           }
         )
-        expect(url).not.toBe("")
+        expect(url).toMatch(/^https:\/\/localhost:\d+$/)
         expect(token?.code).toBe(0)
         expect(JSON.parse(token!.stdout).host).toBe(url)
         // Without the CA, the certificate is not trusted: a TransportError, exit 1.
@@ -866,13 +869,9 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
         expect(missing.code).toBe(2)
         expect(missing.stderr).toContain("--tls-key names something that is not a file")
         // A key that is not the certificate's: refused when serving, the key's text never shown.
-        const mismatched = await Cli.run([
-          "mock-server",
-          "--tls-cert",
-          pki.server.certFile,
-          "--tls-key",
-          pki.client.keyFile
-        ])
+        const mismatched = await Cli.run(
+          ["mock-server", "--tls-cert", pki.server.certFile, "--tls-key", pki.client.keyFile]
+        )
         expect(mismatched.code).toBe(1)
         expect(mismatched.stderr).toContain("cannot serve HTTPS")
         expect(mismatched.stderr + mismatched.stdout).not.toContain("PRIVATE KEY")
@@ -891,20 +890,13 @@ describe("effect-clinical mock-server", { timeout: 60_000 }, () => {
         const list = Path.join(dir, "persons.txt")
         const out = Path.join(dir, "results.ndjson")
         let batch: Cli.Ran | undefined
-        const ran = await Cli.run(["mock-server", "--port", "0", "--persons", "1000", "--persons-out", list], {
-          started: (child, output) => {
-            const poll = setInterval(async () => {
-              const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output.stdout)
-              if (match === null || !/more/.test(output.stdout)) return
-              clearInterval(poll)
-              batch = await Cli.run(["batch", "medications", "--persons-file", list, "--out", out], {
-                env: envOf(match[1]!)
-              })
-              child.kill("SIGINT")
-            }, 50)
-            child.on("close", () => clearInterval(poll))
-          }
-        })
+        const { ran } = await whileMockServes(
+          ["--port", "0", "--persons", "1000", "--persons-out", list],
+          async (url) => {
+            batch = await Cli.run(["batch", "medications", "--persons-file", list, "--out", out], { env: envOf(url) })
+          },
+          (stdout) => stdout.includes("more")
+        )
         expect(ran.code).toBe(130)
         expect(ran.stdout).toContain(`... and 997 more (every PersonUid in ${list})`)
         const persons = MockClinicalServer.generatedPersons(1000)

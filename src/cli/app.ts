@@ -27,7 +27,7 @@ import * as TokenService from "../TokenService.js"
 import { client, settingsFile } from "./environment.js"
 import { CliError, ExitCode, exitCodeOfError, usage } from "./outcome.js"
 import * as Persons from "./persons.js"
-import { queueCommand } from "./queue.js"
+import { optional, queueCommand } from "./queue.js"
 import * as Render from "./render.js"
 
 /**
@@ -456,25 +456,19 @@ const writePersonUids = (path: string, persons: ReadonlyArray<{ readonly personU
   })
 
 const mockServer = Command.make("mock-server", {
-  port: Options.integer("port").pipe(
-    Options.withDescription("port on 127.0.0.1 (default: PORT, else any free one)"),
-    Options.optional
+  port: optional(Options.integer("port"), "port on 127.0.0.1 (default: PORT, else any free one)"),
+  tlsCert: optional(
+    Options.text("tls-cert"),
+    "serve HTTPS with this certificate (PEM file, naming localhost), with --tls-key"
   ),
-  tlsCert: Options.text("tls-cert").pipe(
-    Options.withDescription("serve HTTPS with this certificate (PEM file, naming localhost), with --tls-key"),
-    Options.optional
+  tlsKey: optional(Options.text("tls-key"), "the certificate's private key (PEM file)"),
+  persons: optional(
+    Options.integer("persons"),
+    "serve N made-up persons (the same N every time) instead of the 3 fixture persons"
   ),
-  tlsKey: Options.text("tls-key").pipe(
-    Options.withDescription("the certificate's private key (PEM file)"),
-    Options.optional
-  ),
-  persons: Options.integer("persons").pipe(
-    Options.withDescription("serve N made-up persons (the same N every time) instead of the 3 fixture persons"),
-    Options.optional
-  ),
-  personsOut: Options.text("persons-out").pipe(
-    Options.withDescription("write the PersonUids it serves to this new file, one a line (owner-only): a persons file"),
-    Options.optional
+  personsOut: optional(
+    Options.text("persons-out"),
+    "write the PersonUids it serves to this new file, one a line (owner-only): a persons file"
   )
 }, ({ persons, personsOut, port, tlsCert, tlsKey }) =>
   Effect.gen(function*() {

@@ -28,8 +28,8 @@ const queue = Options.text("queue").pipe(
   Options.withDefault("effect-clinical")
 )
 
-/** A number option, described, that may be left out. */
-const optional = (option: Options.Options<number>, description: string) =>
+/** An option, described, that may be left out. */
+export const optional = <A>(option: Options.Options<A>, description: string) =>
   option.pipe(Options.withDescription(description), Options.optional)
 
 /** A number option, described, with its default. */
