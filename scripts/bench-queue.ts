@@ -5,10 +5,11 @@
  * alternate the order; Redis commands per person (INFO commandstats: those BullMQ's scripts run included);
  * each worker's peak memory.
  *
- *   npm run bench:queue -- [--persons 8000] [--capacity 32] [--rounds 2] [--worker-args "--lock-duration 30"]
+ *   npm run bench:queue -- [--persons 8000] [--capacity 32] [--rounds 2] [--worker-args "--lock-duration 30"] [--commands]
  *
  * `--worker-args`: more arguments for every `queue work` (BullMQ's own timings, `--lock-duration 30
- * --stalled-interval 30`, against the defaults, say: their Redis commands per person).
+ * --stalled-interval 30`, against the defaults, say: their Redis commands per person). `--commands`:
+ * each Redis command's calls per person in each queue run.
  *
  * The executable as built (`dist/`), BullMQ and ioredis as installed, a redis-server of its own.
  */
@@ -107,9 +108,27 @@ interface Figures {
   readonly peakMiBPerWorker?: ReadonlyArray<number>
 }
 
+/** Commands Redis ran so far by name, those its scripts ran included. */
+const commandStats = async (admin: Redis): Promise<Map<string, number>> =>
+  new Map(
+    [...(await admin.info("commandstats")).matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm)].map((
+      [, name, calls]
+    ) => [name!, Number(calls)])
+  )
+
 /** Commands Redis ran so far, those its scripts ran included. */
 const commandCount = async (admin: Redis): Promise<number> =>
-  [...(await admin.info("commandstats")).matchAll(/calls=(\d+)/g)].reduce((sum, [, calls]) => sum + Number(calls), 0)
+  [...(await commandStats(admin)).values()].reduce((sum, calls) => sum + calls, 0)
+
+/** `--commands`: each command's calls per person in a queue run, the most first. */
+const BY_COMMAND = process.argv.includes("--commands")
+
+const perCommand = (before: Map<string, number>, after: Map<string, number>): string =>
+  [...after].map(([name, calls]) => [name, (calls - (before.get(name) ?? 0)) / PERSONS] as const)
+    .filter(([, perPerson]) => perPerson >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, perPerson]) => `${name} ${perPerson.toFixed(2)}`)
+    .join(", ")
 
 const runBatch = async (): Promise<Figures> => {
   const server = await service()
@@ -152,6 +171,7 @@ const runQueue = async (redis: RedisServer.RedisServer, workers: number): Promis
   }
   await cli(["queue", "enqueue", "medications", "--persons-file", personsFile, "--fleet-concurrency", String(K)], env)
   const before = await commandCount(admin)
+  const statsBefore = BY_COMMAND ? await commandStats(admin) : new Map<string, number>()
   const shards = Path.join(dir, `shards-${Date.now()}`)
   const started = Date.now()
   const outputs = await Promise.all(
@@ -177,6 +197,9 @@ const runQueue = async (redis: RedisServer.RedisServer, workers: number): Promis
   )
   const wallMillis = Date.now() - started
   const after = await commandCount(admin)
+  if (BY_COMMAND) {
+    process.stdout.write(`  ${workers} worker(s), per person: ${perCommand(statsBefore, await commandStats(admin))}\n`)
+  }
   admin.disconnect()
   const stats = await server.stats()
   server.stop()

@@ -92,9 +92,10 @@ return found
  * number used again) is left alone.
  */
 const outcome = script(`
-if redis.call('HGET', KEYS[1], 'id') ~= ARGV[1] then return 0 end
-if redis.call('HEXISTS', KEYS[1], 'compacted') == 1 then return 0 end
-if redis.call('HGET', KEYS[1], 'named') ~= '1' then
+local run = redis.call('HMGET', KEYS[1], 'id', 'compacted', 'named')
+if run[1] ~= ARGV[1] then return 0 end
+if run[2] then return 0 end
+if run[3] ~= '1' then
   if ARGV[5] == 'D' then
     redis.call('SREM', KEYS[4], ARGV[4])
     redis.call('SADD', KEYS[3], ARGV[4])
