@@ -34,6 +34,8 @@ export default {
       "test/Redaction.test.ts",
       "test/Readings.test.ts",
       "test/Json.test.ts",
+      "test/Url.test.ts",
+      "test/AccessToken.test.ts",
       "test/MedicationService.test.ts",
       "test/PersonData.test.ts",
       "test/PersonAuthentication.test.ts",
