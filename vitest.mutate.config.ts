@@ -36,6 +36,7 @@ export default {
       "test/Json.test.ts",
       "test/Url.test.ts",
       "test/AccessToken.test.ts",
+      "test/TokenResponse.test.ts",
       "test/MedicationService.test.ts",
       "test/PersonData.test.ts",
       "test/PersonAuthentication.test.ts",

@@ -103,6 +103,7 @@ export const readTokenResponse = <S>(
   const expires = HttpDate.parseMillis(expiresHeader, { now: exchange.receivedAt })
   if (expires === undefined) return decodeError("the TOKEN_EXPIRES header is not an HTTP date")
   const date = response.headers["date"]
+  // Stryker disable next-line ConditionalExpression: equivalent, HttpDate reads no text as no date
   const serverDate = date === undefined ? undefined : HttpDate.parseMillis(date, { now: exchange.receivedAt })
   // With the server's Date, the lifetime is measured on the server's clock alone; without it,
   // TOKEN_EXPIRES can only be compared with the local clock.
