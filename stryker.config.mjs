@@ -67,6 +67,7 @@ export default {
     "core/errors.ts",
     "core/files.ts",
     "core/settingFile.ts",
+    "core/pace.ts",
     "core/call/response.ts",
     "core/config/settings.ts",
     "core/observability/metrics.ts",

@@ -37,6 +37,7 @@ export default {
       "test/Url.test.ts",
       "test/AccessToken.test.ts",
       "test/TokenResponse.test.ts",
+      "test/Pace.test.ts",
       "test/MedicationService.test.ts",
       "test/PersonData.test.ts",
       "test/PersonAuthentication.test.ts",

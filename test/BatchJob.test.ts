@@ -280,10 +280,9 @@ describe("batchJob.run, in process", () => {
     Effect.gen(function*() {
       const { outcome, written } = yield* stderrDuring(runJob(jobOf(directory(), UIDS, { interactive: true })))
       expect(outcome.error).toBeUndefined()
-      expect(written.at(-1)).toBe(
-        `\r[########################] 3/3 done: 3 succeeded, 0 failed, 0 skipped (${
-          /\((\d+\.\d)\/s\)/.exec(written.at(-1)!)![1]
-        }/s)\x1b[K\n`
+      // Done: the rate and the time it took, no time left.
+      expect(written.at(-1)).toMatch(
+        /^\r\[#{24}\] 3\/3 done: 3 succeeded, 0 failed, 0 skipped \(\d+\.\d\/s, (\d+ ms|\d+\.\d s) elapsed\)\x1b\[K\n$/
       )
     }))
 
@@ -299,8 +298,12 @@ describe("batchJob.run, in process", () => {
       }).pipe(Effect.provide(client()), Effect.withConsole(console))
       const progress = lines.filter((line) => /^\d\/3 done/.test(line))
       expect(progress.length).toBeGreaterThan(0)
+      expect(progress.some((line) => / left\)$/.test(line))).toBe(true)
       for (const line of progress) {
-        expect(line).toMatch(/^(\d)\/3 done: (\d) succeeded, 0 failed, 0 skipped \(\d+\.\d\/s\)$/)
+        // The rate, the time so far and, once a rate is known and persons are left, the time left.
+        expect(line).toMatch(
+          /^(\d)\/3 done: (\d) succeeded, 0 failed, 0 skipped \(\d+\.\d\/s, (\d+ ms|\d+\.\d s) elapsed(, about (\d+ ms|\d+\.\d s) left)?\)$/
+        )
         const [, done, succeeded] = /^(\d)\/3 done: (\d) succeeded/.exec(line)!
         expect(done).toBe(succeeded)
       }

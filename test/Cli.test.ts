@@ -489,7 +489,9 @@ describe("effect-clinical batch", { timeout: 60_000 }, () => {
       expect(interrupted.code).toBe(130)
       expect(interrupted.stderr).toContain("--resume")
       // Not a terminal: plain progress lines, as often as asked.
-      expect(interrupted.stderr).toMatch(/^\d+\/400 done: \d+ succeeded, 0 failed, 0 skipped \(\d+\.\d\/s\)$/m)
+      expect(interrupted.stderr).toMatch(
+        /^\d+\/400 done: \d+ succeeded, 0 failed, 0 skipped \(\d+\.\d\/s, (\d+ ms|\d+\.\d s) elapsed, about (\d+ ms|\d+\.\d s|\d+ min \d+ s) left\)$/m
+      )
       const before = readResults(out).length
       expect(before).toBeGreaterThan(0)
       expect(before).toBeLessThan(400)

@@ -117,7 +117,7 @@ describe("a full disk under the shards", { timeout: 300_000 }, () => {
       expect(exit.code).toBe(0)
       // Its own count says the same: a line the disk refused was no person done.
       expect(exit.stderr).toMatch(
-        /queue work: 300 done, 0 failed here; run 1: 300 done, 0 failed of 300; .*peak memory/
+        /queue work: 300 done, 0 failed here in (\d+ ms|\d+\.\d s|\d+ min \d+ s) \(\d+\.\d\/s\); run 1: 300 done, 0 failed of 300( \(\d+\.\d\/s\))?; .*peak memory/
       )
       const { lines, ran } = await collect(shards)
       expect(ran.stdout).toContain("collected 300 of 300 persons of run 1")

@@ -31,6 +31,7 @@ import {
   writeReplacing
 } from "../../core/files.js"
 import * as Json from "../../core/json.js"
+import { timeLeftMillis } from "../../core/pace.js"
 import { wholeLines } from "../../core/wholeLines.js"
 import type { ClinicalError } from "../ClinicalError.js"
 import * as PersonData from "../PersonData.js"
@@ -214,9 +215,13 @@ const STOP_WORDS: Record<PersonData.StopReason, string> = {
   ServiceDown: "the service stayed down longer than --outage-patience"
 }
 
-const progressLine = (progress: PersonData.Progress, total: number): string =>
-  `${progress.done}/${total} done: ${progress.succeeded} succeeded, ${progress.failed} failed, ` +
-  `${progress.skipped} skipped (${progress.perSecond.toFixed(1)}/s)`
+/** A progress line: the counts, the rate, the time so far and, at that rate, the time left. */
+const progressLine = (progress: PersonData.Progress, total: number): string => {
+  const left = timeLeftMillis(total - progress.done, progress.perSecond)
+  return `${progress.done}/${total} done: ${progress.succeeded} succeeded, ${progress.failed} failed, ` +
+    `${progress.skipped} skipped (${progress.perSecond.toFixed(1)}/s, ${Render.duration(progress.elapsedMillis)} elapsed` +
+    `${left === undefined ? "" : `, about ${Render.duration(left)} left`})`
+}
 
 const bar = (progress: PersonData.Progress, total: number): string => {
   const width = 24

@@ -19,6 +19,7 @@ import * as Redacted from "effect/Redacted"
 import { Redis } from "ioredis"
 import { createReadStream } from "node:fs"
 import { unlink } from "node:fs/promises"
+import { perSecond, timeLeftMillis } from "../../core/pace.js"
 import { ClinicalQueue } from "../bullmq.js"
 import * as ClinicalClient from "../ClinicalClient.js"
 import { redactor } from "../internal/redaction/redaction.js"
@@ -336,13 +337,35 @@ const shardSink = (directory: string, queue: string) => {
   return { sink, counts, close }
 }
 
-/** One progress line of `queue work`: this process's counts, the run's, and the queue's. */
-const progressLine = (counts: { readonly done: number; readonly failed: number }, now: ClinicalQueue.Status) => {
+/** Persons of the queue not done yet: waiting, active or retrying. */
+const leftIn = (now: ClinicalQueue.Status): number => now.waiting + now.prioritized + now.active + now.delayed
+
+/** The persons finished in the status's run, by the whole fleet. */
+const finishedIn = (now: ClinicalQueue.Status): number => (now.run?.done ?? 0) + (now.run?.failed ?? 0)
+
+/**
+ * One progress line of `queue work`: this process's counts, time and rate; the run's (the whole
+ * fleet's) with, when an earlier line of the same run gives its pace, the time left; the queue's.
+ */
+export const progressLine = (
+  counts: { readonly done: number; readonly failed: number },
+  elapsedMillis: number,
+  now: ClinicalQueue.Status,
+  earlier: { readonly status: ClinicalQueue.Status; readonly millis: number } | undefined
+) => {
+  const here = perSecond(0, counts.done + counts.failed, elapsedMillis) ?? 0
+  const fleetRate = earlier === undefined || earlier.status.run?.run !== now.run?.run
+    ? undefined
+    : perSecond(finishedIn(earlier.status), finishedIn(now), elapsedMillis - earlier.millis)
+  const timeLeft = timeLeftMillis(leftIn(now), fleetRate)
   const run = now.run === undefined
     ? ""
     : `; run ${now.run.run}: ${now.run.done} done, ${now.run.failed} failed of ${now.run.persons}` +
-      (now.run.enqueued ? "" : " enqueued so far")
-  return `queue work: ${counts.done} done, ${counts.failed} failed here${run}; queue: ` +
+      (now.run.enqueued ? "" : " enqueued so far") +
+      (fleetRate === undefined ? "" : ` (${fleetRate.toFixed(1)}/s)`) +
+      (timeLeft === undefined ? "" : `, about ${Render.duration(timeLeft)} left`)
+  return `queue work: ${counts.done} done, ${counts.failed} failed here in ${Render.duration(elapsedMillis)} ` +
+    `(${here.toFixed(1)}/s)${run}; queue: ` +
     `${now.waiting + now.prioritized} waiting, ${now.active} active, ${now.delayed} delayed, ${now.failed} failed` +
     (now.isPaused ? `; paused: ${Render.printable(now.pausedBecause ?? "by an operator")}` : "")
 }
@@ -415,13 +438,22 @@ const working = (job: Work, environment: QueueEnvironment) =>
     )
     // Checked every second (with --until-empty) or at each progress line; a line every progressEvery.
     const every = job.untilEmpty ? Duration.min(job.progressEvery, Duration.seconds(1)) : job.progressEvery
-    let toldAt = Date.now()
+    const startedAt = Date.now()
+    let toldAt = startedAt
+    // The last line's status and time: the fleet's pace is measured from one line to the next.
+    let earlier: { readonly status: ClinicalQueue.Status; readonly millis: number } | undefined
+    const line = (now: ClinicalQueue.Status) => {
+      const millis = Date.now() - startedAt
+      const text = progressLine(shards.counts, millis, now, earlier)
+      earlier = { status: now, millis }
+      return text
+    }
     while (true) {
       yield* Effect.sleep(every)
       const now = yield* ClinicalQueue.status(options, { failuresByKind: false })
       if (Date.now() - toldAt >= Duration.toMillis(job.progressEvery) || !job.untilEmpty) {
         toldAt = Date.now()
-        yield* say(progressLine(shards.counts, now))
+        yield* say(line(now))
       }
       if (!job.untilEmpty) continue
       if (now.isPaused && now.pausedBecause !== undefined) {
@@ -433,9 +465,7 @@ const working = (job: Work, environment: QueueEnvironment) =>
         )
       }
       if (isDrained(now)) {
-        yield* say(
-          `${progressLine(shards.counts, now)}; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`
-        )
+        yield* say(`${line(now)}; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`)
         return
       }
     }
@@ -459,9 +489,8 @@ export const status = (job: StatusJob) =>
       )
       const finished = (status: ClinicalQueue.Status) => (status.run?.done ?? 0) + (status.run?.failed ?? 0)
       const sameRun = first.run?.run === second.run?.run
-      const rate = millis === 0 || !sameRun ? undefined : ((finished(second) - finished(first)) * 1000) / millis
-      const left = second.waiting + second.prioritized + second.active + second.delayed
-      const etaMillis = rate === undefined || rate <= 0 ? undefined : (left / rate) * 1000
+      const rate = sameRun ? perSecond(finished(first), finished(second), millis) : undefined
+      const etaMillis = timeLeftMillis(leftIn(second), rate)
       // Failure kinds are read from Redis: whoever can write it can write anything there.
       const failedByKind = second.failedByKind.map(([kind, count]) => [Render.printable(kind), count] as const)
       const report = {
