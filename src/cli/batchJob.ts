@@ -219,7 +219,9 @@ const STOP_WORDS: Record<PersonData.StopReason, string> = {
 const progressLine = (progress: PersonData.Progress, total: number): string => {
   const left = timeLeftMillis(total - progress.done, progress.perSecond)
   return `${progress.done}/${total} done: ${progress.succeeded} succeeded, ${progress.failed} failed, ` +
-    `${progress.skipped} skipped (${progress.perSecond.toFixed(1)}/s, ${Render.duration(progress.elapsedMillis)} elapsed` +
+    `${progress.skipped} skipped (${progress.perSecond.toFixed(1)}/s, ${
+      Render.duration(progress.elapsedMillis)
+    } elapsed` +
     `${left === undefined ? "" : `, about ${Render.duration(left)} left`})`
 }
 
