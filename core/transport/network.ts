@@ -101,19 +101,16 @@ const built = <A>(value: A): Built<A> => ({ ok: true, value })
 const named = <A>(setting: string, checked: Checked<A>): Built<A> =>
   checked.ok ? checked : refused(setting, checked.reason)
 
-/** The bytes of the file a setting names (see core/settingFile). */
-const fileOf = (setting: string, path: string): Built<Buffer> => readSettingFile(setting, path)
-
 /** A setting's text: itself when it is PEM, else the file it names. */
 const pemOrFile = (setting: string, value: string): Built<string> => {
   if (Trust.isPem(value)) return built(value)
-  const bytes = fileOf(setting, value)
+  const bytes = readSettingFile(setting, value)
   return bytes.ok ? built(bytes.value.toString("utf8")) : bytes
 }
 
 /** A PKCS#12 bundle: its bytes, or the file it names. */
 const bytesOrFile = (setting: string, value: Uint8Array | string): Built<Buffer> =>
-  value instanceof Uint8Array ? built(Buffer.from(value)) : fileOf(setting, value)
+  value instanceof Uint8Array ? built(Buffer.from(value)) : readSettingFile(setting, value)
 
 /**
  * What the settings add to undici's connectors, as TLS contexts built once, when the transport is

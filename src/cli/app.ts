@@ -423,14 +423,10 @@ const tlsOf = (
     return Effect.fail(usage("--tls-cert and --tls-key go together: the certificate and its key"))
   }
   const certFile = readSettingFile("--tls-cert", cert.value)
+  if (!certFile.ok) return Effect.fail(usage(`--tls-cert ${certFile.reason}`))
   const keyFile = readSettingFile("--tls-key", key.value)
-  for (const read of [certFile, keyFile]) {
-    if (!read.ok) return Effect.fail(usage(`${read.setting} ${read.reason}`))
-  }
-  return Effect.succeed({
-    cert: (certFile as { readonly value: Buffer }).value.toString("utf8"),
-    key: (keyFile as { readonly value: Buffer }).value.toString("utf8")
-  })
+  if (!keyFile.ok) return Effect.fail(usage(`--tls-key ${keyFile.reason}`))
+  return Effect.succeed({ cert: certFile.value.toString("utf8"), key: keyFile.value.toString("utf8") })
 }
 
 /** The persons mock-server lists; the rest go to `--persons-out`. */

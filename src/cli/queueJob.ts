@@ -343,6 +343,10 @@ const leftIn = (now: ClinicalQueue.Status): number => now.waiting + now.prioriti
 /** The persons finished in the status's run, by the whole fleet. */
 const finishedIn = (now: ClinicalQueue.Status): number => (now.run?.done ?? 0) + (now.run?.failed ?? 0)
 
+/** The whole fleet's pace over the run from `before` to `after`, `millis` apart; none across two runs. */
+const fleetPace = (before: ClinicalQueue.Status, after: ClinicalQueue.Status, millis: number): number | undefined =>
+  before.run?.run === after.run?.run ? perSecond(finishedIn(before), finishedIn(after), millis) : undefined
+
 /**
  * One progress line of `queue work`: this process's counts, time and rate; the run's (the whole
  * fleet's) with, when an earlier line of the same run gives its pace, the time left; the queue's.
@@ -354,9 +358,7 @@ export const progressLine = (
   earlier: { readonly status: ClinicalQueue.Status; readonly millis: number } | undefined
 ) => {
   const here = perSecond(0, counts.done + counts.failed, elapsedMillis) ?? 0
-  const fleetRate = earlier === undefined || earlier.status.run?.run !== now.run?.run
-    ? undefined
-    : perSecond(finishedIn(earlier.status), finishedIn(now), elapsedMillis - earlier.millis)
+  const fleetRate = earlier === undefined ? undefined : fleetPace(earlier.status, now, elapsedMillis - earlier.millis)
   const timeLeft = timeLeftMillis(leftIn(now), fleetRate)
   const run = now.run === undefined
     ? ""
@@ -371,8 +373,7 @@ export const progressLine = (
 }
 
 /** Whether `--until-empty` is done: nothing waiting, active or retrying, and no enqueue still adding. */
-export const isDrained = (now: ClinicalQueue.Status): boolean =>
-  now.waiting + now.prioritized + now.active + now.delayed === 0 && !now.enqueuing
+export const isDrained = (now: ClinicalQueue.Status): boolean => leftIn(now) === 0 && !now.enqueuing
 
 export const work = (job: Work) =>
   Effect.flatMap(
@@ -487,9 +488,7 @@ export const status = (job: StatusJob) =>
         Effect.sleep(job.sample),
         ClinicalQueue.status(options)
       )
-      const finished = (status: ClinicalQueue.Status) => (status.run?.done ?? 0) + (status.run?.failed ?? 0)
-      const sameRun = first.run?.run === second.run?.run
-      const rate = sameRun ? perSecond(finished(first), finished(second), millis) : undefined
+      const rate = fleetPace(first, second, millis)
       const etaMillis = timeLeftMillis(leftIn(second), rate)
       // Failure kinds are read from Redis: whoever can write it can write anything there.
       const failedByKind = second.failedByKind.map(([kind, count]) => [Render.printable(kind), count] as const)
