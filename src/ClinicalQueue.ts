@@ -22,11 +22,14 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import type * as Tracer from "effect/Tracer"
+import type { JobRange } from "../core/queue/jobSeal.js"
 import * as Ops from "../core/queue/queueOperations.js"
 import * as CoreSettings from "../core/queue/queueSettings.js"
 import { type ClinicalError, InvalidConfig, isClinicalError } from "./ClinicalError.js"
 import { type Enqueued, releaseLock, takeLock } from "./internal/queue/enqueue.js"
 import type { Call } from "./internal/queue/jobProcessor.js"
+import { jobSpans } from "./internal/queue/jobSpans.js"
 import { fromCore, QueueError, queueError } from "./internal/queue/queueError.js"
 import { bullQueue } from "./internal/queue/queueMeta.js"
 import { type QueueOptions, type Settings, settingsOf } from "./internal/queue/queueSettings.js"
@@ -209,16 +212,24 @@ export const worker = (
 ): Effect.Effect<RunningWorker, InvalidConfig | QueueError, PersonData.PersonData | Scope.Scope> =>
   Effect.gen(function*() {
     const settings = yield* checkedWorker(options)
-    const run = Runtime.runPromise(yield* Effect.runtime<PersonData.PersonData>())
+    const runtime = yield* Effect.runtime<PersonData.PersonData>()
+    const run = Runtime.runPromise(runtime)
     const echoes = echoesOf(options)
+    const read = (operation: PersonData.Operation, personUid: string, range: JobRange) =>
+      Effect.either(PersonData.get(operation, personUid, { ...range, ...echoes }))
     return yield* Effect.acquireRelease(
       attempt("work", () =>
         startWorker(
           options,
           settings,
           listOf(options.operation),
-          (operation, personUid, range) =>
-            run(Effect.either(PersonData.get(operation, personUid, { ...range, ...echoes }))).then(outcomeOf)
+          (operation, personUid, range, parent) =>
+            run(
+              parent === undefined
+                ? read(operation, personUid, range)
+                : Effect.withParentSpan(read(operation, personUid, range), parent as Tracer.AnySpan)
+            ).then(outcomeOf),
+          jobSpans(runtime)
         )),
       (running) => Effect.promise(() => running.close())
     )

@@ -8,13 +8,15 @@
  * answer scripted. The queue's wider behaviour, over the mock service, is test/Queue.test.ts.
  */
 import { Queue } from "bullmq"
-import { Effect, Either, Layer, Metric, Redacted } from "effect"
+import { Effect, Either, Layer, Metric, Option, Redacted } from "effect"
 import { ClinicalError, PersonData } from "effect-clinical"
 import * as ClinicalQueue from "effect-clinical/bullmq"
 import { Redis } from "ioredis"
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest"
+import { depth as jobProcessorDepth } from "../src/internal/queue/jobProcessor.js"
 import { settingsOf } from "../src/internal/queue/queueSettings.js"
 import { signed } from "../src/internal/queue/runRecord.js"
+import * as CapturingTracer from "./support/CapturingTracer.js"
 import { expectNone } from "./support/Leaks.js"
 import * as RedisServer from "./support/RedisServer.js"
 
@@ -447,6 +449,51 @@ describe("the queue's own record", () => {
 })
 
 describe("a worker's life", () => {
+  it("a span per attempt (queue, run, position, attempt, wait, outcome; no PersonUid), the call's spans its children", async () => {
+    const { spans, tracer } = await Effect.runPromise(CapturingTracer.make)
+    const uids = ["PersonSpanA000000000000000000==", "PersonSpanB000000000000000000=="]
+    await enqueue(uids)
+    // The first person's first read fails with a 503 (retried by BullMQ), the second is not known.
+    const layer = scripted((personUid, before) =>
+      Effect.withSpan(
+        (personUid === uids[0] && before === 0
+          ? Effect.fail(new ClinicalError.ServerError({ ...at, status: 503 }))
+          : personUid === uids[0]
+          ? Effect.succeed(found)
+          : Effect.fail(notFound())) as Answer,
+        "inner read"
+      )
+    ).layer
+    await work(Layer.merge(layer, Layer.setTracer(tracer)), (records) => records.length >= 2)
+    const jobs = spans.filter((span) => span.name === "ClinicalQueue.job")
+    const attributes = jobs.map((span) => Object.fromEntries(span.attributes))
+    expect(
+      attributes.map((a) => [a["clinical.queue.index"], a["clinical.queue.attempt"], a["clinical.queue.outcome"]])
+        .sort()
+    )
+      .toEqual([[0, 1, "retried"], [0, 2, "completed"], [1, 1, "failed"]])
+    for (const a of attributes) {
+      expect(a).toMatchObject({
+        "messaging.system": "bullmq",
+        "messaging.destination.name": "test",
+        "clinical.operation": "medications",
+        "clinical.queue.run": 1
+      })
+      expect(a["clinical.queue.wait_ms"]).toBeGreaterThanOrEqual(0)
+    }
+    expect(attributes.find((a) => a["clinical.queue.outcome"] === "failed")?.["clinical.error"]).toBe(
+      "ApiError PersonNotFound"
+    )
+    expect(jobs.every((span) => span.kind === "consumer" && span.status._tag === "Ended")).toBe(true)
+    // Each read's span is a child of its attempt's span: the trace of a job holds the client's spans.
+    const reads = spans.filter((span) => span.name === "inner read")
+    expect(reads).toHaveLength(3)
+    for (const read of reads) {
+      expect(jobs.map((job) => job.spanId)).toContain(Option.getOrThrow(read.parent).spanId)
+    }
+    expectNone("job spans", JSON.stringify(attributes), uids)
+  })
+
   it("each worker samples the queue's depth by state into clinical_queue_depth, every 5 seconds", async () => {
     const depth = () =>
       Object.fromEntries(
@@ -467,6 +514,25 @@ describe("a worker's life", () => {
     }
     expect(depth()).toEqual({ waiting: 7, active: 0, delayed: 0, failed: 0, prioritized: 0 })
   }, 20_000)
+
+  it("a closing worker samples the depth once more, labelled with the queue: read after the last job, it says none is left", async () => {
+    const depth = () =>
+      Metric.unsafeSnapshot().filter((pair) =>
+        pair.metricKey.name === "clinical_queue_depth" &&
+        pair.metricKey.tags.some((t) => t.key === "queue" && t.value === "test")
+      ).map((pair) => [
+        String(pair.metricKey.tags.find((t) => t.key === "state")?.value),
+        (pair.metricState as { value?: number }).value
+      ])
+    await enqueue(Array.from({ length: 5 }, (_, i) => `Person${i}000000000000000000000==`))
+    // Set as a worker's earlier sample would have left it: five waiting.
+    await Effect.runPromise(
+      Metric.set(Metric.tagged(Metric.tagged(jobProcessorDepth, "queue", "test"), "state", "waiting"), 5)
+    )
+    const records = await work(scripted(() => Effect.succeed(found)).layer, (done) => done.length >= 5)
+    expect(records).toHaveLength(5)
+    expect(Object.fromEntries(depth())).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0, prioritized: 0 })
+  })
 
   it(
     "Redis going away: onError hears each connection error as the worker's, and nothing reaches the console",

@@ -101,3 +101,25 @@ export const logLinesDropped = counter(
   "clinical_log_lines_dropped_total",
   "Log lines dropped because the application's logger threw"
 )
+
+/** Queue jobs processed by this process's workers, by `queue` and `outcome`. */
+export const queueJobs = counter(
+  "clinical_queue_jobs_total",
+  "Queue jobs processed by this process's workers, by queue and outcome (completed, failed, retried, paused, stalled)"
+)
+
+/** Failed attempts of queue jobs, by `queue` and `kind` (the error's kind, at most 20 apart, then `other`). */
+export const queueFailures = counter(
+  "clinical_queue_failures_total",
+  "Failed attempts of queue jobs, by queue and failure kind"
+)
+
+/**
+ * Jobs of the whole queue by `queue` and `state` (waiting, a paused queue's too; active, delayed,
+ * failed, prioritized): sampled by each worker every 5 s and when it closes, and by the command
+ * line when its metrics are read.
+ */
+export const queueDepth = gauge(
+  "clinical_queue_depth",
+  "Jobs in the queue by queue and state, sampled by each worker every 5 s, when it closes, and when read"
+)

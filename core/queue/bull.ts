@@ -14,6 +14,9 @@ export interface BullJob {
   readonly data: unknown
   readonly opts: { readonly attempts?: number | undefined }
   readonly attemptsMade: number
+  /** When it was added, and when its current attempt started (ms since the epoch). */
+  readonly timestamp: number
+  readonly processedOn?: number | undefined
   readonly failedReason: string
   retry(state: "failed", opts: { resetAttemptsMade: boolean; resetAttemptsStarted: boolean }): Promise<void>
 }
@@ -41,6 +44,8 @@ export interface BullQueue {
 /** What the queue uses of BullMQ's `Worker`. */
 export interface BullWorker {
   on(event: "error", listener: (error: Error) => void): unknown
+  /** A job this worker's check found stalled (its worker stopped renewing its lock), put back to wait. */
+  on(event: "stalled", listener: (jobId: string) => void): unknown
   close(): Promise<void>
   cancelAllJobs(reason?: string): void
 }

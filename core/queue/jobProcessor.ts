@@ -11,7 +11,7 @@ import type { ClinicalError } from "../errors.js"
 import { redactor } from "../redaction/redaction.js"
 import type { Bull, BullJob, BullQueue } from "./bull.js"
 import { decide, kindOf } from "./jobDecision.js"
-import { jobId, type JobRange, openJob, personFingerprint } from "./jobSeal.js"
+import { jobId, type JobPerson, type JobRange, type JobTerms, openJob, personFingerprint } from "./jobSeal.js"
 import type { Settings } from "./queueSettings.js"
 import { recordOutcome } from "./runStore.js"
 
@@ -38,18 +38,49 @@ export type CallOutcome<R, E> =
   | { readonly _tag: "Success"; readonly result: R }
   | { readonly _tag: "Failure"; readonly error: E }
 
-/** The call of a person (`O`: the line's operation): its outcome, never a throw. */
-export type Call<O, R, E> = (operation: O, personUid: string, range: JobRange) => Promise<CallOutcome<R, E>>
+/**
+ * The call of a person (`O`: the line's operation): its outcome, never a throw. `parent` is the
+ * job's span when the line made one (see {@link JobSpans}): the call's own spans become its children.
+ */
+export type Call<O, R, E> = (
+  operation: O,
+  personUid: string,
+  range: JobRange,
+  parent?: unknown
+) => Promise<CallOutcome<R, E>>
 
-/** How a line counts what its workers do (its metrics). */
+/** How a line counts what its workers do (its metrics), each by the queue's name. */
 export interface Meter {
-  /** A job processed, by outcome (completed, failed, retried, paused). */
-  readonly job: (outcome: string) => void
+  /** A job processed, by outcome (completed, failed, retried, paused; stalled: taken back from a worker that stopped). */
+  readonly job: (queue: string, outcome: string) => void
   /** A failed attempt, by failure kind. */
-  readonly failure: (kind: string) => void
+  readonly failure: (queue: string, kind: string) => void
   /** Jobs of the whole queue in `state`, sampled. */
-  readonly depth: (state: string, jobs: number) => void
+  readonly depth: (queue: string, state: string, jobs: number) => void
 }
+
+/** What a job's span says of it when it starts: no PersonUid, no sealed value. */
+export interface JobSpanStart {
+  readonly queue: string
+  readonly operation: string
+  readonly run: number
+  /** The person's position in the run's input (a position is no patient data). */
+  readonly index: number
+  /** This attempt's number, from 1. */
+  readonly attempt: number
+  /** From the job's enqueue (or its retry's due time) to this attempt's start. */
+  readonly queueWaitMillis: number
+}
+
+/** A job's span as the line made it: handed to the call as its parent, ended with the attempt's outcome. */
+export interface JobSpan {
+  readonly parent: unknown
+  /** `outcome` as the metrics count it (completed, failed, retried, paused, or error: the attempt threw). */
+  readonly end: (outcome: string, kind: string | undefined) => void
+}
+
+/** Makes a job's span, or none (no one reads the line's spans). */
+export type JobSpans = (start: JobSpanStart) => JobSpan | undefined
 
 /** Most failure kinds counted apart: a server inventing an `ErrorType` per person must not grow the label set. */
 export const MAX_KINDS = 20
@@ -61,11 +92,11 @@ const kindsOf = new WeakMap<Meter, Set<string>>()
 const counter = (meter: Meter) => {
   const kindsSeen = kindsOf.get(meter) ?? new Set<string>()
   kindsOf.set(meter, kindsSeen)
-  return (outcome: string, kind?: string): void => {
-    meter.job(outcome)
+  return (queue: string) => (outcome: string, kind?: string): void => {
+    meter.job(queue, outcome)
     if (kind === undefined) return
     if (!kindsSeen.has(kind) && kindsSeen.size < MAX_KINDS) kindsSeen.add(kind)
-    meter.failure(kindsSeen.has(kind) ? kind : "other")
+    meter.failure(queue, kindsSeen.has(kind) ? kind : "other")
   }
 }
 
@@ -76,8 +107,12 @@ const thrown = <X extends Error>(error: X): X => {
 }
 
 /** What a queue's failure reason says of `error`: its kind, then its message, the person scrubbed out. */
-const reasonOf = (error: ClinicalError & { readonly message: string }, personUid: string): string =>
-  redactor([personUid])(`${kindOf(error)}: ${error.message}`)
+const reasonOf = (error: ClinicalError & { readonly message: string }, personUid: string) => {
+  const scrub = redactor([personUid])
+  // The kind holds the server's ErrorType: a server echoing the person there must not label a metric with it.
+  const kind = scrub(kindOf(error))
+  return { kind, reason: scrub(`${kind}: ${error.message}`) }
+}
 
 export interface Processor<S, O, R, E extends ClinicalError & { readonly message: string }> {
   readonly bull: Bull<any, any>
@@ -93,6 +128,8 @@ export interface Processor<S, O, R, E extends ClinicalError & { readonly message
   /** The PersonUid as the line holds it (its `Redacted`) for the sink's record. */
   readonly hold: (personUid: string) => S
   readonly meter: Meter
+  /** The job's span, when the line makes them. */
+  readonly spans?: JobSpans | undefined
   /**
    * Told of what the sink or the call threw (the person's PersonUid given, to scrub it out).
    * Whatever it throws is ignored.
@@ -142,7 +179,7 @@ const within = <A>(promise: Promise<A>, millis: number, late: () => Error): Prom
 export const processJob = <S, O, R, E extends ClinicalError & { readonly message: string }>(
   processor: Processor<S, O, R, E>
 ) => {
-  const count = counter(processor.meter)
+  const count = counter(processor.meter)(processor.settings.name)
   return (job: BullJob, signal?: AbortSignal): Promise<null> =>
     unlessAbandoned(attemptJob(processor, count, job), signal)
 }
@@ -152,13 +189,13 @@ const attemptJob = async <S, O, R, E extends ClinicalError & { readonly message:
   count: (outcome: string, kind?: string) => void,
   job: BullJob
 ): Promise<null> => {
-  const { bull, call, queue, settings, sink } = processor
+  const { bull, settings } = processor
   const opened = openJob(settings.keys, job.data)
   if (!opened.ok) {
     count("failed", "Unsealable")
     throw thrown(new bull.UnrecoverableError(`Unsealable: ${opened.reason}`))
   }
-  const { index, operation: operationName, personUid, range, run } = opened.value
+  const { index, operation: operationName, personUid, run } = opened.value
   // A seal copied from another job (by whoever can write Redis) would read that job's person twice.
   if (jobId(settings.keys, opened.value, opened.value) !== job.id) {
     count("failed", "Unsealable")
@@ -178,7 +215,43 @@ const attemptJob = async <S, O, R, E extends ClinicalError & { readonly message:
     run,
     runId: opened.value.runId
   }
-  const mark = { id, index, person: personFingerprint(settings.keys, personUid, opened.value) }
+  const span = processor.spans?.({
+    queue: settings.name,
+    operation: operationName,
+    run,
+    index,
+    attempt: job.attemptsMade + 1,
+    queueWaitMillis: Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp)
+  })
+  if (span === undefined) return attemptCall(processor, count, job, opened.value, operation, about)
+  let told: [string, string | undefined] = ["error", undefined]
+  const countAndTell = (outcome: string, kind?: string) => {
+    told = [outcome, kind]
+    count(outcome, kind)
+  }
+  try {
+    return await attemptCall(processor, countAndTell, job, opened.value, operation, about, span.parent)
+  } finally {
+    span.end(...told)
+  }
+}
+
+/** A job's person and terms, unsealed. */
+type Opened = JobPerson & JobTerms
+
+/** The call of an opened job, its outcome delivered and counted, its failure thrown as BullMQ understands it. */
+const attemptCall = async <S, O, R, E extends ClinicalError & { readonly message: string }>(
+  processor: Processor<S, O, R, E>,
+  count: (outcome: string, kind?: string) => void,
+  job: BullJob,
+  opened: Opened,
+  operation: O,
+  about: About<S>,
+  parent?: unknown
+): Promise<null> => {
+  const { bull, call, queue, settings, sink } = processor
+  const { index, personUid, range, run } = opened
+  const mark = { id: about.jobId, index, person: personFingerprint(settings.keys, personUid, opened) }
   // What the application's code throws (its sink, a layer of its own) may name the person: BullMQ
   // keeps a fixed text instead, and the error itself goes to the worker's `onError`.
   const foreign = (what: "SinkFailed" | "CallFailed") => (error: unknown): never => {
@@ -189,7 +262,7 @@ const attemptJob = async <S, O, R, E extends ClinicalError & { readonly message:
     }
     throw thrown(new Error(`${what}: the ${what === "SinkFailed" ? "sink" : "call"} threw (its error went to onError)`))
   }
-  const outcome = await call(operation, personUid, range).catch(foreign("CallFailed"))
+  const outcome = await call(operation, personUid, range, parent).catch(foreign("CallFailed"))
   /** The record to the sink within its time, then its outcome to the run's counts. */
   const deliver = async (record: JobRecord<S, R, E>) => {
     await within(
@@ -197,7 +270,7 @@ const attemptJob = async <S, O, R, E extends ClinicalError & { readonly message:
       processor.sinkMillis,
       () => new Error(`the sink did not finish within ${processor.sinkMillis} ms`)
     ).catch(foreign("SinkFailed"))
-    await recordOutcome(settings, run, opened.value.runId, mark, record.outcome === "Success" ? "D" : "F")
+    await recordOutcome(settings, run, opened.runId, mark, record.outcome === "Success" ? "D" : "F")
   }
   if (outcome._tag === "Success") {
     await deliver({ outcome: "Success", ...about, result: outcome.result })
@@ -206,27 +279,27 @@ const attemptJob = async <S, O, R, E extends ClinicalError & { readonly message:
   }
   const error = outcome.error
   const decision = decide(error)
-  const reason = reasonOf(error, personUid)
+  const { kind, reason } = reasonOf(error, personUid)
   switch (decision._tag) {
     case "Permanent":
       await deliver({ outcome: "Failure", ...about, error })
-      count("failed", kindOf(error))
+      count("failed", kind)
       throw thrown(new bull.UnrecoverableError(reason))
     case "Retry": {
       const attempts = job.opts.attempts ?? 1
       const last = job.attemptsMade + 1 >= attempts
       if (last) await deliver({ outcome: "Failure", ...about, error })
-      count(last ? "failed" : "retried", kindOf(error))
+      count(last ? "failed" : "retried", kind)
       throw thrown(new Error(reason))
     }
     case "PauseFleet":
       await pauseFleet(queue, decision.millis)
-      count("paused", kindOf(error))
+      count("paused", kind)
       throw new bull.RateLimitError()
     case "PauseQueue":
       await settings.connection.call("HSET", settings.metaKey, "pausedBecause", decision.reason)
       await queue.pause()
-      count("paused", kindOf(error))
+      count("paused", kind)
       throw new bull.RateLimitError()
   }
 }

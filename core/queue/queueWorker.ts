@@ -6,7 +6,7 @@ import type { ClinicalError } from "../errors.js"
 import { nameOf } from "../operationName.js"
 import { redactor } from "../redaction/redaction.js"
 import { type Bull, type BullQueue, type BullWorker, connectionOf } from "./bull.js"
-import { type Call, type JobRecord, type Meter, processJob } from "./jobProcessor.js"
+import { type Call, type JobRecord, type JobSpans, type Meter, processJob } from "./jobProcessor.js"
 import { describe, Failure, queueError } from "./queueError.js"
 import { bullQueue, readMeta, refusal } from "./queueMeta.js"
 import type { Settings } from "./queueSettings.js"
@@ -22,6 +22,9 @@ export interface RunningWorker<W> {
 /** How often a worker samples the queue's depth into `clinical_queue_depth`. */
 const DEPTH_EVERY_MILLIS = 5_000
 
+/** Longest `close()` waits for its last depth sample. */
+const DEPTH_AT_CLOSE_MILLIS = 1_000
+
 /** The rate limit's window: the queue's global limit and each worker's limiter share it. */
 export const RATE_WINDOW_MILLIS = 1000
 
@@ -30,6 +33,12 @@ export const METRIC_MINUTES = 7 * 24 * 60
 
 /** Longest `close()` waits, past `closeTimeout`, for the attempts it gave up to be written back. */
 const ABANDON_MILLIS = 5_000
+
+/** The queue's jobs by state, now, into the meter's depth gauge (what `clinical_queue_depth` says). */
+export const sampleDepth = async (queue: BullQueue, name: string, meter: Meter): Promise<void> => {
+  const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized")
+  for (const [state, n] of Object.entries(counts)) meter.depth(name, state, n)
+}
 
 /** What a worker is started with: its options read (durations in ms), its call, and the line's parts. */
 export interface Start<W extends BullWorker, S, O extends { readonly name: string }, R, E> {
@@ -46,6 +55,8 @@ export interface Start<W extends BullWorker, S, O extends { readonly name: strin
   readonly sinkMillis: number
   readonly hold: (personUid: string) => S
   readonly meter: Meter
+  /** A span per job attempt, when the line makes them (its Effect form, a tracer installed). */
+  readonly spans?: JobSpans | undefined
   /** Told of a failure the worker survived, as the line's error (what it throws is ignored). */
   readonly onError: (error: unknown) => void
 }
@@ -85,6 +96,7 @@ export const startWorker = async <
     call: start.call,
     hold: start.hold,
     meter: start.meter,
+    spans: start.spans,
     onForeignError: (what, error, personUid) =>
       report(new Failure(queueError("work", redactor([personUid])(`${what}: ${describe(error)}`).slice(0, 500))))
   })
@@ -108,11 +120,10 @@ export const startWorker = async <
     }
   )
   worker.on("error", report)
-  const sampler = setInterval(() => {
-    queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized").then((counts) => {
-      for (const [state, n] of Object.entries(counts)) start.meter.depth(state, n)
-    }, report)
-  }, DEPTH_EVERY_MILLIS)
+  // This worker's stall check took a job back from a worker that stopped renewing its lock.
+  worker.on("stalled", () => start.meter.job(settings.name, "stalled"))
+  const sample = () => sampleDepth(queue, settings.name, start.meter).catch(report)
+  const sampler = setInterval(sample, DEPTH_EVERY_MILLIS)
   sampler.unref()
   let closing: Promise<void> | undefined
   return {
@@ -138,6 +149,9 @@ export const startWorker = async <
           // Their failures are written as Redis allows: a Redis that is away holds close() no longer.
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, ABANDON_MILLIS).unref())])
         }
+        // The depth as the worker leaves it (a gauge read after the last job says what is left),
+        // within a second: a Redis that is away holds close() no longer.
+        await Promise.race([sample(), new Promise((resolve) => setTimeout(resolve, DEPTH_AT_CLOSE_MILLIS).unref())])
         await queue.close()
       })()
   }

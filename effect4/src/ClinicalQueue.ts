@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import type * as Tracer from "effect/Tracer"
 import * as Enqueue from "../../core/queue/enqueue.js"
 import type * as Processor from "../../core/queue/jobProcessor.js"
 import * as Meta from "../../core/queue/queueMeta.js"
@@ -29,6 +30,7 @@ import * as Core from "../../core/queue/queueSettings.js"
 import * as CoreWorker from "../../core/queue/queueWorker.js"
 import { type ClinicalError, InvalidConfig, isClinicalError, QueueError } from "./ClinicalError.js"
 import { line } from "./internal/line.js"
+import { jobSpans } from "./internal/queue/jobSpans.js"
 import { bull, fromCore, keyHold, meter, queueError } from "./internal/queue/queue.js"
 import * as PersonData from "./PersonData.js"
 import type { Client } from "./promise.js"
@@ -184,13 +186,15 @@ type Call = Processor.Call<PersonData.Operation, PersonData.Result<PersonData.It
 const start = (
   options: WorkerOptions & { readonly operation: Operations },
   settings: Core.Settings,
-  call: Call
+  call: Call,
+  spans?: Processor.JobSpans
 ): Promise<RunningWorker> =>
   CoreWorker.startWorker({
     bull,
     settings,
     operations: listOf(options.operation),
     call,
+    spans,
     sink: options.sink,
     ...Core.workerTimings(options, line),
     hold: (personUid) => Redacted.make(personUid),
@@ -208,15 +212,18 @@ export const worker = (
 ): Effect.Effect<RunningWorker, InvalidConfig | QueueError, PersonData.PersonData | Scope.Scope> =>
   Effect.gen(function*() {
     const settings = yield* checkedWorker(options)
-    const run = Effect.runPromiseWith(yield* Effect.context<PersonData.PersonData>())
+    const context = yield* Effect.context<PersonData.PersonData>()
+    const run = Effect.runPromiseWith(context)
     const echoes = echoesOf(options)
-    const call: Call = (operation, personUid, range) =>
-      run(Effect.match(PersonData.get(operation, personUid, { ...range, ...echoes }), {
+    const call: Call = (operation, personUid, range, parent) => {
+      const read = Effect.match(PersonData.get(operation, personUid, { ...range, ...echoes }), {
         onFailure: (error) => ({ _tag: "Failure", error }) as const,
         onSuccess: (result) => ({ _tag: "Success", result }) as const
-      }))
+      })
+      return run(parent === undefined ? read : Effect.withParentSpan(read, parent as Tracer.AnySpan))
+    }
     return yield* Effect.acquireRelease(
-      attempt("work", () => start(options, settings, call)),
+      attempt("work", () => start(options, settings, call, jobSpans(context))),
       (running) => Effect.promise(() => running.close())
     )
   })

@@ -4,7 +4,9 @@
  */
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import { make as label } from "effect/MetricLabel"
 import type * as Redacted from "effect/Redacted"
+import * as Metrics from "../../../core/observability/metrics.js"
 import type * as Core from "../../../core/queue/jobProcessor.js"
 import type { ClinicalError } from "../../ClinicalError.js"
 import type * as PersonData from "../../PersonData.js"
@@ -23,22 +25,23 @@ export type Sink = (record: JobRecord) => Promise<void> | void
 /** The call of a person: its result or its typed failure, never a throw. */
 export type Call = Core.Call<PersonData.Operation, PersonData.Result<PersonData.Item>, ClinicalError>
 
-const jobs = Metric.counter("clinical_queue_jobs_total", {
-  description: "Queue jobs processed by this worker, by outcome (completed, failed, retried, paused)",
+const jobs = Metric.counter(Metrics.queueJobs.name, {
+  description: Metrics.queueJobs.description,
   incremental: true
 })
-const failures = Metric.counter("clinical_queue_failures_total", {
-  description: "Failed attempts of queue jobs, by failure kind",
+const failures = Metric.counter(Metrics.queueFailures.name, {
+  description: Metrics.queueFailures.description,
   incremental: true
 })
 /** Sampled by the worker: jobs waiting (a paused queue's too), active, delayed, failed and prioritized in the whole queue. */
-export const depth = Metric.gauge("clinical_queue_depth", {
-  description: "Jobs in the queue by state, sampled by each worker"
-})
+export const depth = Metric.gauge(Metrics.queueDepth.name, { description: Metrics.queueDepth.description })
 
 /** This line's metrics of its workers: one for the process. */
 export const meter: Core.Meter = {
-  job: (outcome) => Effect.runSync(Metric.increment(Metric.tagged(jobs, "outcome", outcome))),
-  failure: (kind) => Effect.runSync(Metric.increment(Metric.tagged(failures, "kind", kind))),
-  depth: (state, n) => Effect.runSync(Metric.set(Metric.tagged(depth, "state", state), n))
+  job: (queue, outcome) =>
+    Effect.runSync(Metric.increment(Metric.taggedWithLabels(jobs, [label("queue", queue), label("outcome", outcome)]))),
+  failure: (queue, kind) =>
+    Effect.runSync(Metric.increment(Metric.taggedWithLabels(failures, [label("queue", queue), label("kind", kind)]))),
+  depth: (queue, state, n) =>
+    Effect.runSync(Metric.set(Metric.taggedWithLabels(depth, [label("queue", queue), label("state", state)]), n))
 }

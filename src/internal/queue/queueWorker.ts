@@ -6,6 +6,7 @@
 import type { Worker } from "bullmq"
 import type * as Duration from "effect/Duration"
 import * as Redacted from "effect/Redacted"
+import type { JobSpans } from "../../../core/queue/jobProcessor.js"
 import * as Core from "../../../core/queue/queueSettings.js"
 import * as CoreWorker from "../../../core/queue/queueWorker.js"
 import type { InvalidConfig } from "../../ClinicalError.js"
@@ -41,13 +42,15 @@ export const startWorker = (
   options: WorkerOptions,
   settings: Settings,
   operations: ReadonlyArray<PersonData.Operation>,
-  call: Call
+  call: Call,
+  spans?: JobSpans
 ): Promise<RunningWorker> =>
   CoreWorker.startWorker({
     bull,
     settings,
     operations,
     call,
+    spans,
     sink: options.sink,
     ...Core.workerTimings(options, line),
     hold: (personUid) => Redacted.make(personUid),

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Redacted from "effect/Redacted"
 import type * as Errors from "../../../../core/errors.js"
+import * as Metrics from "../../../../core/observability/metrics.js"
 import type { Bull } from "../../../../core/queue/bull.js"
 import type { Meter } from "../../../../core/queue/jobProcessor.js"
 import type { KeyHold } from "../../../../core/queue/jobSeal.js"
@@ -35,22 +36,20 @@ export const fromCore = (error: Core.QueueError | Errors.InvalidConfig): QueueEr
 export const queueError = (operation: string) => (error: unknown): QueueError | InvalidConfig =>
   error instanceof QueueError || error instanceof InvalidConfig ? error : fromCore(Core.failureOf(operation, error))
 
-const jobs = Metric.counter("clinical_queue_jobs_total", {
-  description: "Queue jobs processed by this worker, by outcome (completed, failed, retried, paused)",
+const jobs = Metric.counter(Metrics.queueJobs.name, {
+  description: Metrics.queueJobs.description,
   incremental: true
 })
-const failures = Metric.counter("clinical_queue_failures_total", {
-  description: "Failed attempts of queue jobs, by failure kind",
+const failures = Metric.counter(Metrics.queueFailures.name, {
+  description: Metrics.queueFailures.description,
   incremental: true
 })
 /** Sampled by the worker: jobs waiting (a paused queue's too), active, delayed, failed and prioritized in the whole queue. */
-export const depth = Metric.gauge("clinical_queue_depth", {
-  description: "Jobs in the queue by state, sampled by each worker"
-})
+export const depth = Metric.gauge(Metrics.queueDepth.name, { description: Metrics.queueDepth.description })
 
 /** This line's metrics of its workers: one for the process. */
 export const meter: Meter = {
-  job: (outcome) => Effect.runSync(Metric.update(Metric.withAttributes(jobs, { outcome }), 1)),
-  failure: (kind) => Effect.runSync(Metric.update(Metric.withAttributes(failures, { kind }), 1)),
-  depth: (state, n) => Effect.runSync(Metric.update(Metric.withAttributes(depth, { state }), n))
+  job: (queue, outcome) => Effect.runSync(Metric.update(Metric.withAttributes(jobs, { queue, outcome }), 1)),
+  failure: (queue, kind) => Effect.runSync(Metric.update(Metric.withAttributes(failures, { queue, kind }), 1)),
+  depth: (queue, state, n) => Effect.runSync(Metric.update(Metric.withAttributes(depth, { queue, state }), n))
 }
