@@ -15,6 +15,7 @@ export default {
     "core/queue/queueWorker.ts",
     "core/queue/jobProcessor.ts",
     "core/queue/queueOperations.ts",
+    "core/queue/jobSpan.ts",
     "src/ClinicalQueue.ts",
     "src/cli/resultShards.ts",
     "core/wholeLines.ts"

@@ -123,3 +123,27 @@ export const queueDepth = gauge(
   "clinical_queue_depth",
   "Jobs in the queue by queue and state, sampled by each worker every 5 s, when it closes, and when read"
 )
+
+/** Persons a command-line batch wrote a result for this run, by `operation` and `outcome` (success, failure). */
+export const batchResults = counter(
+  "clinical_batch_results_total",
+  "Persons a batch wrote a result line for in this run, by operation and outcome (success, failure)"
+)
+
+/** Persons in a command-line batch's input, and those already done before this run, by `operation` and `state`. */
+export const batchPersons = gauge(
+  "clinical_batch_persons",
+  "Persons of a batch by operation and state: input (all of them), earlier (done in earlier runs)"
+)
+
+/** Whether the queue is paused (1) or not (0), by `queue`: read by the command line when its metrics are read. */
+export const queuePaused = gauge(
+  "clinical_queue_paused",
+  "Whether the queue is paused (1: by a worker after refused credentials, or by an operator), by queue"
+)
+
+/** The queue's latest run, the whole fleet's work: its persons by `queue` and `state` (enqueued, done, failed). */
+export const queueRun = gauge(
+  "clinical_queue_run_persons",
+  "Persons of the queue's latest run, the whole fleet's: enqueued, done, failed; by queue and state"
+)

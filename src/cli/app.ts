@@ -25,10 +25,12 @@ import * as PersonAuthentication from "../PersonAuthentication.js"
 import * as PersonData from "../PersonData.js"
 import * as TokenService from "../TokenService.js"
 import { client, settingsFile } from "./environment.js"
+import { metricsOptions, withTelemetry } from "./observed.js"
 import { CliError, ExitCode, exitCodeOfError, usage } from "./outcome.js"
 import * as Persons from "./persons.js"
 import { optional, queueCommand } from "./queue.js"
 import * as Render from "./render.js"
+import { VERSION } from "./version.js"
 
 /**
  * The parts of one command each (the batch's job, the probe, the mock server with its HTTP server),
@@ -297,72 +299,81 @@ const dataCommand = (name: string, operation: PersonData.Operation) =>
 // ---------------------------------------------------------------------------------------------
 // batch
 
-const batch = Command.make("batch", {
-  settingsFile,
-  operation: Args.text({ name: "operation" }).pipe(
-    Args.withDescription(`one of ${OPERATIONS.map(([command]) => command).join(", ")}`)
-  ),
-  personsFile: Options.file("persons-file").pipe(
-    Options.withDescription("the PersonUids, one per line")
-  ),
-  out: Options.file("out").pipe(Options.withDescription("results, one JSON line per person (created owner-only)")),
-  resume: Options.boolean("resume").pipe(
-    Options.withDescription("continue an interrupted batch: skip the persons already in --out")
-  ),
-  concurrency: Options.integer("concurrency").pipe(
-    Options.withDescription("calls in flight (default: CLINICAL_MAX_CONCURRENT_REQUESTS, 64)"),
-    Options.optional
-  ),
-  progressEvery: Options.float("progress-every").pipe(
-    Options.withDescription("seconds between progress reports (default: 0.2 at a terminal, else 10)"),
-    Options.optional
-  ),
-  outagePatience: Options.float("outage-patience").pipe(
-    Options.withDescription(
-      "seconds the batch waits for a service that looks down before it stops (default 300; 0: no wait)"
+const batch = Command.make(
+  "batch",
+  {
+    settingsFile,
+    operation: Args.text({ name: "operation" }).pipe(
+      Args.withDescription(`one of ${OPERATIONS.map(([command]) => command).join(", ")}`)
     ),
-    Options.optional
-  ),
-  startDate,
-  endDate
-}, (options) =>
-  Effect.flatMap(checkedArguments(options), ({ endDate, startDate }) =>
-    Effect.gen(function*() {
-      const operation = yield* operationNamed(options.operation)
-      const interactive = process.stderr.isTTY === true
-      const every = Option.getOrElse(options.progressEvery, () => (interactive ? 0.2 : 10))
-      if (!(every >= 0.05 && every <= 86_400)) {
-        return yield* Effect.fail(usage("--progress-every must be from 0.05 to 86400 seconds"))
-      }
-      // Checked by the library's own rules before any file is created: a refused option leaves
-      // nothing behind.
-      const concurrency = Option.getOrUndefined(options.concurrency)
-      const patience = Option.getOrUndefined(options.outagePatience)
-      if (patience !== undefined && !(patience >= 0 && patience <= 604_800)) {
-        return yield* Effect.fail(usage("--outage-patience must be from 0 to 604800 seconds"))
-      }
-      const outagePatience = patience === undefined ? undefined : Duration.millis(patience * 1000)
-      const refused = refusedOption({ concurrency, outagePatience })
-      if (refused !== undefined) return yield* Effect.fail(usage(`--${refused[0]} ${refused[1]}`))
-      yield* (yield* BatchJob).run({
-        operation,
-        personsFile: options.personsFile,
-        out: options.out,
-        resume: options.resume,
-        concurrency,
-        startDate,
-        endDate,
-        interactive,
-        progressEvery: Duration.millis(every * 1000),
-        outagePatience
-      })
-    }).pipe(Effect.provide(client(options.settingsFile))))).pipe(
-    Command.withDescription(
-      "Run one operation for every person of a file: results to --out (NDJSON, by input position, no PersonUid), " +
-        "progress on stderr, resumable with --resume after Ctrl-C.\n" +
-        "Example: effect-clinical batch medications --persons-file persons.txt --out results.ndjson"
+    personsFile: Options.file("persons-file").pipe(
+      Options.withDescription("the PersonUids, one per line")
+    ),
+    out: Options.file("out").pipe(Options.withDescription("results, one JSON line per person (created owner-only)")),
+    resume: Options.boolean("resume").pipe(
+      Options.withDescription("continue an interrupted batch: skip the persons already in --out")
+    ),
+    concurrency: Options.integer("concurrency").pipe(
+      Options.withDescription("calls in flight (default: CLINICAL_MAX_CONCURRENT_REQUESTS, 64)"),
+      Options.optional
+    ),
+    progressEvery: Options.float("progress-every").pipe(
+      Options.withDescription("seconds between progress reports (default: 0.2 at a terminal, else 10)"),
+      Options.optional
+    ),
+    outagePatience: Options.float("outage-patience").pipe(
+      Options.withDescription(
+        "seconds the batch waits for a service that looks down before it stops (default 300; 0: no wait)"
+      ),
+      Options.optional
+    ),
+    startDate,
+    endDate,
+    ...metricsOptions
+  },
+  (options) =>
+    Effect.flatMap(
+      checkedArguments(options),
+      ({ endDate, startDate }) =>
+        withTelemetry(options, () =>
+          Effect.gen(function*() {
+            const operation = yield* operationNamed(options.operation)
+            const interactive = process.stderr.isTTY === true
+            const every = Option.getOrElse(options.progressEvery, () => (interactive ? 0.2 : 10))
+            if (!(every >= 0.05 && every <= 86_400)) {
+              return yield* Effect.fail(usage("--progress-every must be from 0.05 to 86400 seconds"))
+            }
+            // Checked by the library's own rules before any file is created: a refused option leaves
+            // nothing behind.
+            const concurrency = Option.getOrUndefined(options.concurrency)
+            const patience = Option.getOrUndefined(options.outagePatience)
+            if (patience !== undefined && !(patience >= 0 && patience <= 604_800)) {
+              return yield* Effect.fail(usage("--outage-patience must be from 0 to 604800 seconds"))
+            }
+            const outagePatience = patience === undefined ? undefined : Duration.millis(patience * 1000)
+            const refused = refusedOption({ concurrency, outagePatience })
+            if (refused !== undefined) return yield* Effect.fail(usage(`--${refused[0]} ${refused[1]}`))
+            yield* (yield* BatchJob).run({
+              operation,
+              personsFile: options.personsFile,
+              out: options.out,
+              resume: options.resume,
+              concurrency,
+              startDate,
+              endDate,
+              interactive,
+              progressEvery: Duration.millis(every * 1000),
+              outagePatience
+            })
+          }).pipe(Effect.provide(client(options.settingsFile))))
     )
+).pipe(
+  Command.withDescription(
+    "Run one operation for every person of a file: results to --out (NDJSON, by input position, no PersonUid), " +
+      "progress on stderr, resumable with --resume after Ctrl-C.\n" +
+      "Example: effect-clinical batch medications --persons-file persons.txt --out results.ndjson"
   )
+)
 
 // ---------------------------------------------------------------------------------------------
 // probe
@@ -545,13 +556,6 @@ const root = Command.make("effect-clinical").pipe(
     mockServer
   ])
 )
-
-/**
- * The version `--version` prints: the package's that carries the executable (the bundle is built
- * into both lines' packages, scripts/bundle-cli.mjs writes it in); run from source, this one's.
- */
-declare const __EFFECT_CLINICAL_VERSION__: string | undefined
-const VERSION = typeof __EFFECT_CLINICAL_VERSION__ === "string" ? __EFFECT_CLINICAL_VERSION__ : "3.0.0"
 
 /** The command line, given `process.argv`. */
 export const cli = Command.run(root, { name: "effect-clinical", version: VERSION })

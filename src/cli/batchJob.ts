@@ -13,6 +13,7 @@ import * as Console from "effect/Console"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Metric from "effect/Metric"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -31,6 +32,7 @@ import {
   writeReplacing
 } from "../../core/files.js"
 import * as Json from "../../core/json.js"
+import * as Metrics from "../../core/observability/metrics.js"
 import { timeLeftMillis } from "../../core/pace.js"
 import { wholeLines } from "../../core/wholeLines.js"
 import type { ClinicalError } from "../ClinicalError.js"
@@ -38,6 +40,19 @@ import * as PersonData from "../PersonData.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { fromFile, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
+
+const results = Metric.counter(Metrics.batchResults.name, {
+  description: Metrics.batchResults.description,
+  incremental: true
+})
+const persons = Metric.gauge(Metrics.batchPersons.name, { description: Metrics.batchPersons.description })
+
+/** The batch's counts of results written, by outcome, for `operation`. */
+const counted = (operation: string, outcome: "success" | "failure", n: number) =>
+  n === 0 ? Effect.void : Metric.incrementBy(
+    Metric.tagged(Metric.tagged(results, "operation", operation), "outcome", outcome),
+    n
+  )
 
 /** What a batch is asked to do (its options already checked). */
 export interface Job {
@@ -238,6 +253,10 @@ export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonDa
     const opened = yield* open(job)
     const startedAt = yield* Clock.currentTimeMillis
     const tally = new RunTally(opened.earlier)
+    const gauge = (state: string) =>
+      Metric.tagged(Metric.tagged(persons, "operation", job.operation.name), "state", state)
+    yield* Metric.set(gauge("input"), opened.total)
+    yield* Metric.set(gauge("earlier"), tally.already)
     const latest = yield* Ref.make<PersonData.Progress>(progressOf(initial, 0))
     const report = Effect.flatMap(Ref.get(latest), (progress) =>
       job.interactive
@@ -434,7 +453,9 @@ const writeResults = (
     // Each chunk is what has completed since the last write: written at once, nothing held back.
     Stream.runForEachChunk((entries) => {
       // Stryker disable next-line MethodExpression,ConditionalExpression,StringLiteral: equivalent in what is written (an empty line joins as nothing); the count it feeds shows only if a batch stopped early is interrupted between its last two writes
-      const lines = Chunk.toReadonlyArray(entries).map((entry) => tally.lineOf(entry)).filter((line) => line !== "")
+      const answered = Chunk.toReadonlyArray(entries)
+      const lines = answered.map((entry) => tally.lineOf(entry)).filter((line) => line !== "")
+      const failures = answered.filter((entry) => entry.outcome._tag === "Failure").length
       // Stryker disable next-line ConditionalExpression: equivalent, writing no line writes nothing
       return lines.length === 0
         ? Effect.void
@@ -442,7 +463,11 @@ const writeResults = (
         : Effect.uninterruptible(
           Effect.map(io(`cannot write ${shownOut}`, () => out.lines.append(lines.join(""))), () => {
             tally.written += lines.length
-          })
+          }).pipe(
+            // Counted once written, as the results file holds them.
+            Effect.zipLeft(counted(job.operation.name, "success", lines.length - failures)),
+            Effect.zipLeft(counted(job.operation.name, "failure", failures))
+          )
         )
     }),
     Effect.onInterrupt(() =>

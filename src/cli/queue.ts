@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as PersonData from "../PersonData.js"
 import { settingsFile } from "./environment.js"
+import { metricsOptions, withTelemetry } from "./observed.js"
 import { type CliError, usage } from "./outcome.js"
 
 const QueueJob = Effect.tryPromise({
@@ -147,11 +148,12 @@ const workCommand = ({ operations }: Shared) =>
       Options.float("progress-every"),
       "seconds between progress lines on stderr (default 10)",
       10
-    )
+    ),
+    ...metricsOptions
   }, (options) =>
     Effect.gen(function*() {
       const every = yield* seconds("progress-every", Option.some(options.progressEvery), 0.05, 86_400)
-      yield* (yield* QueueJob).work({
+      const work = {
         settingsFile: options.settingsFile,
         queue: yield* checkedQueue(options.queue),
         operations,
@@ -162,7 +164,9 @@ const workCommand = ({ operations }: Shared) =>
         stalledInterval: yield* seconds("stalled-interval", options.stalledInterval, 1, 3600),
         untilEmpty: options.untilEmpty,
         progressEvery: every!
-      })
+      }
+      const queueJob = yield* QueueJob
+      yield* withTelemetry(options, (gauges) => queueJob.work({ ...work, gauges }))
     })).pipe(Command.withDescription(
       "Process the queue's jobs, results appended to a shard of --shards; SIGTERM finishes the active jobs and stops.\n" +
         "Example: effect-clinical queue work --workers 2 --shards /shared/results"
@@ -172,18 +176,21 @@ const statusCommand = Command.make("status", {
   settingsFile,
   queue,
   json: Options.boolean("json").pipe(Options.withDescription("print JSON instead of a table")),
-  sample: withDefault(Options.float("sample"), "seconds to watch for the rate and ETA (default 1; 0: none)", 1)
+  sample: withDefault(Options.float("sample"), "seconds to watch for the rate and ETA (default 1; 0: none)", 1),
+  ...metricsOptions
 }, (options) =>
   Effect.gen(function*() {
-    const sample = yield* seconds("sample", Option.some(options.sample), 0, 600)
-    yield* (yield* QueueJob).status({
+    const status = {
       settingsFile: options.settingsFile,
       queue: yield* checkedQueue(options.queue),
       json: options.json,
-      sample: sample!
-    })
+      sample: (yield* seconds("sample", Option.some(options.sample), 0, 600))!
+    }
+    const queueJob = yield* QueueJob
+    yield* withTelemetry(options, (gauges) => queueJob.status({ ...status, gauges }))
   })).pipe(Command.withDescription(
-    "The queue's jobs by state, its rate and ETA, failures by kind, and why it is paused."
+    "The queue's jobs by state, its rate and ETA, failures by kind, and why it is paused. With --metrics-port, " +
+      "it then serves the queue's gauges (read from Redis at each scrape) until SIGTERM or Ctrl-C."
   ))
 
 const collectCommand = Command.make("collect", {

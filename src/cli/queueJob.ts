@@ -14,19 +14,23 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { Redis } from "ioredis"
 import { createReadStream } from "node:fs"
 import { unlink } from "node:fs/promises"
+import * as Metrics from "../../core/observability/metrics.js"
 import { perSecond, timeLeftMillis } from "../../core/pace.js"
 import { ClinicalQueue } from "../bullmq.js"
 import * as ClinicalClient from "../ClinicalClient.js"
+import { meter } from "../internal/queue/jobProcessor.js"
 import { redactor } from "../internal/redaction/redaction.js"
 import { derivedKey, sealingKey } from "../internal/token/storedEntry.js"
 import type * as PersonData from "../PersonData.js"
 import * as TokenStore from "../TokenStore.js"
 import { configProvider } from "./environment.js"
+import type { Gauges } from "./observed.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { boundedLines, MAX_LINE_BYTES, personOfLine, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
@@ -279,7 +283,36 @@ export const enqueue = (job: Enqueue) =>
 
 // ---------------------------------------------------------------------------------------------
 
+const paused = Metric.gauge(Metrics.queuePaused.name, { description: Metrics.queuePaused.description })
+const runPersons = Metric.gauge(Metrics.queueRun.name, { description: Metrics.queueRun.description })
+
+/**
+ * The queue's gauges from a status read now: its depth by state, whether it is paused, its latest
+ * run's persons (the fleet's). What `--metrics-port` serves is current at each scrape.
+ */
+const refreshGauges = (options: ClinicalQueue.QueueOptions, queue: string) =>
+  Effect.flatMap(ClinicalQueue.status(options, { failuresByKind: false }), (now) =>
+    Effect.sync(() => {
+      const depth = {
+        waiting: now.waiting,
+        active: now.active,
+        delayed: now.delayed,
+        failed: now.failed,
+        prioritized: now.prioritized
+      }
+      for (const [state, n] of Object.entries(depth)) meter.depth(queue, state, n)
+      Effect.runSync(Metric.set(Metric.tagged(paused, "queue", queue), now.isPaused ? 1 : 0))
+      const run = now.run
+      if (run === undefined) return
+      const persons = Metric.tagged(runPersons, "queue", queue)
+      for (const [state, n] of [["enqueued", run.persons], ["done", run.done], ["failed", run.failed]] as const) {
+        Effect.runSync(Metric.set(Metric.tagged(persons, "state", state), n))
+      }
+    }))
+
 export interface Work extends Common {
+  /** Where the queue's gauges are refreshed from, before metrics are read. */
+  readonly gauges: Gauges
   /** The operations a worker reads: each job names its own. */
   readonly operations: ReadonlyArray<PersonData.Operation>
   readonly workers: number
@@ -385,6 +418,7 @@ const working = (job: Work, environment: QueueEnvironment) =>
   Effect.scoped(Effect.gen(function*() {
     // BullMQ's commands wait in ioredis's queue while Redis is away, and run when it is back.
     const options = yield* queueOptions(job, environment, {})
+    job.gauges.refreshWith(() => Effect.runPromise(refreshGauges(options, job.queue)))
     const before = yield* ClinicalQueue.status(options, { failuresByKind: false })
     // Each job names its operation (sealed): the queue's records only say whether there is any.
     const operation = before.run?.operation ?? before.operation
@@ -475,6 +509,7 @@ const working = (job: Work, environment: QueueEnvironment) =>
 // ---------------------------------------------------------------------------------------------
 
 export interface StatusJob extends Common {
+  readonly gauges: Gauges
   readonly json: boolean
   readonly sample: Duration.Duration
 }
@@ -482,6 +517,7 @@ export interface StatusJob extends Common {
 export const status = (job: StatusJob) =>
   withQueue(job, (options) =>
     Effect.gen(function*() {
+      job.gauges.refreshWith(() => Effect.runPromise(refreshGauges(options, job.queue)))
       const first = yield* ClinicalQueue.status(options)
       const millis = Duration.toMillis(job.sample)
       const second = millis === 0 ? first : yield* Effect.zipRight(
@@ -508,30 +544,54 @@ export const status = (job: StatusJob) =>
         etaSeconds: etaMillis === undefined ? null : Math.round(etaMillis / 1000),
         failedByKind: Object.fromEntries(failedByKind)
       }
-      if (job.json) return yield* Console.log(Render.json(report, 2))
-      const run = second.run
-      yield* Console.log(Render.fields([
-        ["queue", `${job.queue} (${report.operation ?? "empty"})`],
-        [
-          "run",
-          run === undefined
-            ? "none"
-            : `${run.run}: ${run.done} done, ${run.failed} failed of ${run.persons} enqueued` +
-              (run.enqueued ? "" : second.enqueuing ? " (still enqueuing)" : " (its enqueue stopped: enqueue again)")
-        ],
-        ["waiting", String(report.waiting)],
-        ["active", String(report.active)],
-        ["delayed", `${report.delayed} (retrying after a failure)`],
-        ["failed", String(report.failed)],
-        ...failedByKind.map(([kind, count]) => [`  ${kind}`, String(count)] as const),
-        ["paused", report.paused ? `yes: ${report.pausedBecause ?? "by an operator"}` : "no"],
-        ...(report.rateLimitedForMillis > 0
-          ? [["rate limited", `${Render.duration(report.rateLimitedForMillis)} more`] as const]
-          : []),
-        ["rate", rate === undefined ? "not sampled" : `${rate.toFixed(1)} persons/s`],
-        ["eta", etaMillis === undefined ? "unknown" : Render.duration(etaMillis)]
-      ]))
+      yield* Console.log(job.json ? Render.json(report, 2) : statusTable(job.queue, second, report, failedByKind))
+      // A scrape endpoint serves the queue's gauges, read at each scrape, until the command is stopped.
+      if (job.gauges.scraped) return yield* Effect.never
     }))
+
+/** `queue status`'s table. */
+const statusTable = (
+  queue: string,
+  second: ClinicalQueue.Status,
+  report: {
+    readonly operation: string | null
+    readonly waiting: number
+    readonly active: number
+    readonly delayed: number
+    readonly failed: number
+    readonly paused: boolean
+    readonly pausedBecause: string | null
+    readonly rateLimitedForMillis: number
+    readonly personsPerSecond: number | null
+    readonly etaSeconds: number | null
+  },
+  failedByKind: ReadonlyArray<readonly [string, number]>
+): string => {
+  const rate = report.personsPerSecond ?? undefined
+  const etaMillis = report.etaSeconds === null ? undefined : report.etaSeconds * 1000
+  const run = second.run
+  return Render.fields([
+    ["queue", `${queue} (${report.operation ?? "empty"})`],
+    [
+      "run",
+      run === undefined
+        ? "none"
+        : `${run.run}: ${run.done} done, ${run.failed} failed of ${run.persons} enqueued` +
+          (run.enqueued ? "" : second.enqueuing ? " (still enqueuing)" : " (its enqueue stopped: enqueue again)")
+    ],
+    ["waiting", String(report.waiting)],
+    ["active", String(report.active)],
+    ["delayed", `${report.delayed} (retrying after a failure)`],
+    ["failed", String(report.failed)],
+    ...failedByKind.map(([kind, count]) => [`  ${kind}`, String(count)] as const),
+    ["paused", report.paused ? `yes: ${report.pausedBecause ?? "by an operator"}` : "no"],
+    ...(report.rateLimitedForMillis > 0
+      ? [["rate limited", `${Render.duration(report.rateLimitedForMillis)} more`] as const]
+      : []),
+    ["rate", rate === undefined ? "not sampled" : `${rate.toFixed(1)} persons/s`],
+    ["eta", etaMillis === undefined ? "unknown" : Render.duration(etaMillis)]
+  ])
+}
 
 export const retryFailed = (common: Common) =>
   withQueue(

@@ -1,0 +1,127 @@
+/**
+ * The command line's telemetry, as its plan (telemetryPlan.ts) says: the process's Effect metrics
+ * (the client's, the queue's, the batch's) to an OTLP collector and a Prometheus scrape endpoint,
+ * its spans to an OTLP collector. Loaded (with OpenTelemetry's SDK, bundled in this chunk) only when
+ * a command exports something: no command pays for it otherwise.
+ *
+ * A gauge that must be current when read (the queue's depth) is refreshed by `refresh` before each
+ * collection: a scrape, an export, the last export at the end.
+ */
+import * as Metrics from "@effect/opentelemetry/Metrics"
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import * as Resource from "@effect/opentelemetry/Resource"
+import * as Tracer from "@effect/opentelemetry/Tracer"
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http"
+import { PrometheusExporter } from "@opentelemetry/exporter-prometheus"
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
+import { type MetricProducer, type MetricReader, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { type CliError, usage } from "./outcome.js"
+import type { Plan } from "./telemetryPlan.js"
+
+/** Longest a collection waits for `refresh`: a Redis that is away must not hold a scrape. */
+const REFRESH_MILLIS = 2_000
+
+/** OpenTelemetry's default (and longest) time an export may take. */
+const EXPORT_TIMEOUT_MILLIS = 30_000
+
+/** `producer`, with `refresh` run (within its bound, its failure ignored) before each collection. */
+const refreshing = (producer: MetricProducer, refresh: (() => Promise<void>) | undefined): MetricProducer =>
+  refresh === undefined ? producer : {
+    collect: async (options) => {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      await Promise.race([
+        refresh().catch(() => undefined),
+        new Promise((resolve) => (timer = setTimeout(resolve, REFRESH_MILLIS)))
+      ])
+      clearTimeout(timer)
+      return producer.collect(options)
+    }
+  }
+
+/** The scrape endpoint: `GET /metrics` answered by the exporter, anything else 404; closed with the scope. */
+const serve = (exporter: PrometheusExporter, host: string, port: number) =>
+  Effect.acquireRelease(
+    Effect.async<Server, CliError>((resume) => {
+      const server = createServer((request, response) => {
+        if (request.method === "GET" && (request.url === "/metrics" || request.url?.startsWith("/metrics?"))) {
+          exporter.getMetricsRequestHandler(request, response)
+          return
+        }
+        response.writeHead(404, { "content-type": "text/plain" }).end("not found: the metrics are at /metrics\n")
+      })
+      server.once("error", (error: NodeJS.ErrnoException) =>
+        resume(Effect.fail(usage(`cannot serve metrics on ${host}:${port}: ${error.code ?? "error"}`))))
+      server.listen(port, host, () =>
+        resume(Effect.succeed(server)))
+    }),
+    (server) =>
+      Effect.async<void>((resume) => {
+        server.close(() =>
+          resume(Effect.void)
+        )
+        // A scraper keeps its connection open between scrapes: close() alone would wait for it.
+        server.closeAllConnections()
+      })
+  ).pipe(
+    Effect.tap((server) => {
+      const { address, port: bound } = server.address() as AddressInfo
+      const shown = address.includes(":") ? `[${address}]` : address
+      return Console.error(`metrics: http://${shown}:${bound}/metrics (Prometheus)`)
+    })
+  )
+
+/** The metric readers of the plan, each started; the scrape endpoint listening. */
+const readersOf = (plan: Plan) =>
+  Effect.gen(function*() {
+    const readers: Array<MetricReader> = []
+    if (plan.otlpMetrics !== undefined) {
+      readers.push(
+        new PeriodicExportingMetricReader({
+          exporter: new OTLPMetricExporter(),
+          exportIntervalMillis: plan.otlpMetrics.intervalMillis,
+          exportTimeoutMillis: Math.min(EXPORT_TIMEOUT_MILLIS, plan.otlpMetrics.intervalMillis)
+        })
+      )
+    }
+    if (plan.prometheus !== undefined) {
+      const exporter = new PrometheusExporter({ preventServerStart: true })
+      yield* serve(exporter, plan.prometheus.host, plan.prometheus.port)
+      readers.push(exporter)
+    }
+    return readers
+  })
+
+/**
+ * The plan's telemetry as a layer: provided around a command, its metrics exported while it runs
+ * and once more as it ends (the readers shut down with the layer), its spans to the collector.
+ */
+export const layer = (
+  plan: Plan,
+  version: string,
+  env: Readonly<Record<string, string | undefined>>,
+  refresh?: () => Promise<void>
+): Layer.Layer<never, CliError> => {
+  // Ours unless the environment names the service (OpenTelemetry's variables win).
+  const named = (env.OTEL_SERVICE_NAME ?? "").trim() !== "" ||
+    /(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? "")
+  const resource = Resource.layerFromEnv({
+    ...(named ? {} : { "service.name": "effect-clinical" }),
+    "service.version": version
+  })
+  const metrics = Layer.scopedDiscard(Effect.gen(function*() {
+    const readers = yield* readersOf(plan)
+    if (readers.length === 0) return
+    const producer = refreshing(yield* Metrics.makeProducer, refresh)
+    yield* Metrics.registerProducer(producer, () => readers as [MetricReader, ...Array<MetricReader>])
+  }))
+  const traces = plan.otlpTraces
+    ? Tracer.layer.pipe(Layer.provide(NodeSdk.layerTracerProvider(new BatchSpanProcessor(new OTLPTraceExporter()))))
+    : Layer.empty
+  return Layer.mergeAll(metrics, traces).pipe(Layer.provide(resource))
+}
