@@ -10,11 +10,15 @@ import { blocks, markdownFiles, regionText } from "../scripts/snippets.js"
 
 const root = Path.resolve(import.meta.dirname, "..")
 
-/** Languages of blocks that are not TypeScript: shell lines, console sessions (run by test/docs/CliSession.test.ts) and plain output. */
-const UNCHECKED = new Set(["sh", "console", "text", ""])
+/**
+ * Languages of blocks that are not TypeScript: shell lines, console sessions (run by
+ * test/docs/CliSession.test.ts and the pages' own tests), plain output, and the alert rules of
+ * docs/observability.md (yaml: checked against real scrapes by test/docs/WatchingRun.test.ts).
+ */
+const UNCHECKED = new Set(["sh", "console", "text", "yaml", ""])
 
 describe("snippets in README.md and docs/", () => {
-  it("every code block is TypeScript (checked below) or shell, console or plain text: no unchecked JavaScript", () => {
+  it("every code block is TypeScript (checked below) or shell, console, plain text or alert rules: no unchecked JavaScript", () => {
     for (const file of markdownFiles(root)) {
       for (const block of blocks(Fs.readFileSync(Path.join(root, file), "utf8"))) {
         if (block.language === "ts") continue
