@@ -76,7 +76,8 @@ await esbuild.build({
   sourcesContent: false,
   // ws (under the mock server) asks for these native speed-ups in a try/catch: absent, it does without.
   // BullMQ and ioredis are the application's (optional peers), loaded by the queue commands alone.
-  external: ["bufferutil", "utf-8-validate", "bullmq", "ioredis"],
+  // bull-board (its UI a directory of static files) and Express serve `queue dashboard`: the application's too.
+  external: ["bufferutil", "utf-8-validate", "bullmq", "ioredis", "@bull-board/*", "express"],
   // Bundled CommonJS packages (undici, ws) call require(): give the ES module one.
   banner: {
     js:

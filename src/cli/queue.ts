@@ -24,6 +24,20 @@ const QueueJob = Effect.tryPromise({
   }
 })
 
+const Dashboard = Effect.tryPromise({
+  try: () => import("./dashboard.js"),
+  catch: (error) => {
+    const text = String((error as Error)?.message ?? error)
+    return /bull-board|express|bullmq|ioredis/.test(text) &&
+        (error as NodeJS.ErrnoException)?.code === "ERR_MODULE_NOT_FOUND"
+      ? usage(
+        "queue dashboard needs bull-board and Express beside effect-clinical: " +
+          "npm install @bull-board/api@9.10.1 @bull-board/express@9.10.1 express@^5 bullmq@^6.7 ioredis@^5"
+      )
+      : usage(`queue dashboard could not be loaded: ${(error as NodeJS.ErrnoException)?.code ?? "error"}`)
+  }
+})
+
 const queue = Options.text("queue").pipe(
   Options.withDescription("the queue's name (default effect-clinical)"),
   Options.withDefault("effect-clinical")
@@ -221,6 +235,38 @@ const collectCommand = Command.make("collect", {
       "exit 3 when anyone is missing or failed."
   ))
 
+const dashboardCommand = Command.make("dashboard", {
+  settingsFile,
+  queue,
+  port: withDefault(Options.integer("port"), "port to serve the dashboard on (default 3000; 0: any free one)", 3000),
+  host: Options.text("host").pipe(
+    Options.withDescription(
+      "address to serve it on (default 127.0.0.1; beyond loopback, CLINICAL_DASHBOARD_PASSWORD is required)"
+    ),
+    Options.withDefault("127.0.0.1")
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    if (!(Number.isInteger(options.port) && options.port >= 0 && options.port <= 65_535)) {
+      return yield* Effect.fail(usage("--port must be a port number from 0 to 65535"))
+    }
+    if (!/^[A-Za-z0-9.:[\]-]{1,253}$/.test(options.host)) {
+      return yield* Effect.fail(usage("--host must be a host name or an address"))
+    }
+    const job = {
+      settingsFile: options.settingsFile,
+      queue: yield* checkedQueue(options.queue),
+      host: options.host,
+      port: options.port
+    }
+    return yield* (yield* Dashboard).dashboard(job)
+  })).pipe(Command.withDescription(
+    "Serve bull-board over the queue, read-only: counts, throughput, jobs by run and position, failed jobs with " +
+      "their typed reason; never a PersonUid. Loopback unless --host; beyond it, basic auth " +
+      "(CLINICAL_DASHBOARD_USER, default effect-clinical, and CLINICAL_DASHBOARD_PASSWORD).\n" +
+      "Example: effect-clinical queue dashboard --port 3000"
+  ))
+
 const plainCommand = (name: string, description: string, run: "retryFailed" | "resume") =>
   Command.make(name, { settingsFile, queue }, (options) =>
     Effect.gen(function*() {
@@ -239,6 +285,7 @@ export const queueCommand = (shared: Shared) =>
       workCommand(shared),
       statusCommand,
       collectCommand,
+      dashboardCommand,
       plainCommand("retry-failed", "Put every failed job back to waiting, its attempts afresh.", "retryFailed"),
       plainCommand("resume", "Resume a queue a worker paused (refused credentials) once the cause is fixed.", "resume")
     ])

@@ -77,7 +77,7 @@ interface QueueEnvironment {
 }
 
 /** Whether ioredis can read `url`: redis: or rediss:, its credentials percent-decodable. */
-const isRedisUrl = (url: string): boolean => {
+export const isRedisUrl = (url: string): boolean => {
   try {
     const parsed = new URL(url)
     decodeURIComponent(parsed.username)
@@ -129,13 +129,13 @@ const warner = (about: string) => {
  * A line of our own on stderr, made printable. Not through Console.error, where the command line
  * hides what looks like a typed value between quotes (an apostrophe in a reason would cut it).
  */
-const say = (text: string) => Effect.sync(() => void process.stderr.write(`${Render.printable(text)}\n`))
+export const say = (text: string) => Effect.sync(() => void process.stderr.write(`${Render.printable(text)}\n`))
 
 /**
  * An ioredis connection for BullMQ, closed with the scope (a Redis that does not answer its QUIT
  * is left after a second); its errors told on stderr without the URL's secrets.
  */
-const connection = (url: Redacted.Redacted<string>, options: Record<string, unknown> = {}) =>
+export const connection = (url: Redacted.Redacted<string>, options: Record<string, unknown> = {}) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const client = new Redis(Redacted.value(url), { maxRetriesPerRequest: null, ...options })

@@ -1,0 +1,121 @@
+/**
+ * `effect-clinical queue dashboard`: bull-board (the queue UI BullMQ's users know) over one queue,
+ * read-only: counts, throughput (BullMQ's own metrics), jobs by state with their names (`run N
+ * index I`: the person's position in the run's input) and a failed job's typed reason. A job's data
+ * is shown as sealed: the PersonUid never reaches the page, nor does the token or the ApplicationId
+ * (the workers keep those; this command needs only CLINICAL_REDIS_URL).
+ *
+ * bull-board and Express are the application's (optional, as BullMQ is): bull-board's UI is a
+ * directory of static files, served from where it is installed. Loaded only by this command;
+ * queue.ts names the packages when they are absent.
+ */
+import { createBullBoard } from "@bull-board/api"
+import { BullMQAdapter } from "@bull-board/api/bullMQAdapter"
+import { ExpressAdapter } from "@bull-board/express"
+import { Queue } from "bullmq"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import express from "express"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { type Access, accessOf, authorized } from "./dashboardAccess.js"
+import { configProvider } from "./environment.js"
+import { type CliError, usage } from "./outcome.js"
+import { connection, isRedisUrl, say, shownUrl } from "./queueJob.js"
+
+export interface DashboardJob {
+  readonly settingsFile: Option.Option<string>
+  readonly queue: string
+  readonly host: string
+  readonly port: number
+}
+
+/** What a job's data shows on the page: its person and request are sealed, and stay so. */
+const SEALED = { sealed: "the PersonUid and the request, sealed with CLINICAL_SEALING_KEY (not shown)" }
+
+const settings = (file: Option.Option<string>) =>
+  Effect.flatMap(configProvider(file), (provider) =>
+    Effect.withConfigProvider(
+      Effect.all({
+        redisUrl: Config.redacted("CLINICAL_REDIS_URL"),
+        user: Config.withDefault(Config.string("CLINICAL_DASHBOARD_USER"), "effect-clinical"),
+        password: Config.option(Config.redacted("CLINICAL_DASHBOARD_PASSWORD"))
+      }),
+      provider
+    ).pipe(
+      Effect.mapError(() => usage("queue dashboard needs CLINICAL_REDIS_URL (redis://host:port)")),
+      Effect.filterOrFail(
+        ({ redisUrl }) => isRedisUrl(Redacted.value(redisUrl)),
+        () => usage("CLINICAL_REDIS_URL must be a redis:// or rediss:// URL (its password percent-encoded)")
+      )
+    ))
+
+/** The Express app: basic auth first when asked, then bull-board's routes. */
+const appOf = (router: express.Router, access: Access): express.Express => {
+  const app = express()
+  app.disable("x-powered-by")
+  if (access !== undefined) {
+    app.use((request, response, next) => {
+      if (authorized(request.headers.authorization, access)) return next()
+      response.set("WWW-Authenticate", "Basic realm=\"effect-clinical queue dashboard\", charset=\"UTF-8\"")
+      response.status(401).type("text/plain").send("authentication required\n")
+    })
+  }
+  app.use("/", router)
+  return app
+}
+
+/** The server listening, closed with the scope (open connections too: a browser keeps one). */
+const listening = (app: express.Express, host: string, port: number) =>
+  Effect.acquireRelease(
+    Effect.async<Server, CliError>((resume) => {
+      const server = createServer(app)
+      server.once("error", (error: NodeJS.ErrnoException) =>
+        resume(Effect.fail(usage(`cannot serve the dashboard on ${host}:${port}: ${error.code ?? "error"}`))))
+      server.listen(port, host, () =>
+        resume(Effect.succeed(server)))
+    }),
+    (server) =>
+      Effect.async<void>((resume) => {
+        server.close(() =>
+          resume(Effect.void)
+        )
+        server.closeAllConnections()
+      })
+  )
+
+/** Serves the dashboard until the command is stopped (SIGTERM, Ctrl-C). */
+export const dashboard = (job: DashboardJob): Effect.Effect<never, CliError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const { password, redisUrl, user } = yield* settings(job.settingsFile)
+    const access = accessOf(job.host, user, password._tag === "Some" ? Redacted.value(password.value) : undefined)
+    if (typeof access === "string") return yield* Effect.fail(usage(access))
+    const client = yield* connection(redisUrl)
+    const queue = yield* Effect.acquireRelease(
+      Effect.sync(() => new Queue(job.queue, { connection: client })),
+      (queue) => Effect.promise(() => queue.close().catch(() => undefined))
+    )
+    const board = new BullMQAdapter(queue, {
+      readOnlyMode: true,
+      allowRetries: false,
+      description: "effect-clinical: jobs are named by their run and input position; each person is sealed"
+    })
+    board.setFormatter("data", () => SEALED)
+    const serverAdapter = new ExpressAdapter()
+    serverAdapter.setBasePath("/")
+    createBullBoard({
+      queues: [board],
+      serverAdapter,
+      options: { uiConfig: { boardTitle: "effect-clinical" } }
+    })
+    const server = yield* listening(appOf(serverAdapter.getRouter(), access), job.host, job.port)
+    const { address, port } = server.address() as AddressInfo
+    yield* say(
+      `queue dashboard: http://${address.includes(":") ? `[${address}]` : address}:${port}/ ` +
+        `(bull-board, read-only, queue "${job.queue}", Redis ${shownUrl(Redacted.value(redisUrl))}` +
+        `${access === undefined ? "" : "; basic auth"}); Ctrl-C stops`
+    )
+    return yield* Effect.never
+  }))
