@@ -439,6 +439,33 @@ describe("where an input's enqueue goes on", { timeout: 20_000 }, () => {
 })
 
 describe("a run's records and numbers", { timeout: 20_000 }, () => {
+  it("a named run's counts and slots expire in 30 days, their TTL renewed by the first outcome, then once a minute", async () => {
+    await enqueue(uids(0, 3), { inputId: "ttl" })
+    const queueSettings = settings()
+    const runId = (await status()).run!.id
+    const admin = connect()
+    const keys = [`${META}:run:1:count`, `${META}:run:1:slots`]
+    const job = (index: number) => ({ id: String(index).repeat(32), index, person: Buffer.alloc(8, index) })
+    const now = vi.spyOn(Date, "now")
+    try {
+      now.mockReturnValue(1_800_000_000_000)
+      // The first outcome creates the slots: both keys are given the run's TTL.
+      expect(await recordOutcome(queueSettings, 1, runId, job(0), "D")).toBe(1)
+      for (const key of keys) expect(await admin.ttl(key)).toBeGreaterThan(29 * 24 * 3600)
+      // Within the minute, the next outcomes renew nothing: a TTL cut short stays so.
+      await admin.expire(keys[1]!, 1_000)
+      expect(await recordOutcome(queueSettings, 1, runId, job(1), "D")).toBe(1)
+      expect(await admin.ttl(keys[1]!)).toBeLessThanOrEqual(1_000)
+      // A minute on, the next outcome renews both.
+      now.mockReturnValue(1_800_000_060_000)
+      expect(await recordOutcome(queueSettings, 1, runId, job(2), "F")).toBe(1)
+      for (const key of keys) expect(await admin.ttl(key)).toBeGreaterThan(29 * 24 * 3600)
+    } finally {
+      now.mockRestore()
+    }
+    expect(await status()).toMatchObject({ run: { done: 2, failed: 1 } })
+  })
+
   it("a script's failure other than NOSCRIPT is passed on as it came, the script not run again (what it wrote before failing would pass for a repeat)", async () => {
     await enqueue(uids(0, 1), { inputId: "A" })
     const queueSettings = settings()

@@ -32,6 +32,9 @@ import {
 /** How long a run's records are kept after their last write. */
 export const RUN_TTL_SECONDS = 30 * 24 * 3600
 
+/** How often the outcomes of a named run renew its keys' TTL. */
+const TTL_RENEWED_EVERY_SECONDS = 60
+
 /** Runs a queue keeps the slots of, at least (a new run compacts the oldest, once it is complete). */
 export const KEPT_RUNS = 3
 
@@ -86,13 +89,18 @@ return found
 
 /**
  * Records how a person ended (KEYS: the run's counts, slots, done and failed sets; ARGV: the run's
- * id, the position, the job's fingerprint, the person's, D or F, the TTL), keeping the counts exact:
- * an outcome recorded twice counts once, a success is never undone, a failure retried into a success
- * moves from one count to the other. A run no longer recorded, compacted, or of another id (its
- * number used again) is left alone.
+ * id, the position, the job's fingerprint, the person's, D or F, the TTL, the time in seconds),
+ * keeping the counts exact: an outcome recorded twice counts once, a success is never undone, a
+ * failure retried into a success moves from one count to the other. A run no longer recorded,
+ * compacted, or of another id (its number used again) is left alone.
+ *
+ * A named run's keys have their TTL renewed once a minute ({@link TTL_RENEWED_EVERY_SECONDS}), not
+ * at every person (two commands of the script's seven): the first outcome of a run, which creates
+ * its slots, always renews it (no renewal is recorded yet). The time is the worker's: a clock far
+ * ahead only delays a renewal of a 30-day TTL.
  */
 const outcome = script(`
-local run = redis.call('HMGET', KEYS[1], 'id', 'compacted', 'named')
+local run = redis.call('HMGET', KEYS[1], 'id', 'compacted', 'named', 'renewAt')
 if run[1] ~= ARGV[1] then return 0 end
 if run[2] then return 0 end
 if run[3] ~= '1' then
@@ -117,8 +125,12 @@ if was == 'D' then redis.call('HINCRBY', KEYS[1], 'done', -1) end
 if was == 'F' then redis.call('HINCRBY', KEYS[1], 'failed', -1) end
 redis.call('SETRANGE', KEYS[2], at, new)
 redis.call('HINCRBY', KEYS[1], ARGV[5] == 'D' and 'done' or 'failed', 1)
-redis.call('EXPIRE', KEYS[1], ARGV[6])
-redis.call('EXPIRE', KEYS[2], ARGV[6])
+local now = tonumber(ARGV[7])
+if not run[4] or tonumber(run[4]) <= now then
+  redis.call('EXPIRE', KEYS[1], ARGV[6])
+  redis.call('EXPIRE', KEYS[2], ARGV[6])
+  redis.call('HSET', KEYS[1], 'renewAt', now + ${TTL_RENEWED_EVERY_SECONDS})
+end
 return 1
 `)
 
@@ -303,5 +315,13 @@ export const recordOutcome = (
   outcome(
     settings.connection,
     [settings.countKey(run), settings.slotsKey(run), settings.doneKey(run), settings.failedKey(run)],
-    [runId, String(job.index), fingerprint(job.id), job.person, ended, String(RUN_TTL_SECONDS)]
+    [
+      runId,
+      String(job.index),
+      fingerprint(job.id),
+      job.person,
+      ended,
+      String(RUN_TTL_SECONDS),
+      String(Math.floor(Date.now() / 1000))
+    ]
   )

@@ -14,6 +14,7 @@ import { InvalidConfig, QueueError } from "../src/ClinicalError.js"
 import * as PersonData from "../src/PersonData.js"
 import { createClinicalClient } from "../src/promise.js"
 import * as MockClinicalServer from "../src/testing/MockClinicalServer.js"
+import { capturingTracer } from "./support/line.js"
 
 const KEY = "q6v3Y1bq0kS8m2Qe7xHc4Jz9Lr5Tw1Ua0pNd8Vf3Gk4="
 const OTHER_KEY = "Zx8c7v6b5n4m3a2s1d0fGhJkLqWeRtYuIoPaSdFgHjK="
@@ -167,6 +168,53 @@ describe("ClinicalQueue on Effect 4", () => {
     expect(after.run).toMatchObject({ done: 0, failed: 1 })
     expect((await mock.counters()).medicationRequests).toBe(1)
     expect(await holdsNone([unknown])).toBe(true)
+  })
+
+  it("a span per job attempt (queue, position, attempt, outcome; no PersonUid), the client's spans its children", async () => {
+    const { spans, tracer } = capturingTracer()
+    const unknown = "UnKnownPersonUid0000000000000000000=="
+    await enqueue([uids[0]!, unknown])
+    const records: Array<ClinicalQueue.JobRecord> = []
+    let finish: () => void
+    const finished = new Promise<void>((resolve) => (finish = resolve))
+    const worker = ClinicalQueue.layerWorker({
+      ...queueOptions(),
+      operation: PersonData.medications,
+      sink: (record) => {
+        records.push(record)
+        if (records.length >= 2) finish()
+      }
+    })
+    await Effect.runPromise(
+      Layer.launch(worker).pipe(
+        Effect.raceFirst(Effect.promise(() => finished)),
+        Effect.provide(clientLayer()),
+        Effect.withTracer(tracer)
+      )
+    )
+    const jobs = spans.filter((span) => span.name === "ClinicalQueue.job")
+    const attributes = jobs.map((span) => Object.fromEntries(span.attributes))
+    expect(
+      attributes.map((a) => [a["clinical.queue.index"], a["clinical.queue.attempt"], a["clinical.queue.outcome"]])
+        .sort()
+    )
+      .toEqual([[0, 1, "completed"], [1, 1, "failed"]])
+    for (const a of attributes) {
+      expect(a).toMatchObject({
+        "messaging.system": "bullmq",
+        "messaging.destination.name": "test4",
+        "clinical.queue.run": 1
+      })
+    }
+    for (const job of jobs) {
+      const reads = spans.filter((span) =>
+        span.name === "PersonData.medications" && span.parent._tag === "Some" && span.parent.value.spanId === job.spanId
+      )
+      expect(reads).toHaveLength(1)
+    }
+    const seen = JSON.stringify(attributes)
+    expect(seen).not.toContain(uids[0])
+    expect(seen).not.toContain(unknown)
   })
 
   it("a worker over the Effect 4 Promise client reads the persons too", async () => {
