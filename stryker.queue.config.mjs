@@ -16,6 +16,7 @@ export default {
     "core/queue/jobProcessor.ts",
     "core/queue/queueOperations.ts",
     "core/queue/jobSpan.ts",
+    "core/queue/unanswered.ts",
     "src/ClinicalQueue.ts",
     "src/cli/resultShards.ts",
     "core/wholeLines.ts"

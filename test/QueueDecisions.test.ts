@@ -8,6 +8,7 @@ import { ClinicalError } from "effect-clinical"
 import * as Crypto from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { decide, kindOf } from "../core/queue/jobDecision.js"
+import { unansweredOf } from "../core/queue/unanswered.js"
 import { jobId, jobKeys, keyCheck, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
 import { describe as describeThrown, QueueError, queueError } from "../src/internal/queue/queueError.js"
 import { type WorkerOptions, workerRefusal } from "../src/internal/queue/queueWorker.js"
@@ -407,5 +408,25 @@ describe("a worker's settings, checked before it starts", () => {
       sinkTimeout: "1m"
     } as unknown as WorkerOptions)).toBeUndefined()
     expect(workerRefusal({ sink, concurrency: 1, maxStalledCount: 1_000 } as unknown as WorkerOptions)).toBeUndefined()
+  })
+})
+
+describe("unansweredOf: active jobs whose worker stopped answering", () => {
+  const timings = { lockMillis: 9_000, stalledMillis: 5_000 }
+
+  it("a lock renewed (over half the lock duration, less a second's slack) is a worker at work", () => {
+    expect(unansweredOf([9_000, 4_500, 3_501], timings)).toBeUndefined()
+    expect(unansweredOf([], timings)).toBeUndefined()
+  })
+
+  it("a lock gone, or not renewed in time: taken back at the next stall check after it lapses", () => {
+    expect(unansweredOf([-2, 9_000], timings)).toEqual({ jobs: 1, backWithinMillis: 5_000 })
+    expect(unansweredOf([3_400, 1_000, -2, 8_000], timings)).toEqual({ jobs: 3, backWithinMillis: 8_400 })
+  })
+
+  it("without the workers' timings, only a lapsed lock is judged, against BullMQ's default stall interval", () => {
+    expect(unansweredOf([100, -2], undefined)).toEqual({ jobs: 1, backWithinMillis: 30_000 })
+    // A lock without a TTL (not BullMQ's) is left alone.
+    expect(unansweredOf([-1], timings)).toBeUndefined()
   })
 })

@@ -211,6 +211,10 @@ describe("queue: four worker processes", { timeout: 600_000 }, () => {
     expect(takenBack.length).toBeGreaterThan(0)
     expect(Math.max(...takenBack) - killedAt).toBeLessThanOrEqual(15_000)
     for (const exit of exits.slice(1)) expect(exit).toMatchObject({ code: 0 })
+    // Meanwhile the others' progress lines said so: the jobs' worker stopped answering, and when they come back.
+    expect(exits.slice(1).map((exit) => exit.stderr).join("\n")).toMatch(
+      /queue: \d+ waiting, \d+ active, \d+ delayed, \d+ failed; \d+ active held by a worker that stopped answering: taken back within \d+(\.\d)? s/
+    )
     const { lines } = await collect(shards)
     expectEveryPersonOnce(lines, RESILIENCE_PERSONS)
     // The killed worker's persons in flight were read again (at least once): never fewer requests than persons.

@@ -8,6 +8,7 @@ import { type Bull, type BullQueue, connectionOf } from "./bull.js"
 import { keyCheck } from "./jobSeal.js"
 import type { Settings } from "./queueSettings.js"
 import { signed, verified } from "./runRecord.js"
+import type { Timings } from "./unanswered.js"
 
 /** What the queue records of itself. */
 export interface QueueMeta {
@@ -16,18 +17,22 @@ export interface QueueMeta {
   /** Why the queue was paused by a worker (refused credentials), until it is resumed. */
   readonly pausedBecause: string | undefined
   readonly keyCheck: string | undefined
+  /** The lock duration and stall interval of the last worker to start (see core/queue/unanswered.ts). */
+  readonly timings: Timings | undefined
 }
 
 /** Longest pause reason shown: ours are a line; someone else's may be anything. */
 const REASON_CHARACTERS = 500
 
 export const readMeta = async (settings: Settings): Promise<QueueMeta> => {
-  const [operation, pausedBecause, check] = await settings.connection.call(
+  const [operation, pausedBecause, check, lockMillis, stalledMillis] = await settings.connection.call(
     "HMGET",
     settings.metaKey,
     "operation",
     "pausedBecause",
-    "keyCheck"
+    "keyCheck",
+    "lockMillis",
+    "stalledMillis"
   ) as Array<string | null>
   const named = verified(settings.keys, ":operation", operation)
   return {
@@ -35,9 +40,28 @@ export const readMeta = async (settings: Settings): Promise<QueueMeta> => {
     pausedBecause: typeof pausedBecause === "string" && pausedBecause !== ""
       ? pausedBecause.slice(0, REASON_CHARACTERS)
       : undefined,
-    keyCheck: check ?? undefined
+    keyCheck: check ?? undefined,
+    timings: timingsOf(lockMillis, stalledMillis)
   }
 }
+
+/** Timings as recorded: whole milliseconds from a second to an hour (anything else is no record of ours). */
+const timingsOf = (lock: string | null | undefined, stalled: string | null | undefined): Timings | undefined => {
+  const [lockMillis, stalledMillis] = [Number(lock ?? Number.NaN), Number(stalled ?? Number.NaN)]
+  const fits = (n: number) => Number.isInteger(n) && n >= 1_000 && n <= 3_600_000
+  return fits(lockMillis) && fits(stalledMillis) ? { lockMillis, stalledMillis } : undefined
+}
+
+/** Records a starting worker's lock duration and stall interval: how `status` judges an active job's lock. */
+export const recordTimings = (settings: Settings, timings: Timings): Promise<unknown> =>
+  settings.connection.call(
+    "HSET",
+    settings.metaKey,
+    "lockMillis",
+    String(timings.lockMillis),
+    "stalledMillis",
+    String(timings.stalledMillis)
+  )
 
 /** Records the operation the queue serves, and its key's check. */
 export const recordOperation = (settings: Settings, operation: string): Promise<unknown> =>

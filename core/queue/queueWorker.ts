@@ -8,7 +8,7 @@ import { redactor } from "../redaction/redaction.js"
 import { type Bull, type BullQueue, type BullWorker, connectionOf } from "./bull.js"
 import { type Call, type JobRecord, type JobSpans, type Meter, processJob } from "./jobProcessor.js"
 import { describe, Failure, queueError } from "./queueError.js"
-import { bullQueue, readMeta, refusal } from "./queueMeta.js"
+import { bullQueue, readMeta, recordTimings, refusal } from "./queueMeta.js"
 import type { Settings } from "./queueSettings.js"
 
 /** A worker at work (`W`: the line's BullMQ `Worker`). */
@@ -77,6 +77,8 @@ export const startWorker = async <
   const meta = await readMeta(settings)
   const refused = refusal(settings, meta, [...byName.keys()])
   if (refused !== undefined) throw new Failure(refused)
+  // How `status` tells a lock this worker stopped renewing from one it renews.
+  await recordTimings(settings, { lockMillis: start.lockMillis, stalledMillis: start.stalledMillis })
   const report = (error: unknown) => {
     try {
       start.onError(error)

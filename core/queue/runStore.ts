@@ -45,7 +45,7 @@ const RECORD_BYTES = 4096
 const RUN_NUMBERS_TRIED = 1_000
 
 /** A Lua script, sent whole the first time a Redis sees it and by its SHA-1 after. */
-const script = (text: string) => {
+export const script = (text: string) => {
   const sha = createHash("sha1").update(text).digest("hex")
   return async (
     connection: IoredisClient,

@@ -240,12 +240,9 @@ const progressLine = (progress: PersonData.Progress, total: number): string => {
     `${left === undefined ? "" : `, about ${Render.duration(left)} left`})`
 }
 
-const bar = (progress: PersonData.Progress, total: number): string => {
-  const width = 24
-  // total is at least 1: an input without a PersonUid is refused before the batch starts.
-  const filled = Math.min(width, Math.round((progress.done / total) * width))
-  return `\r[${"#".repeat(filled)}${" ".repeat(width - filled)}] ${progressLine(progress, total)}\x1b[K`
-}
+// total is at least 1: an input without a PersonUid is refused before the batch starts.
+const bar = (progress: PersonData.Progress, total: number): string =>
+  Render.bar(progress.done / total, progressLine(progress, total), process.stderr.columns)
 
 /** Runs the batch; fails with a `CliError` carrying exit code 3 or 4 when not every person succeeded. */
 export const run = (job: Job): Effect.Effect<void, CliError, PersonData.PersonData> =>

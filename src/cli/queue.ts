@@ -158,15 +158,20 @@ const workCommand = ({ operations }: Shared) =>
     untilEmpty: Options.boolean("until-empty").pipe(
       Options.withDescription("stop once no job is waiting, active or delayed (else: until SIGTERM or Ctrl-C)")
     ),
-    progressEvery: withDefault(
+    progressEvery: optional(
       Options.float("progress-every"),
-      "seconds between progress lines on stderr (default 10)",
-      10
+      "seconds between progress reports on stderr (default: 1 at a terminal, a bar; else 10, a line each)"
     ),
     ...metricsOptions
   }, (options) =>
     Effect.gen(function*() {
-      const every = yield* seconds("progress-every", Option.some(options.progressEvery), 0.05, 86_400)
+      const interactive = process.stderr.isTTY === true
+      const every = yield* seconds(
+        "progress-every",
+        Option.orElse(options.progressEvery, () => Option.some(interactive ? 1 : 10)),
+        0.05,
+        86_400
+      )
       const work = {
         settingsFile: options.settingsFile,
         queue: yield* checkedQueue(options.queue),
@@ -177,7 +182,8 @@ const workCommand = ({ operations }: Shared) =>
         lockDuration: yield* seconds("lock-duration", options.lockDuration, 1, 3600),
         stalledInterval: yield* seconds("stalled-interval", options.stalledInterval, 1, 3600),
         untilEmpty: options.untilEmpty,
-        progressEvery: every!
+        progressEvery: every!,
+        interactive
       }
       const queueJob = yield* QueueJob
       yield* withTelemetry(options, (gauges) => queueJob.work({ ...work, gauges }))

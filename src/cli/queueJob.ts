@@ -322,6 +322,8 @@ export interface Work extends Common {
   readonly stalledInterval: Duration.Duration | undefined
   readonly untilEmpty: boolean
   readonly progressEvery: Duration.Duration
+  /** Whether stderr is a terminal: a bar redrawn in place, else a line each time. */
+  readonly interactive: boolean
 }
 
 /** The client's settings, with `CLINICAL_RETRY_RATE_LIMITED` false unless set: a 429 pauses the whole queue. */
@@ -389,21 +391,60 @@ export const progressLine = (
   elapsedMillis: number,
   now: ClinicalQueue.Status,
   earlier: { readonly status: ClinicalQueue.Status; readonly millis: number } | undefined
+): string => {
+  const parts = progressParts(counts, elapsedMillis, now, earlier)
+  return `queue work: ${parts.here}${parts.run === "" ? "" : `; ${parts.run}`}; queue: ${parts.queue}${parts.notes}`
+}
+
+/**
+ * The progress bar's text at a terminal: the run (the fleet's) first, then this process's counts,
+ * then what needs an eye (a pause, a worker that stopped answering); the bar is the run's share done.
+ */
+export const progressBar = (
+  counts: { readonly done: number; readonly failed: number },
+  elapsedMillis: number,
+  now: ClinicalQueue.Status,
+  earlier: { readonly status: ClinicalQueue.Status; readonly millis: number } | undefined,
+  columns: number | undefined
+): string => {
+  const parts = progressParts(counts, elapsedMillis, now, earlier)
+  const run = now.run
+  const fraction = run === undefined || run.persons === 0 ? 0 : (run.done + run.failed) / run.persons
+  return Render.bar(fraction, `${parts.run === "" ? "" : `${parts.run}; `}${parts.here}${parts.notes}`, columns)
+}
+
+/** A progress report's parts: this process's, the run's, the queue's, and what needs an eye. */
+const progressParts = (
+  counts: { readonly done: number; readonly failed: number },
+  elapsedMillis: number,
+  now: ClinicalQueue.Status,
+  earlier: { readonly status: ClinicalQueue.Status; readonly millis: number } | undefined
 ) => {
   const here = perSecond(0, counts.done + counts.failed, elapsedMillis) ?? 0
   const fleetRate = earlier === undefined ? undefined : fleetPace(earlier.status, now, elapsedMillis - earlier.millis)
   const timeLeft = timeLeftMillis(leftIn(now), fleetRate)
-  const run = now.run === undefined
-    ? ""
-    : `; run ${now.run.run}: ${now.run.done} done, ${now.run.failed} failed of ${now.run.persons}` +
-      (now.run.enqueued ? "" : " enqueued so far") +
-      (fleetRate === undefined ? "" : ` (${fleetRate.toFixed(1)}/s)`) +
-      (timeLeft === undefined ? "" : `, about ${Render.duration(timeLeft)} left`)
-  return `queue work: ${counts.done} done, ${counts.failed} failed here in ${Render.duration(elapsedMillis)} ` +
-    `(${here.toFixed(1)}/s)${run}; queue: ` +
-    `${now.waiting + now.prioritized} waiting, ${now.active} active, ${now.delayed} delayed, ${now.failed} failed` +
-    (now.isPaused ? `; paused: ${Render.printable(now.pausedBecause ?? "by an operator")}` : "")
+  return {
+    here: `${counts.done} done, ${counts.failed} failed here in ${Render.duration(elapsedMillis)} (${
+      here.toFixed(1)
+    }/s)`,
+    run: now.run === undefined
+      ? ""
+      : `run ${now.run.run}: ${now.run.done} done, ${now.run.failed} failed of ${now.run.persons}` +
+        (now.run.enqueued ? "" : " enqueued so far") +
+        (fleetRate === undefined ? "" : ` (${fleetRate.toFixed(1)}/s)`) +
+        (timeLeft === undefined ? "" : `, about ${Render.duration(timeLeft)} left`),
+    queue: `${
+      now.waiting + now.prioritized
+    } waiting, ${now.active} active, ${now.delayed} delayed, ${now.failed} failed`,
+    notes: (now.isPaused ? `; paused: ${Render.printable(now.pausedBecause ?? "by an operator")}` : "") +
+      (now.unanswered === undefined ? "" : `; ${unansweredText(now.unanswered)}`)
+  }
 }
+
+/** What a progress line or the status table says of active jobs whose worker stopped answering. */
+const unansweredText = (unanswered: NonNullable<ClinicalQueue.Status["unanswered"]>): string =>
+  `${unanswered.jobs} active held by a worker that stopped answering: ` +
+  `taken back within ${Render.duration(unanswered.backWithinMillis)}`
 
 /** Whether `--until-empty` is done: nothing waiting, active or retrying, and no enqueue still adding. */
 export const isDrained = (now: ClinicalQueue.Status): boolean => leftIn(now) === 0 && !now.enqueuing
@@ -483,12 +524,20 @@ const working = (job: Work, environment: QueueEnvironment) =>
       earlier = { status: now, millis }
       return text
     }
+    // At a terminal, a bar redrawn in place; else a line each time.
+    const tell = (now: ClinicalQueue.Status) => {
+      if (!job.interactive) return say(line(now))
+      const millis = Date.now() - startedAt
+      const text = progressBar(shards.counts, millis, now, earlier, process.stderr.columns)
+      earlier = { status: now, millis }
+      return Effect.sync(() => void process.stderr.write(text))
+    }
     while (true) {
       yield* Effect.sleep(every)
       const now = yield* ClinicalQueue.status(options, { failuresByKind: false })
       if (Date.now() - toldAt >= Duration.toMillis(job.progressEvery) || !job.untilEmpty) {
         toldAt = Date.now()
-        yield* say(line(now))
+        yield* tell(now)
       }
       if (!job.untilEmpty) continue
       if (now.isPaused && now.pausedBecause !== undefined) {
@@ -500,6 +549,8 @@ const working = (job: Work, environment: QueueEnvironment) =>
         )
       }
       if (isDrained(now)) {
+        // The bar, full, stays on its line; the summary below it.
+        if (job.interactive) yield* Effect.zipRight(tell(now), Effect.sync(() => void process.stderr.write("\n")))
         yield* say(`${line(now)}; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`)
         return
       }
@@ -542,7 +593,8 @@ export const status = (job: StatusJob) =>
         rateLimitedForMillis: second.rateLimitedForMillis,
         personsPerSecond: rate ?? null,
         etaSeconds: etaMillis === undefined ? null : Math.round(etaMillis / 1000),
-        failedByKind: Object.fromEntries(failedByKind)
+        failedByKind: Object.fromEntries(failedByKind),
+        unanswered: second.unanswered ?? null
       }
       yield* Console.log(job.json ? Render.json(report, 2) : statusTable(job.queue, second, report, failedByKind))
       // A scrape endpoint serves the queue's gauges, read at each scrape, until the command is stopped.
@@ -584,6 +636,7 @@ const statusTable = (
     ["delayed", `${report.delayed} (retrying after a failure)`],
     ["failed", String(report.failed)],
     ...failedByKind.map(([kind, count]) => [`  ${kind}`, String(count)] as const),
+    ...(second.unanswered === undefined ? [] : [["unanswered", unansweredText(second.unanswered)] as const]),
     ["paused", report.paused ? `yes: ${report.pausedBecause ?? "by an operator"}` : "no"],
     ...(report.rateLimitedForMillis > 0
       ? [["rate limited", `${Render.duration(report.rateLimitedForMillis)} more`] as const]

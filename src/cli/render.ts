@@ -120,3 +120,17 @@ export const person = (index: number): string => `#${index + 1}`
 
 /** `1 item`, `5 items`. */
 export const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`
+
+/** Width of a progress bar, in characters. */
+const BAR_WIDTH = 24
+
+/**
+ * A progress bar redrawn in place at a terminal: `fraction` (0 to 1) filled, `text` after it, cut
+ * to `columns` (the terminal's width) so that the line never wraps (a wrapped line is not redrawn).
+ */
+export const bar = (fraction: number, text: string, columns: number | undefined = undefined): string => {
+  const filled = Math.max(0, Math.min(BAR_WIDTH, Math.round(fraction * BAR_WIDTH)))
+  const line = `[${"#".repeat(filled)}${" ".repeat(BAR_WIDTH - filled)}] ${text}`
+  const fits = columns === undefined || columns < BAR_WIDTH + 10 ? line : line.slice(0, columns - 1)
+  return `\r${fits}\x1b[K`
+}
