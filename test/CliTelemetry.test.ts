@@ -72,6 +72,23 @@ const eventually = async (check: () => Promise<boolean> | boolean): Promise<void
 const metricsUrl = (stderr: string): string | undefined =>
   /metrics: (http:\/\/127\.0\.0\.1:\d+\/metrics) \(Prometheus\)/.exec(stderr)?.[1]
 
+/** Starts a command that serves metrics; resolves once it said where, with its process and its end. */
+const serving = async (args: ReadonlyArray<string>, environment: Record<string, string>) => {
+  let child: ChildProcess | undefined
+  let output = { stdout: "", stderr: "" }
+  const ended = run(args, {
+    env: environment,
+    timeoutMillis: 60_000,
+    started: (started, captured) => {
+      child = started
+      output = captured
+      children.push(started)
+    }
+  })
+  await eventually(() => metricsUrl(output.stderr) !== undefined)
+  return { child: child!, ended, output, url: metricsUrl(output.stderr)! }
+}
+
 const queueCommand = (args: ReadonlyArray<string>, settings: Record<string, string> = {}) =>
   run(["queue", ...args], { env: env(settings), timeoutMillis: 60_000 })
 
@@ -136,19 +153,10 @@ describe("a Prometheus scrape", { timeout: 120_000 }, () => {
 
   it("of queue status --metrics-port: the depth is read at each scrape, and it serves until stopped", async () => {
     await enqueue(persons.slice(0, 5).map((person) => person.personUid), "idle")
-    let child: ChildProcess | undefined
-    let output = { stdout: "", stderr: "" }
-    const ran = run(["queue", "status", "--queue", "idle", "--sample", "0", "--metrics-port", "0"], {
-      env: env(),
-      timeoutMillis: 60_000,
-      started: (started, captured) => {
-        child = started
-        output = captured
-        children.push(started)
-      }
-    })
-    await eventually(() => metricsUrl(output.stderr) !== undefined)
-    const url = metricsUrl(output.stderr)!
+    const { child, ended: ran, output, url } = await serving(
+      ["queue", "status", "--queue", "idle", "--sample", "0", "--metrics-port", "0"],
+      env()
+    )
     expect(output.stdout).toContain("waiting")
     const first = await Telemetry.scrape(url)
     expect(Telemetry.valueOf(first.samples, "clinical_queue_depth", { queue: "idle", state: "waiting" })).toBe(5)
@@ -157,7 +165,7 @@ describe("a Prometheus scrape", { timeout: 120_000 }, () => {
     expect(Telemetry.valueOf(second.samples, "clinical_queue_depth", { queue: "idle", state: "waiting" })).toBe(8)
     expect(Telemetry.valueOf(second.samples, "clinical_queue_run_persons", { queue: "idle", state: "enqueued" }))
       .toBe(3)
-    child!.kill("SIGTERM")
+    child.kill("SIGTERM")
     const ended = await ran
     expect(ended.signal ?? ended.code).not.toBeNull()
     expectNone("the scrape", second.text, secrets())
@@ -171,9 +179,7 @@ describe("a Prometheus scrape", { timeout: 120_000 }, () => {
       MockClinicalServer.Fault.delay("60 seconds")
     ])
     const out = Path.join(dir, "batch-scraped.ndjson")
-    let child: ChildProcess | undefined
-    let output = { stdout: "", stderr: "" }
-    const scraped = run(
+    const { child, ended: scraped, url } = await serving(
       [
         "batch",
         "medications",
@@ -186,25 +192,16 @@ describe("a Prometheus scrape", { timeout: 120_000 }, () => {
         "--metrics-port",
         "0"
       ],
-      {
-        env: { ...settingsFor(mock.url, mock.applicationId), CLINICAL_REQUEST_TIMEOUT: "90s" },
-        timeoutMillis: 60_000,
-        started: (started, captured) => {
-          child = started
-          output = captured
-          children.push(started)
-        }
-      }
+      { ...settingsFor(mock.url, mock.applicationId), CLINICAL_REQUEST_TIMEOUT: "90s" }
     )
-    await eventually(() => metricsUrl(output.stderr) !== undefined)
     await eventually(() => Fs.existsSync(out) && Fs.readFileSync(out, "utf8").split("\n").length > 20)
-    const { samples, text } = await Telemetry.scrape(metricsUrl(output.stderr)!)
+    const { samples, text } = await Telemetry.scrape(url)
     expect(Telemetry.valueOf(samples, "clinical_batch_results_total", { operation: "medications", outcome: "success" }))
       .toBe(20)
     expect(Telemetry.valueOf(samples, "clinical_batch_persons", { operation: "medications", state: "input" })).toBe(30)
     expect(Telemetry.valueOf(samples, "clinical_token_requests_total")).toBe(1)
     expectNone("the scrape", text, secrets())
-    child!.kill("SIGINT")
+    child.kill("SIGINT")
     const ended = await scraped
     expect(ended.code).toBe(130)
     expect(ended.stderr).toContain("--resume")

@@ -18,10 +18,9 @@ import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import express from "express"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { type Access, accessOf, authorized } from "./dashboardAccess.js"
 import { configProvider } from "./environment.js"
+import { listening, originOf } from "./listening.js"
 import { type CliError, usage } from "./outcome.js"
 import { connection, isRedisUrl, say, shownUrl } from "./queueJob.js"
 
@@ -67,25 +66,6 @@ const appOf = (router: express.Router, access: Access): express.Express => {
   return app
 }
 
-/** The server listening, closed with the scope (open connections too: a browser keeps one). */
-const listening = (app: express.Express, host: string, port: number) =>
-  Effect.acquireRelease(
-    Effect.async<Server, CliError>((resume) => {
-      const server = createServer(app)
-      server.once("error", (error: NodeJS.ErrnoException) =>
-        resume(Effect.fail(usage(`cannot serve the dashboard on ${host}:${port}: ${error.code ?? "error"}`))))
-      server.listen(port, host, () =>
-        resume(Effect.succeed(server)))
-    }),
-    (server) =>
-      Effect.async<void>((resume) => {
-        server.close(() =>
-          resume(Effect.void)
-        )
-        server.closeAllConnections()
-      })
-  )
-
 /** Serves the dashboard until the command is stopped (SIGTERM, Ctrl-C). */
 export const dashboard = (job: DashboardJob): Effect.Effect<never, CliError> =>
   Effect.scoped(Effect.gen(function*() {
@@ -110,10 +90,9 @@ export const dashboard = (job: DashboardJob): Effect.Effect<never, CliError> =>
       serverAdapter,
       options: { uiConfig: { boardTitle: "effect-clinical" } }
     })
-    const server = yield* listening(appOf(serverAdapter.getRouter(), access), job.host, job.port)
-    const { address, port } = server.address() as AddressInfo
+    const server = yield* listening(appOf(serverAdapter.getRouter(), access), job.host, job.port, "the dashboard")
     yield* say(
-      `queue dashboard: http://${address.includes(":") ? `[${address}]` : address}:${port}/ ` +
+      `queue dashboard: ${originOf(server)}/ ` +
         `(bull-board, read-only, queue "${job.queue}", Redis ${shownUrl(Redacted.value(redisUrl))}` +
         `${access === undefined ? "" : "; basic auth"}); Ctrl-C stops`
     )

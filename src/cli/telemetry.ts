@@ -19,9 +19,8 @@ import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import { type CliError, usage } from "./outcome.js"
+import { listening, originOf } from "./listening.js"
+import type { CliError } from "./outcome.js"
 import type { Plan } from "./telemetryPlan.js"
 
 /** Longest a collection waits for `refresh`: a Redis that is away must not hold a scrape. */
@@ -46,34 +45,19 @@ const refreshing = (producer: MetricProducer, refresh: (() => Promise<void>) | u
 
 /** The scrape endpoint: `GET /metrics` answered by the exporter, anything else 404; closed with the scope. */
 const serve = (exporter: PrometheusExporter, host: string, port: number) =>
-  Effect.acquireRelease(
-    Effect.async<Server, CliError>((resume) => {
-      const server = createServer((request, response) => {
-        if (request.method === "GET" && (request.url === "/metrics" || request.url?.startsWith("/metrics?"))) {
-          exporter.getMetricsRequestHandler(request, response)
-          return
-        }
-        response.writeHead(404, { "content-type": "text/plain" }).end("not found: the metrics are at /metrics\n")
-      })
-      server.once("error", (error: NodeJS.ErrnoException) =>
-        resume(Effect.fail(usage(`cannot serve metrics on ${host}:${port}: ${error.code ?? "error"}`))))
-      server.listen(port, host, () =>
-        resume(Effect.succeed(server)))
-    }),
-    (server) =>
-      Effect.async<void>((resume) => {
-        server.close(() =>
-          resume(Effect.void)
-        )
-        // A scraper keeps its connection open between scrapes: close() alone would wait for it.
-        server.closeAllConnections()
-      })
+  listening(
+    (request, response) => {
+      if (request.method === "GET" && (request.url === "/metrics" || request.url?.startsWith("/metrics?"))) {
+        exporter.getMetricsRequestHandler(request, response)
+        return
+      }
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found: the metrics are at /metrics\n")
+    },
+    host,
+    port,
+    "metrics"
   ).pipe(
-    Effect.tap((server) => {
-      const { address, port: bound } = server.address() as AddressInfo
-      const shown = address.includes(":") ? `[${address}]` : address
-      return Console.error(`metrics: http://${shown}:${bound}/metrics (Prometheus)`)
-    })
+    Effect.tap((server) => Console.error(`metrics: ${originOf(server)}/metrics (Prometheus)`))
   )
 
 /** The metric readers of the plan, each started; the scrape endpoint listening. */
