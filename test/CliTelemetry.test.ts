@@ -151,20 +151,26 @@ describe("a Prometheus scrape", { timeout: 120_000 }, () => {
     expect((await worker.exited).code).not.toBeNull()
   })
 
-  it("of queue status --metrics-port: the depth is read at each scrape, and it serves until stopped", async () => {
+  it("of queue status --metrics-port: the depth is read from Redis for the scrapes (a second old at most), and it serves until stopped", async () => {
     await enqueue(persons.slice(0, 5).map((person) => person.personUid), "idle")
     const { child, ended: ran, output, url } = await serving(
       ["queue", "status", "--queue", "idle", "--sample", "0", "--metrics-port", "0"],
       env()
     )
-    expect(output.stdout).toContain("waiting")
+    // Its table first, as without --metrics-port.
+    await eventually(() => output.stdout.includes("waiting"))
     const first = await Telemetry.scrape(url)
     expect(Telemetry.valueOf(first.samples, "clinical_queue_depth", { queue: "idle", state: "waiting" })).toBe(5)
     await enqueue(persons.slice(5, 8).map((person) => person.personUid), "idle")
-    const second = await Telemetry.scrape(url)
-    expect(Telemetry.valueOf(second.samples, "clinical_queue_depth", { queue: "idle", state: "waiting" })).toBe(8)
+    // Read again once the last read is a second old (scrapes in a loop cost Redis one read a second).
+    let second = await Telemetry.scrape(url)
+    while (Telemetry.valueOf(second.samples, "clinical_queue_depth", { queue: "idle", state: "waiting" }) !== 8) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      second = await Telemetry.scrape(url)
+    }
     expect(Telemetry.valueOf(second.samples, "clinical_queue_run_persons", { queue: "idle", state: "enqueued" }))
       .toBe(3)
+    expect(Telemetry.valueOf(second.samples, "clinical_queue_redis_up", { queue: "idle" })).toBe(1)
     child.kill("SIGTERM")
     const ended = await ran
     expect(ended.signal ?? ended.code).not.toBeNull()

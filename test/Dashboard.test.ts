@@ -10,6 +10,7 @@
 import { MockClinicalServer } from "effect-clinical/testing"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
+import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import puppeteer, { type Browser } from "puppeteer-core"
@@ -163,6 +164,28 @@ describe("queue dashboard", { timeout: 120_000 }, () => {
     const after = await (await fetch(`${url}api/queues`)).json() as any
     expect(after.queues[0].counts).toEqual(before.queues[0].counts)
     expect(after.queues[0].isPaused).toBe(false)
+    // Without a password it answers to loopback names alone: a page rebound to 127.0.0.1 reads nothing.
+    const withHost = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const at = new URL(url!)
+        Http.get({ host: at.hostname, port: at.port, path: "/api/queues", headers: { host } }, (response) => {
+          response.resume()
+          resolve(response.statusCode ?? 0)
+        }).on("error", reject)
+      })
+    expect(await withHost("rebound.example:3000")).toBe(403)
+    expect(await withHost(`localhost:${new URL(url!).port}`)).toBe(200)
+  })
+
+  it("a Redis it cannot reach is said at start, by its shown URL (exit 1)", async () => {
+    const refused = await dashboard([], { CLINICAL_REDIS_URL: "redis://:pw-not-shown@127.0.0.1:1/0" })
+    expect(refused.url).toBeUndefined()
+    const ended = await refused.ran
+    expect(ended).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/error: cannot reach Redis at redis:\/\/127\.0\.0\.1:1\/0\n$/)
+    })
+    expect(ended.stderr).not.toContain("pw-not-shown")
   })
 
   it("beyond loopback it needs CLINICAL_DASHBOARD_PASSWORD, then asks every request for it (basic auth)", async () => {

@@ -9,6 +9,7 @@ import * as Crypto from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { decide, kindOf } from "../core/queue/jobDecision.js"
 import { unansweredOf } from "../core/queue/unanswered.js"
+import { redactor } from "../core/redaction/redaction.js"
 import { jobId, jobKeys, keyCheck, openJob, sealJob } from "../src/internal/queue/jobSeal.js"
 import { describe as describeThrown, QueueError, queueError } from "../src/internal/queue/queueError.js"
 import { type WorkerOptions, workerRefusal } from "../src/internal/queue/queueWorker.js"
@@ -116,6 +117,22 @@ describe("kindOf: how failures are grouped, never a value", () => {
     )
     const field = new ClinicalError.InvalidRequest({ operation: "m", field: `a\nb${"y".repeat(50)}`, reason: "r" })
     expect(kindOf(field)).toBe(`InvalidRequest a?b${"y".repeat(37)}`)
+  })
+
+  it("a PersonUid the server echoes in its ErrorType is scrubbed whole, before the cut and the safe characters", () => {
+    const uid = "Qc3f2504e0Tz8kLmWq4f89+Wp/x41d3=="
+    const echoed = new ClinicalError.ApiError({
+      ...at,
+      status: 400,
+      errorType: `UnknownPerson${uid}`,
+      errorMessage: null
+    })
+    const kind = kindOf(echoed, redactor([uid]))
+    expect(kind).toBe("ApiError UnknownPerson?redacted?")
+    // No run of 6 characters of the PersonUid is left (the cut used to keep 24 of them, its "+/=" made "?").
+    for (let at = 0; at + 6 <= uid.length; at++) {
+      expect(kind).not.toContain(uid.slice(at, at + 6).replace(/[+/=]/g, "?"))
+    }
   })
 })
 

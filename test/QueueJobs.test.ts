@@ -8,7 +8,7 @@
  * answer scripted. The queue's wider behaviour, over the mock service, is test/Queue.test.ts.
  */
 import { Queue } from "bullmq"
-import { Effect, Either, Layer, Metric, Option, Redacted } from "effect"
+import { type Duration, Effect, Either, Layer, Metric, Option, Redacted } from "effect"
 import { ClinicalError, PersonData } from "effect-clinical"
 import * as ClinicalQueue from "effect-clinical/bullmq"
 import { Redis } from "ioredis"
@@ -514,6 +514,27 @@ describe("a worker's life", () => {
     }
     expect(depth()).toEqual({ waiting: 7, active: 0, delayed: 0, failed: 0, prioritized: 0 })
   }, 20_000)
+
+  it("each starting worker records its timings in the queue's meta: the shortest lock and the longest stall interval are kept", async () => {
+    await enqueue([`PersonTimings0000000000000000==`])
+    await bullQueue().pause()
+    const meta = () => connect().hmget("bull:test:effect-clinical", "lockMillis", "stalledMillis")
+    const timings: ReadonlyArray<readonly [Duration.DurationInput, Duration.DurationInput]> = [
+      ["20 seconds", "5 seconds"],
+      ["9 seconds", "30 seconds"],
+      ["12 seconds", "6 seconds"]
+    ]
+    for (const [lockDuration, stalledInterval] of timings) {
+      const worker = await started(scripted(() => Effect.succeed(found)).layer, {
+        sink: () => {},
+        lockDuration,
+        stalledInterval
+      })
+      await worker.close()
+    }
+    // A live worker renews its locks above half the shortest lock: none of a mixed fleet is taken for stopped.
+    expect(await meta()).toEqual(["9000", "30000"])
+  })
 
   it("a closing worker samples the depth once more, labelled with the queue: read after the last job, it says none is left", async () => {
     const depth = () =>

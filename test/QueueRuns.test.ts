@@ -464,6 +464,14 @@ describe("a run's records and numbers", { timeout: 20_000 }, () => {
       now.mockRestore()
     }
     expect(await status()).toMatchObject({ run: { done: 2, failed: 1 } })
+    // A renewal time that is no number (whoever can write Redis) renews, rather than failing the script midway.
+    await admin.hset(keys[0]!, "renewAt", "soon")
+    await admin.expire(keys[1]!, 1_000)
+    expect(await recordOutcome(queueSettings, 1, runId, job(0), "F")).toBe(0)
+    expect(await recordOutcome(queueSettings, 1, runId, { ...job(1), index: 1 }, "D")).toBe(0)
+    await admin.hset(keys[0]!, "renewAt", "soon")
+    expect(await recordOutcome(queueSettings, 1, runId, { ...job(2), id: "9".repeat(32) }, "D")).toBe(1)
+    expect(await admin.ttl(keys[1]!)).toBeGreaterThan(29 * 24 * 3600)
   })
 
   it("a script's failure other than NOSCRIPT is passed on as it came, the script not run again (what it wrote before failing would pass for a repeat)", async () => {

@@ -46,6 +46,15 @@ describe("planOf", () => {
     expect(planOf(none, { OTEL_METRICS_EXPORTER: "otlp,prometheus" })).toMatchObject({
       prometheus: { host: "127.0.0.1", port: 9464 }
     })
+    // The variable lists the exporters: prometheus alone turns OTLP metrics off, spans stay OTLP.
+    expect(planOf(none, { OTEL_METRICS_EXPORTER: "prometheus", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c" }))
+      .toMatchObject({ otlpMetrics: undefined, otlpTraces: true, prometheus: { port: 9464 } })
+    expect(planOf(none, { OTEL_METRICS_EXPORTER: "otlp,prometheus", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c" }))
+      .toMatchObject({ otlpMetrics: { intervalMillis: 60_000 }, prometheus: { port: 9464 } })
+    // A Prometheus host of the environment stops nothing when no Prometheus is asked for; underscores are names.
+    expect(planOf(none, { OTEL_EXPORTER_PROMETHEUS_HOST: "prom host" })).toMatchObject({ prometheus: undefined })
+    expect(planOf({ metricsPort: 1, metricsHost: undefined }, { OTEL_EXPORTER_PROMETHEUS_HOST: "prom_host" }))
+      .toMatchObject({ prometheus: { host: "prom_host", port: 1 } })
     expect(planOf(none, {
       OTEL_METRICS_EXPORTER: "prometheus",
       OTEL_EXPORTER_PROMETHEUS_PORT: "9200",
@@ -61,6 +70,11 @@ describe("planOf", () => {
     [{ metricsPort: -1, metricsHost: undefined }, {}, "--metrics-port must be a port number from 0 to 65535"],
     [{ metricsPort: undefined, metricsHost: "0.0.0.0" }, {}, "--metrics-host needs --metrics-port"],
     [{ metricsPort: 1, metricsHost: "evil host; rm" }, {}, "--metrics-host must be a host name or an address"],
+    [
+      { metricsPort: 1, metricsHost: undefined },
+      { OTEL_EXPORTER_PROMETHEUS_HOST: "bad host" },
+      "OTEL_EXPORTER_PROMETHEUS_HOST must be a host name or an address"
+    ],
     [
       none,
       { OTEL_METRICS_EXPORTER: "prometheus", OTEL_EXPORTER_PROMETHEUS_PORT: "x9464" },

@@ -147,3 +147,9 @@ export const queueRun = gauge(
   "clinical_queue_run_persons",
   "Persons of the queue's latest run, the whole fleet's: enqueued, done, failed; by queue and state"
 )
+
+/** Whether the command line's last read of the queue from Redis succeeded (1) or not (0): the other queue gauges keep their last values meanwhile. */
+export const queueRedisUp = gauge(
+  "clinical_queue_redis_up",
+  "Whether the last read of the queue from Redis (for these metrics) succeeded: 1, or 0 (the queue gauges are then the last read)"
+)

@@ -57,18 +57,20 @@ const KIND_UNSAFE = /[^A-Za-z0-9_.-]/g
 /**
  * How failures are grouped (BullMQ's failed reason starts with it, metrics label by it): the tag,
  * and an `ApiError`'s `ErrorType` (the server's words: cut to 40 safe characters) or a
- * `TransportError`'s reason. Never a value of the request.
+ * `TransportError`'s reason. Never a value of the request: `scrub` (the person's redactor) runs
+ * on the server's words whole, before they are made safe and cut (a PersonUid cut in half, or its
+ * `+/=` made `?`, would no longer be recognised).
  */
-export const kindOf = (error: ClinicalError): string => {
+export const kindOf = (error: ClinicalError, scrub: (text: string) => string = (text) => text): string => {
   switch (error._tag) {
     case "ApiError":
       return error.errorType === null
         ? error._tag
-        : `${error._tag} ${error.errorType.replace(KIND_UNSAFE, "?").slice(0, 40)}`
+        : `${error._tag} ${scrub(error.errorType).replace(KIND_UNSAFE, "?").slice(0, 40)}`
     case "TransportError":
       return `${error._tag} ${error.reason}`
     case "InvalidRequest":
-      return `${error._tag} ${error.field.replace(KIND_UNSAFE, "?").slice(0, 40)}`
+      return `${error._tag} ${scrub(error.field).replace(KIND_UNSAFE, "?").slice(0, 40)}`
     default:
       return error._tag
   }

@@ -110,7 +110,7 @@ const thrown = <X extends Error>(error: X): X => {
 const reasonOf = (error: ClinicalError & { readonly message: string }, personUid: string) => {
   const scrub = redactor([personUid])
   // The kind holds the server's ErrorType: a server echoing the person there must not label a metric with it.
-  const kind = scrub(kindOf(error))
+  const kind = kindOf(error, scrub)
   return { kind, reason: scrub(`${kind}: ${error.message}`) }
 }
 

@@ -8,6 +8,7 @@ import { type Bull, type BullQueue, connectionOf } from "./bull.js"
 import { keyCheck } from "./jobSeal.js"
 import type { Settings } from "./queueSettings.js"
 import { signed, verified } from "./runRecord.js"
+import { script } from "./runStore.js"
 import type { Timings } from "./unanswered.js"
 
 /** What the queue records of itself. */
@@ -52,16 +53,22 @@ const timingsOf = (lock: string | null | undefined, stalled: string | null | und
   return fits(lockMillis) && fits(stalledMillis) ? { lockMillis, stalledMillis } : undefined
 }
 
-/** Records a starting worker's lock duration and stall interval: how `status` judges an active job's lock. */
+/**
+ * Records a starting worker's lock duration and stall interval, how `status` judges an active
+ * job's lock (KEYS: the meta hash; ARGV: the two). A fleet may mix them: the shortest lock and the
+ * longest interval any worker recorded are kept, so that a live worker is never taken for one that
+ * stopped (its lock is renewed above half the shortest) and "taken back within" is an upper bound.
+ */
+const timingsScript = script(`
+local lock = tonumber(redis.call('HGET', KEYS[1], 'lockMillis'))
+if not lock or tonumber(ARGV[1]) < lock then redis.call('HSET', KEYS[1], 'lockMillis', ARGV[1]) end
+local stalled = tonumber(redis.call('HGET', KEYS[1], 'stalledMillis'))
+if not stalled or tonumber(ARGV[2]) > stalled then redis.call('HSET', KEYS[1], 'stalledMillis', ARGV[2]) end
+return 1
+`)
+
 export const recordTimings = (settings: Settings, timings: Timings): Promise<unknown> =>
-  settings.connection.call(
-    "HSET",
-    settings.metaKey,
-    "lockMillis",
-    String(timings.lockMillis),
-    "stalledMillis",
-    String(timings.stalledMillis)
-  )
+  timingsScript(settings.connection, [settings.metaKey], [String(timings.lockMillis), String(timings.stalledMillis)])
 
 /** Records the operation the queue serves, and its key's check. */
 export const recordOperation = (settings: Settings, operation: string): Promise<unknown> =>

@@ -126,7 +126,8 @@ if was == 'F' then redis.call('HINCRBY', KEYS[1], 'failed', -1) end
 redis.call('SETRANGE', KEYS[2], at, new)
 redis.call('HINCRBY', KEYS[1], ARGV[5] == 'D' and 'done' or 'failed', 1)
 local now = tonumber(ARGV[7])
-if not run[4] or tonumber(run[4]) <= now then
+local renewAt = tonumber(run[4])
+if not renewAt or renewAt <= now then
   redis.call('EXPIRE', KEYS[1], ARGV[6])
   redis.call('EXPIRE', KEYS[2], ARGV[6])
   redis.call('HSET', KEYS[1], 'renewAt', now + ${TTL_RENEWED_EVERY_SECONDS})

@@ -18,11 +18,11 @@ import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import express from "express"
-import { type Access, accessOf, authorized } from "./dashboardAccess.js"
+import { type Access, accessOf, authorized, isLoopbackHost } from "./dashboardAccess.js"
 import { configProvider } from "./environment.js"
 import { listening, originOf } from "./listening.js"
-import { type CliError, usage } from "./outcome.js"
-import { connection, isRedisUrl, say, shownUrl } from "./queueJob.js"
+import { CliError, ExitCode, usage } from "./outcome.js"
+import { connection, hideSecrets, isRedisUrl, say, shownUrl, warner } from "./queueJob.js"
 
 export interface DashboardJob {
   readonly settingsFile: Option.Option<string>
@@ -51,11 +51,18 @@ const settings = (file: Option.Option<string>) =>
       )
     ))
 
-/** The Express app: basic auth first when asked, then bull-board's routes. */
+/** The Express app: basic auth first when asked (else loopback names alone), then bull-board's routes. */
 const appOf = (router: express.Router, access: Access): express.Express => {
   const app = express()
   app.disable("x-powered-by")
-  if (access !== undefined) {
+  if (access === undefined) {
+    app.use((request, response, next) => {
+      if (isLoopbackHost(request.headers.host)) return next()
+      response.status(403).type("text/plain").send(
+        "forbidden: without a password, this dashboard answers to localhost only\n"
+      )
+    })
+  } else {
     app.use((request, response, next) => {
       if (authorized(request.headers.authorization, access)) return next()
       response.set("WWW-Authenticate", "Basic realm=\"effect-clinical queue dashboard\", charset=\"UTF-8\"")
@@ -72,9 +79,24 @@ export const dashboard = (job: DashboardJob): Effect.Effect<never, CliError> =>
     const { password, redisUrl, user } = yield* settings(job.settingsFile)
     const access = accessOf(job.host, user, password._tag === "Some" ? Redacted.value(password.value) : undefined)
     if (typeof access === "string") return yield* Effect.fail(usage(access))
-    const client = yield* connection(redisUrl)
+    // A page's request waits 10 s at most for Redis, and fails rather than queueing while it is away.
+    const client = yield* connection(redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 10_000 })
+    yield* Effect.tryPromise({
+      try: () => client.ping(),
+      catch: () =>
+        new CliError({
+          message: `cannot reach Redis at ${shownUrl(Redacted.value(redisUrl))}`,
+          code: ExitCode.Failure
+        })
+    })
+    const warn = warner("queue dashboard")
     const queue = yield* Effect.acquireRelease(
-      Effect.sync(() => new Queue(job.queue, { connection: client })),
+      Effect.sync(() => {
+        const queue = new Queue(job.queue, { connection: client })
+        // Else BullMQ prints each error whole (its stack, Redis's words) on the console.
+        queue.on("error", (error: Error) => warn(hideSecrets(error.message, redisUrl)))
+        return queue
+      }),
       (queue) => Effect.promise(() => queue.close().catch(() => undefined))
     )
     const board = new BullMQAdapter(queue, {

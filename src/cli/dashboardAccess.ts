@@ -46,3 +46,13 @@ export const authorized = (header: string | undefined, access: NonNullable<Acces
   const given = Buffer.from(match[1]!, "base64").toString("utf8")
   return timingSafeEqual(digest(given), digest(`${access.user}:${access.password}`))
 }
+
+/**
+ * Whether a request's `Host` header names this machine's loopback (`localhost`, `127.x.x.x`,
+ * `[::1]`, with any port): a dashboard without a password answers those alone, so that a web page
+ * whose name was rebound to 127.0.0.1 (DNS rebinding) cannot read it from a browser.
+ */
+export const isLoopbackHost = (header: string | undefined): boolean => {
+  const match = /^(\[::1\]|[A-Za-z0-9.-]{1,253})(:\d{1,5})?$/.exec(header?.trim() ?? "")
+  return match !== null && isLoopback(match[1]!.toLowerCase())
+}

@@ -210,7 +210,7 @@ const statusCommand = Command.make("status", {
     yield* withTelemetry(options, (gauges) => queueJob.status({ ...status, gauges }))
   })).pipe(Command.withDescription(
     "The queue's jobs by state, its rate and ETA, failures by kind, and why it is paused. With --metrics-port, " +
-      "it then serves the queue's gauges (read from Redis at each scrape) until SIGTERM or Ctrl-C."
+      "it then serves the queue's gauges (read from Redis for each scrape) until SIGTERM or Ctrl-C."
   ))
 
 const collectCommand = Command.make("collect", {

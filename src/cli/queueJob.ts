@@ -17,6 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
 import { Redis } from "ioredis"
 import { createReadStream } from "node:fs"
 import { unlink } from "node:fs/promises"
@@ -68,7 +69,7 @@ const secretsOf = (url: string): Array<string> => {
 }
 
 /** `text` (a Redis or BullMQ error) without the URL's secrets, in any form they may be echoed. */
-const hideSecrets = (text: string, url: Redacted.Redacted<string>): string =>
+export const hideSecrets = (text: string, url: Redacted.Redacted<string>): string =>
   redactor(secretsOf(Redacted.value(url)))(text)
 
 interface QueueEnvironment {
@@ -116,12 +117,14 @@ const queueSettings = (file: Option.Option<string>): Effect.Effect<QueueEnvironm
  * A warning on stderr, made printable, at most one every 5 s for each `about`: a Redis that is gone,
  * or a sink that cannot write, would otherwise say so for every job.
  */
-const warner = (about: string) => {
+export const warner = (about: string) => {
   let toldAt = 0
   return (text: string): void => {
     if (Date.now() - toldAt < 5_000) return
     toldAt = Date.now()
-    process.stderr.write(`warning: ${about}: ${Render.printable(text)}\n`)
+    // At a terminal, over a progress bar's line (the bar is drawn again below it).
+    const clear = process.stderr.isTTY === true ? "\r\x1b[K" : ""
+    process.stderr.write(`${clear}warning: ${about}: ${Render.printable(text)}\n`)
   }
 }
 
@@ -220,7 +223,7 @@ const told = (environment: QueueEnvironment) => <E>(error: E): E | CliError => {
 /** `run` over the queue's options (a one-off connection), its failures {@link told}. */
 const withQueue = <A, E>(
   common: Common,
-  run: (options: ClinicalQueue.QueueOptions, environment: QueueEnvironment) => Effect.Effect<A, E>
+  run: (options: ClinicalQueue.QueueOptions, environment: QueueEnvironment) => Effect.Effect<A, E, Scope.Scope>
 ): Effect.Effect<A, E | CliError> =>
   Effect.scoped(
     Effect.flatMap(queueEnvironment(common.settingsFile), (environment) =>
@@ -284,11 +287,12 @@ export const enqueue = (job: Enqueue) =>
 // ---------------------------------------------------------------------------------------------
 
 const paused = Metric.gauge(Metrics.queuePaused.name, { description: Metrics.queuePaused.description })
+const redisUp = Metric.gauge(Metrics.queueRedisUp.name, { description: Metrics.queueRedisUp.description })
 const runPersons = Metric.gauge(Metrics.queueRun.name, { description: Metrics.queueRun.description })
 
 /**
  * The queue's gauges from a status read now: its depth by state, whether it is paused, its latest
- * run's persons (the fleet's). What `--metrics-port` serves is current at each scrape.
+ * run's persons (the fleet's). What `--metrics-port` serves is read for each scrape (a second old at most).
  */
 const refreshGauges = (options: ClinicalQueue.QueueOptions, queue: string) =>
   Effect.flatMap(ClinicalQueue.status(options, { failuresByKind: false }), (now) =>
@@ -309,6 +313,15 @@ const refreshGauges = (options: ClinicalQueue.QueueOptions, queue: string) =>
         Effect.runSync(Metric.set(Metric.tagged(persons, "state", state), n))
       }
     }))
+
+/** {@link refreshGauges} as the metrics' refresh: whether it could read Redis goes to `clinical_queue_redis_up`. */
+const gaugesFrom = (options: ClinicalQueue.QueueOptions, queue: string) => () =>
+  Effect.runPromise(
+    refreshGauges(options, queue).pipe(
+      Effect.zipRight(Metric.set(Metric.tagged(redisUp, "queue", queue), 1)),
+      Effect.tapErrorCause(() => Metric.set(Metric.tagged(redisUp, "queue", queue), 0))
+    )
+  )
 
 export interface Work extends Common {
   /** Where the queue's gauges are refreshed from, before metrics are read. */
@@ -459,7 +472,7 @@ const working = (job: Work, environment: QueueEnvironment) =>
   Effect.scoped(Effect.gen(function*() {
     // BullMQ's commands wait in ioredis's queue while Redis is away, and run when it is back.
     const options = yield* queueOptions(job, environment, {})
-    job.gauges.refreshWith(() => Effect.runPromise(refreshGauges(options, job.queue)))
+    job.gauges.refreshWith(gaugesFrom(options, job.queue))
     const before = yield* ClinicalQueue.status(options, { failuresByKind: false })
     // Each job names its operation (sealed): the queue's records only say whether there is any.
     const operation = before.run?.operation ?? before.operation
@@ -525,13 +538,19 @@ const working = (job: Work, environment: QueueEnvironment) =>
       return text
     }
     // At a terminal, a bar redrawn in place; else a line each time.
+    let barShown = false
     const tell = (now: ClinicalQueue.Status) => {
       if (!job.interactive) return say(line(now))
       const millis = Date.now() - startedAt
       const text = progressBar(shards.counts, millis, now, earlier, process.stderr.columns)
       earlier = { status: now, millis }
-      return Effect.sync(() => void process.stderr.write(text))
+      return Effect.sync(() => {
+        barShown = true
+        process.stderr.write(text)
+      })
     }
+    // Whatever ends the command (a pause, a signal, a failure) says so below the bar, not on its line.
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (barShown && process.stderr.write("\n"))))
     while (true) {
       yield* Effect.sleep(every)
       const now = yield* ClinicalQueue.status(options, { failuresByKind: false })
@@ -550,7 +569,10 @@ const working = (job: Work, environment: QueueEnvironment) =>
       }
       if (isDrained(now)) {
         // The bar, full, stays on its line; the summary below it.
-        if (job.interactive) yield* Effect.zipRight(tell(now), Effect.sync(() => void process.stderr.write("\n")))
+        if (job.interactive) {
+          yield* Effect.zipRight(tell(now), Effect.sync(() => void process.stderr.write("\n")))
+          barShown = false
+        }
         yield* say(`${line(now)}; peak memory ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`)
         return
       }
@@ -566,9 +588,16 @@ export interface StatusJob extends Common {
 }
 
 export const status = (job: StatusJob) =>
-  withQueue(job, (options) =>
+  withQueue(job, (options, environment) =>
     Effect.gen(function*() {
-      job.gauges.refreshWith(() => Effect.runPromise(refreshGauges(options, job.queue)))
+      // Served until stopped, the gauges are read over a connection that waits out a Redis restart
+      // (a one-off command's gives up after a few seconds), each read bounded.
+      job.gauges.refreshWith(gaugesFrom(
+        job.gauges.scraped
+          ? yield* queueOptions(job, environment, { maxRetriesPerRequest: 1, commandTimeout: ONE_OFF_ANSWER_MILLIS })
+          : options,
+        job.queue
+      ))
       const first = yield* ClinicalQueue.status(options)
       const millis = Duration.toMillis(job.sample)
       const second = millis === 0 ? first : yield* Effect.zipRight(

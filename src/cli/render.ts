@@ -131,6 +131,6 @@ const BAR_WIDTH = 24
 export const bar = (fraction: number, text: string, columns: number | undefined = undefined): string => {
   const filled = Math.max(0, Math.min(BAR_WIDTH, Math.round(fraction * BAR_WIDTH)))
   const line = `[${"#".repeat(filled)}${" ".repeat(BAR_WIDTH - filled)}] ${text}`
-  const fits = columns === undefined || columns < BAR_WIDTH + 10 ? line : line.slice(0, columns - 1)
+  const fits = columns === undefined || columns < 2 ? line : line.slice(0, columns - 1)
   return `\r${fits}\x1b[K`
 }

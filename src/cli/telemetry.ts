@@ -29,19 +29,34 @@ const REFRESH_MILLIS = 2_000
 /** OpenTelemetry's default (and longest) time an export may take. */
 const EXPORT_TIMEOUT_MILLIS = 30_000
 
-/** `producer`, with `refresh` run (within its bound, its failure ignored) before each collection. */
-const refreshing = (producer: MetricProducer, refresh: (() => Promise<void>) | undefined): MetricProducer =>
-  refresh === undefined ? producer : {
+/** A refresh younger than this serves the next collection too: scrapes in a loop cost Redis one read a second. */
+const REFRESH_REUSED_MILLIS = 1_000
+
+/**
+ * `producer`, with `refresh` run before each collection: within its bound (its failure ignored:
+ * the gauges keep their last values), one at a time (collections meanwhile wait for that one), and
+ * not again within a second of the last.
+ */
+const refreshing = (producer: MetricProducer, refresh: (() => Promise<void>) | undefined): MetricProducer => {
+  if (refresh === undefined) return producer
+  let running: Promise<void> | undefined
+  let doneAt = Number.NEGATIVE_INFINITY
+  const refreshed = (): Promise<void> => {
+    if (Date.now() - doneAt < REFRESH_REUSED_MILLIS) return Promise.resolve()
+    return running ??= refresh().catch(() => undefined).finally(() => {
+      doneAt = Date.now()
+      running = undefined
+    })
+  }
+  return {
     collect: async (options) => {
       let timer: ReturnType<typeof setTimeout> | undefined
-      await Promise.race([
-        refresh().catch(() => undefined),
-        new Promise((resolve) => (timer = setTimeout(resolve, REFRESH_MILLIS)))
-      ])
+      await Promise.race([refreshed(), new Promise((resolve) => (timer = setTimeout(resolve, REFRESH_MILLIS)))])
       clearTimeout(timer)
       return producer.collect(options)
     }
   }
+}
 
 /** The scrape endpoint: `GET /metrics` answered by the exporter, anything else 404; closed with the scope. */
 const serve = (exporter: PrometheusExporter, host: string, port: number) =>

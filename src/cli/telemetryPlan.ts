@@ -4,8 +4,8 @@
  * their own). Nothing is exported unless asked: an OTLP endpoint set, a Prometheus port given.
  *
  * - OTLP over HTTP: metrics when `OTEL_EXPORTER_OTLP_ENDPOINT` or `..._METRICS_ENDPOINT` is set,
- *   spans when it or `..._TRACES_ENDPOINT` is; `OTEL_METRICS_EXPORTER` / `OTEL_TRACES_EXPORTER`
- *   `none` turn one off, `OTEL_SDK_DISABLED=true` both. The exporters read the endpoint, headers,
+ *   spans when it or `..._TRACES_ENDPOINT` is, unless `OTEL_METRICS_EXPORTER` / `OTEL_TRACES_EXPORTER`
+ *   list exporters without `otlp` (`none`, `prometheus`); `OTEL_SDK_DISABLED=true` turns both off. The exporters read the endpoint, headers,
  *   timeout and compression themselves.
  * - Prometheus: `--metrics-port` (or `OTEL_METRICS_EXPORTER=prometheus` with
  *   `OTEL_EXPORTER_PROMETHEUS_PORT`, default 9464), served on loopback unless `--metrics-host`
@@ -49,8 +49,8 @@ const port = (value: string, name: string): number | string => {
   return /^\d{1,5}$/.test(value.trim()) && n <= 65_535 ? n : `${name} must be a port number from 0 to 65535`
 }
 
-/** A host name or address to listen on: letters, digits, dots, colons, hyphens, brackets. */
-const HOST = /^[A-Za-z0-9.:[\]-]{1,253}$/
+/** A host name or address to listen on: letters, digits, dots, colons, hyphens, underscores, brackets. */
+const HOST = /^[A-Za-z0-9._:[\]-]{1,253}$/
 
 /**
  * The plan for `asked` in `env`, or the reason it is refused (a usage error's text, naming the
@@ -79,10 +79,12 @@ export const planOf = (asked: Asked, env: Readonly<Record<string, string | undef
   if (!(intervalMillis >= 100 && intervalMillis <= 86_400_000)) {
     return "OTEL_METRIC_EXPORT_INTERVAL must be whole milliseconds from 100 to 86400000"
   }
+  // As OpenTelemetry's variables say: each `OTEL_*_EXPORTER` lists the exporters to use (OTLP when unset).
+  const wantsOtlp = (exporters: ReadonlyArray<string>) => exporters.length === 0 || exporters.includes("otlp")
   const otlp = !disabled && set(env.OTEL_EXPORTER_OTLP_ENDPOINT)
-  const otlpMetrics = !disabled && !metricsExporters.includes("none") &&
+  const otlpMetrics = !disabled && wantsOtlp(metricsExporters) &&
     (otlp || set(env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT))
-  const otlpTraces = !disabled && !tracesExporters.includes("none") &&
+  const otlpTraces = !disabled && wantsOtlp(tracesExporters) &&
     (otlp || set(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT))
   const prometheusPort = asked.metricsPort ??
     (!disabled && metricsExporters.includes("prometheus")
@@ -98,10 +100,14 @@ export const planOf = (asked: Asked, env: Readonly<Record<string, string | undef
   ) {
     return "--metrics-port must be a port number from 0 to 65535"
   }
-  const host = asked.metricsHost ?? (env.OTEL_EXPORTER_PROMETHEUS_HOST?.trim() || "127.0.0.1")
-  if (!HOST.test(host)) return "--metrics-host must be a host name or an address"
   if (asked.metricsHost !== undefined && prometheusPort === undefined) {
     return "--metrics-host needs --metrics-port"
+  }
+  const fromVariable = asked.metricsHost === undefined && set(env.OTEL_EXPORTER_PROMETHEUS_HOST)
+  const host = asked.metricsHost ?? (fromVariable ? env.OTEL_EXPORTER_PROMETHEUS_HOST!.trim() : "127.0.0.1")
+  // Checked only where it is used: a variable for a Prometheus not asked for stops no command.
+  if (prometheusPort !== undefined && !HOST.test(host)) {
+    return `${fromVariable ? "OTEL_EXPORTER_PROMETHEUS_HOST" : "--metrics-host"} must be a host name or an address`
   }
   return {
     otlpMetrics: otlpMetrics ? { intervalMillis } : undefined,
