@@ -36,16 +36,14 @@ import * as Metrics from "../../core/observability/metrics.js"
 import { timeLeftMillis } from "../../core/pace.js"
 import { wholeLines } from "../../core/wholeLines.js"
 import type { ClinicalError } from "../ClinicalError.js"
+import { counter, gauge } from "../internal/observability/telemetry.js"
 import * as PersonData from "../PersonData.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
 import { fromFile, sha256OfFile } from "./persons.js"
 import * as Render from "./render.js"
 
-const results = Metric.counter(Metrics.batchResults.name, {
-  description: Metrics.batchResults.description,
-  incremental: true
-})
-const persons = Metric.gauge(Metrics.batchPersons.name, { description: Metrics.batchPersons.description })
+const results = counter(Metrics.batchResults)
+const persons = gauge(Metrics.batchPersons)
 
 /** The batch's counts of results written, by outcome, for `operation`. */
 const counted = (operation: string, outcome: "success" | "failure", n: number) =>

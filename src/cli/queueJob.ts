@@ -25,6 +25,7 @@ import * as Metrics from "../../core/observability/metrics.js"
 import { perSecond, timeLeftMillis } from "../../core/pace.js"
 import { ClinicalQueue } from "../bullmq.js"
 import * as ClinicalClient from "../ClinicalClient.js"
+import { gauge } from "../internal/observability/telemetry.js"
 import { meter } from "../internal/queue/jobProcessor.js"
 import { redactor } from "../internal/redaction/redaction.js"
 import { derivedKey, sealingKey } from "../internal/token/storedEntry.js"
@@ -286,9 +287,9 @@ export const enqueue = (job: Enqueue) =>
 
 // ---------------------------------------------------------------------------------------------
 
-const paused = Metric.gauge(Metrics.queuePaused.name, { description: Metrics.queuePaused.description })
-const redisUp = Metric.gauge(Metrics.queueRedisUp.name, { description: Metrics.queueRedisUp.description })
-const runPersons = Metric.gauge(Metrics.queueRun.name, { description: Metrics.queueRun.description })
+const paused = gauge(Metrics.queuePaused)
+const redisUp = gauge(Metrics.queueRedisUp)
+const runPersons = gauge(Metrics.queueRun)
 
 /**
  * The queue's gauges from a status read now: its depth by state, whether it is paused, its latest

@@ -8,8 +8,12 @@ import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricKey from "effect/MetricKey"
 import * as Metrics from "../../../core/observability/metrics.js"
 
-const counter = ({ description, name }: Metrics.Definition) => Metric.counter(name, { description, incremental: true })
-const gauge = ({ description, name }: Metrics.Definition) => Metric.gauge(name, { description })
+/** A counter of this line from its core definition (name, description). */
+export const counter = ({ description, name }: Metrics.Definition) =>
+  Metric.counter(name, { description, incremental: true })
+
+/** A gauge of this line from its core definition (name, description). */
+export const gauge = ({ description, name }: Metrics.Definition) => Metric.gauge(name, { description })
 const histogramKey = ({ boundaries, description, name }: Metrics.Definition) =>
   MetricKey.histogram(name, MetricBoundaries.fromIterable(boundaries ?? []), description)
 

@@ -10,6 +10,7 @@ import * as Metrics from "../../../core/observability/metrics.js"
 import type * as Core from "../../../core/queue/jobProcessor.js"
 import type { ClinicalError } from "../../ClinicalError.js"
 import type * as PersonData from "../../PersonData.js"
+import { counter, gauge } from "../observability/telemetry.js"
 
 /** What a worker hands its sink for one person: the result, or the failure that is final. */
 export type JobRecord = Core.JobRecord<Redacted.Redacted<string>, PersonData.Result<PersonData.Item>, ClinicalError>
@@ -25,16 +26,10 @@ export type Sink = (record: JobRecord) => Promise<void> | void
 /** The call of a person: its result or its typed failure, never a throw. */
 export type Call = Core.Call<PersonData.Operation, PersonData.Result<PersonData.Item>, ClinicalError>
 
-const jobs = Metric.counter(Metrics.queueJobs.name, {
-  description: Metrics.queueJobs.description,
-  incremental: true
-})
-const failures = Metric.counter(Metrics.queueFailures.name, {
-  description: Metrics.queueFailures.description,
-  incremental: true
-})
+const jobs = counter(Metrics.queueJobs)
+const failures = counter(Metrics.queueFailures)
 /** Sampled by the worker: jobs waiting (a paused queue's too), active, delayed, failed and prioritized in the whole queue. */
-export const depth = Metric.gauge(Metrics.queueDepth.name, { description: Metrics.queueDepth.description })
+export const depth = gauge(Metrics.queueDepth)
 
 /** This line's metrics of its workers: one for the process. */
 export const meter: Core.Meter = {

@@ -5,8 +5,12 @@
 import * as Metric from "effect/Metric"
 import * as Metrics from "../../../../core/observability/metrics.js"
 
-const counter = ({ description, name }: Metrics.Definition) => Metric.counter(name, { description, incremental: true })
-const gauge = ({ description, name }: Metrics.Definition) => Metric.gauge(name, { description })
+/** A counter of this line from its core definition (name, description). */
+export const counter = ({ description, name }: Metrics.Definition) =>
+  Metric.counter(name, { description, incremental: true })
+
+/** A gauge of this line from its core definition (name, description). */
+export const gauge = ({ description, name }: Metrics.Definition) => Metric.gauge(name, { description })
 
 /** Token requests sent to the token endpoint. */
 export const tokenRequests = counter(Metrics.tokenRequests)

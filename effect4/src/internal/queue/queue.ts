@@ -13,6 +13,7 @@ import type { Meter } from "../../../../core/queue/jobProcessor.js"
 import type { KeyHold } from "../../../../core/queue/jobSeal.js"
 import * as Core from "../../../../core/queue/queueError.js"
 import { InvalidConfig, QueueError } from "../../ClinicalError.js"
+import { counter, gauge } from "../observability/telemetry.js"
 
 /** The application's BullMQ, as the core takes it. */
 export const bull: Bull<Queue, Worker> = { Queue, Worker, UnrecoverableError, RateLimitError }
@@ -36,16 +37,10 @@ export const fromCore = (error: Core.QueueError | Errors.InvalidConfig): QueueEr
 export const queueError = (operation: string) => (error: unknown): QueueError | InvalidConfig =>
   error instanceof QueueError || error instanceof InvalidConfig ? error : fromCore(Core.failureOf(operation, error))
 
-const jobs = Metric.counter(Metrics.queueJobs.name, {
-  description: Metrics.queueJobs.description,
-  incremental: true
-})
-const failures = Metric.counter(Metrics.queueFailures.name, {
-  description: Metrics.queueFailures.description,
-  incremental: true
-})
+const jobs = counter(Metrics.queueJobs)
+const failures = counter(Metrics.queueFailures)
 /** Sampled by the worker: jobs waiting (a paused queue's too), active, delayed, failed and prioritized in the whole queue. */
-export const depth = Metric.gauge(Metrics.queueDepth.name, { description: Metrics.queueDepth.description })
+export const depth = gauge(Metrics.queueDepth)
 
 /** This line's metrics of its workers: one for the process. */
 export const meter: Meter = {

@@ -26,16 +26,15 @@ import type { IssuedToken } from "./tokenRequest.js"
 import type { Service, Snapshot } from "./tokenStorePort.js"
 
 // The store's metrics, here beside their only user (the core's names and descriptions).
-const counter = ({ description, name }: Metrics.Definition) => Metric.counter(name, { description, incremental: true })
 
 /** Failures of the shared token store, by `reason` (Timeout, Unavailable, Unreadable). */
-const tokenStoreFailures = counter(Metrics.tokenStoreFailures)
+const tokenStoreFailures = Telemetry.counter(Metrics.tokenStoreFailures)
 
 /** Values in the shared token store no instance could read, replaced. */
-const tokenStoreRepairs = counter(Metrics.tokenStoreRepairs)
+const tokenStoreRepairs = Telemetry.counter(Metrics.tokenStoreRepairs)
 
 /** Tokens taken from the shared token store instead of requested from the token endpoint. */
-const tokensFromStore = counter(Metrics.tokensFromStore)
+const tokensFromStore = Telemetry.counter(Metrics.tokensFromStore)
 
 /** What the interpreter needs. */
 export interface Options {
