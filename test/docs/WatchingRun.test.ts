@@ -10,6 +10,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { blocks } from "../../scripts/snippets.js"
+import { run } from "../support/Cli.js"
 import * as QueueWorker from "../support/QueueWorker.js"
 import * as RedisServer from "../support/RedisServer.js"
 import { binDirectory, runSession, session } from "../support/Session.js"
@@ -65,27 +66,21 @@ describe("docs/observability.md: watching a run", () => {
   it("the alert rules name metrics and labels the commands export", async () => {
     const rules = blocks(page).filter((block) => block.language === "yaml")
     expect(rules).toHaveLength(1)
-    // A worker's scrape (jobs by outcome) beside the queue's gauges: what a Prometheus would hold.
-    const worker = QueueWorker.start(
-      { ...settings(), CLINICAL_REDIS_URL: server.url },
-      Path.join(dir, "alert-shards"),
-      ["--metrics-port", "0", "--queue", "alerts"],
-      false
+    // Enqueued first: a worker on a queue with no jobs yet stops at once (a usage error).
+    Fs.writeFileSync(Path.join(dir, "alerts.txt"), mock.persons[0]!.personUid + "\nno-such-person\n")
+    const enqueued = await run(
+      ["queue", "enqueue", "medications", "--queue", "alerts", "--persons-file", Path.join(dir, "alerts.txt")],
+      { env: settings() }
     )
+    expect(enqueued.code).toBe(0)
+    // A worker's scrape (jobs by outcome) beside the queue's gauges: what a Prometheus would hold.
+    const worker = QueueWorker.start(settings(), Path.join(dir, "alert-shards"), [
+      "--metrics-port",
+      "0",
+      "--queue",
+      "alerts"
+    ], false)
     try {
-      Fs.writeFileSync(Path.join(dir, "alerts.txt"), mock.persons[0]!.personUid + "\nno-such-person\n")
-      const { spawnSync } = await import("node:child_process")
-      const enqueued = spawnSync(process.execPath, [
-        Path.join(root, "dist/bin/effect-clinical.js"),
-        "queue",
-        "enqueue",
-        "medications",
-        "--queue",
-        "alerts",
-        "--persons-file",
-        Path.join(dir, "alerts.txt")
-      ], { env: { PATH: process.env.PATH ?? "", ...settings() }, encoding: "utf8" })
-      expect(enqueued.status).toBe(0)
       let url: string | undefined
       let samples: Array<Telemetry.Sample> = []
       while (true) {
