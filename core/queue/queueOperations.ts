@@ -10,7 +10,7 @@ import { type Enqueued, enqueueLocked, type EnqueueTerms } from "./enqueue.js"
 import { Failure, failure } from "./queueError.js"
 import { readMeta, recordOperation, refusal } from "./queueMeta.js"
 import type { EnqueueOptions, Settings } from "./queueSettings.js"
-import { RATE_WINDOW_MILLIS } from "./queueWorker.js"
+import { DEPTH_STATES, RATE_WINDOW_MILLIS } from "./queueWorker.js"
 import { latestRun, readRun, script } from "./runStore.js"
 import { type Unanswered, unansweredOf } from "./unanswered.js"
 
@@ -216,7 +216,7 @@ export const status = async (
   failuresByKind: boolean,
   run: number | undefined
 ): Promise<Status> => {
-  const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized")
+  const counts = await queue.getJobCounts(...DEPTH_STATES)
   const byKind = new Map<string, number>()
   let scanned = 0
   const failed = counts.failed ?? 0

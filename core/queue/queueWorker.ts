@@ -34,11 +34,21 @@ export const METRIC_MINUTES = 7 * 24 * 60
 /** Longest `close()` waits, past `closeTimeout`, for the attempts it gave up to be written back. */
 const ABANDON_MILLIS = 5_000
 
-/** The queue's jobs by state, now, into the meter's depth gauge (what `clinical_queue_depth` says). */
-export const sampleDepth = async (queue: BullQueue, name: string, meter: Meter): Promise<void> => {
-  const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized")
-  for (const [state, n] of Object.entries(counts)) meter.depth(name, state, n)
+/** The states `clinical_queue_depth` counts the queue's jobs in (`waiting` holds a paused queue's too). */
+export const DEPTH_STATES = ["waiting", "active", "delayed", "failed", "prioritized"] as const
+
+/** Jobs of queue `name` by state into the meter's depth gauge. */
+export const recordDepth = (
+  meter: Meter,
+  name: string,
+  counts: { readonly [State in (typeof DEPTH_STATES)[number]]?: number | undefined }
+): void => {
+  for (const state of DEPTH_STATES) meter.depth(name, state, counts[state] ?? 0)
 }
+
+/** The queue's jobs by state, now, into the meter's depth gauge (what `clinical_queue_depth` says). */
+export const sampleDepth = async (queue: BullQueue, name: string, meter: Meter): Promise<void> =>
+  recordDepth(meter, name, await queue.getJobCounts(...DEPTH_STATES))
 
 /** What a worker is started with: its options read (durations in ms), its call, and the line's parts. */
 export interface Start<W extends BullWorker, S, O extends { readonly name: string }, R, E> {

@@ -23,6 +23,7 @@ import { createReadStream } from "node:fs"
 import { unlink } from "node:fs/promises"
 import * as Metrics from "../../core/observability/metrics.js"
 import { perSecond, timeLeftMillis } from "../../core/pace.js"
+import { recordDepth } from "../../core/queue/queueWorker.js"
 import { ClinicalQueue } from "../bullmq.js"
 import * as ClinicalClient from "../ClinicalClient.js"
 import { gauge } from "../internal/observability/telemetry.js"
@@ -296,24 +297,21 @@ const runPersons = gauge(Metrics.queueRun)
  * run's persons (the fleet's). What `--metrics-port` serves is read for each scrape (a second old at most).
  */
 const refreshGauges = (options: ClinicalQueue.QueueOptions, queue: string) =>
-  Effect.flatMap(ClinicalQueue.status(options, { failuresByKind: false }), (now) =>
-    Effect.sync(() => {
-      const depth = {
-        waiting: now.waiting,
-        active: now.active,
-        delayed: now.delayed,
-        failed: now.failed,
-        prioritized: now.prioritized
-      }
-      for (const [state, n] of Object.entries(depth)) meter.depth(queue, state, n)
-      Effect.runSync(Metric.set(Metric.tagged(paused, "queue", queue), now.isPaused ? 1 : 0))
-      const run = now.run
-      if (run === undefined) return
-      const persons = Metric.tagged(runPersons, "queue", queue)
-      for (const [state, n] of [["enqueued", run.persons], ["done", run.done], ["failed", run.failed]] as const) {
-        Effect.runSync(Metric.set(Metric.tagged(persons, "state", state), n))
-      }
-    }))
+  Effect.flatMap(ClinicalQueue.status(options, { failuresByKind: false }), (now) => {
+    const persons = Metric.tagged(runPersons, "queue", queue)
+    const run = now.run === undefined ? [] : [
+      ["enqueued", now.run.persons],
+      ["done", now.run.done],
+      ["failed", now.run.failed]
+    ] as const
+    return Effect.zipRight(
+      Effect.sync(() => recordDepth(meter, queue, now)),
+      Effect.all([
+        Metric.set(Metric.tagged(paused, "queue", queue), now.isPaused ? 1 : 0),
+        ...run.map(([state, n]) => Metric.set(Metric.tagged(persons, "state", state), n))
+      ], { discard: true })
+    )
+  })
 
 /** {@link refreshGauges} as the metrics' refresh: whether it could read Redis goes to `clinical_queue_redis_up`. */
 const gaugesFrom = (options: ClinicalQueue.QueueOptions, queue: string) => () =>
