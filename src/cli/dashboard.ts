@@ -22,7 +22,7 @@ import { type Access, accessOf, authorized, isLoopbackHost } from "./dashboardAc
 import { configProvider } from "./environment.js"
 import { listening, originOf } from "./listening.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
-import { connection, hideSecrets, isRedisUrl, say, shownUrl, warner } from "./queueJob.js"
+import { connection, hideSecrets, say, shownUrl, warner, withRedisUrlChecked } from "./queueJob.js"
 
 export interface DashboardJob {
   readonly settingsFile: Option.Option<string>
@@ -45,10 +45,7 @@ const settings = (file: Option.Option<string>) =>
       provider
     ).pipe(
       Effect.mapError(() => usage("queue dashboard needs CLINICAL_REDIS_URL (redis://host:port)")),
-      Effect.filterOrFail(
-        ({ redisUrl }) => isRedisUrl(Redacted.value(redisUrl)),
-        () => usage("CLINICAL_REDIS_URL must be a redis:// or rediss:// URL (its password percent-encoded)")
-      )
+      withRedisUrlChecked
     ))
 
 /** The Express app: basic auth first when asked (else loopback names alone), then bull-board's routes. */

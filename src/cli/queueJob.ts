@@ -80,7 +80,7 @@ interface QueueEnvironment {
 }
 
 /** Whether ioredis can read `url`: redis: or rediss:, its credentials percent-decodable. */
-export const isRedisUrl = (url: string): boolean => {
+const isRedisUrl = (url: string): boolean => {
   try {
     const parsed = new URL(url)
     decodeURIComponent(parsed.username)
@@ -91,12 +91,18 @@ export const isRedisUrl = (url: string): boolean => {
   }
 }
 
-const queueEnvironment = (file: Option.Option<string>): Effect.Effect<QueueEnvironment, CliError> =>
+/** Settings read (the queue's, the dashboard's), refused with a usage error when ioredis cannot read their Redis URL. */
+export const withRedisUrlChecked = <A extends { readonly redisUrl: Redacted.Redacted<string> }>(
+  settings: Effect.Effect<A, CliError>
+): Effect.Effect<A, CliError> =>
   Effect.filterOrFail(
-    queueSettings(file),
-    (environment) => isRedisUrl(Redacted.value(environment.redisUrl)),
+    settings,
+    ({ redisUrl }) => isRedisUrl(Redacted.value(redisUrl)),
     () => usage("CLINICAL_REDIS_URL must be a redis:// or rediss:// URL (its password percent-encoded)")
   )
+
+const queueEnvironment = (file: Option.Option<string>): Effect.Effect<QueueEnvironment, CliError> =>
+  withRedisUrlChecked(queueSettings(file))
 
 const queueSettings = (file: Option.Option<string>): Effect.Effect<QueueEnvironment, CliError> =>
   Effect.flatMap(configProvider(file), (provider) =>
@@ -530,26 +536,33 @@ const working = (job: Work, environment: QueueEnvironment) =>
     let toldAt = startedAt
     // The last line's status and time: the fleet's pace is measured from one line to the next.
     let earlier: { readonly status: ClinicalQueue.Status; readonly millis: number } | undefined
-    const line = (now: ClinicalQueue.Status) => {
+    /** A report of `now`, as `render` writes it from the last report's status and time. */
+    const report = (
+      now: ClinicalQueue.Status,
+      render: (millis: number, before: typeof earlier) => string
+    ): string => {
       const millis = Date.now() - startedAt
-      const text = progressLine(shards.counts, millis, now, earlier)
+      const text = render(millis, earlier)
       earlier = { status: now, millis }
       return text
     }
+    const line = (now: ClinicalQueue.Status) =>
+      report(now, (millis, before) => progressLine(shards.counts, millis, now, before))
     // At a terminal, a bar redrawn in place; else a line each time.
     let barShown = false
     const tell = (now: ClinicalQueue.Status) => {
       if (!job.interactive) return say(line(now))
-      const millis = Date.now() - startedAt
-      const text = progressBar(shards.counts, millis, now, earlier, process.stderr.columns)
-      earlier = { status: now, millis }
+      const text = report(now, (millis, before) =>
+        progressBar(shards.counts, millis, now, before, process.stderr.columns))
       return Effect.sync(() => {
         barShown = true
         process.stderr.write(text)
       })
     }
     // Whatever ends the command (a pause, a signal, a failure) says so below the bar, not on its line.
-    yield* Effect.addFinalizer(() => Effect.sync(() => void (barShown && process.stderr.write("\n"))))
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => void (barShown && process.stderr.write("\n")))
+    )
     while (true) {
       yield* Effect.sleep(every)
       const now = yield* ClinicalQueue.status(options, { failuresByKind: false })
