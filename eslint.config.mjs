@@ -36,11 +36,25 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/array-type": ["error", { default: "generic", readonly: "generic" }],
       // A skipped test left in is a defect.
-      "no-restricted-properties": ["error", { object: "it", property: "skip", message: "Do not land skipped tests." }, {
-        object: "describe",
-        property: "skip",
-        message: "Do not land skipped tests."
-      }, { object: "it", property: "todo", message: "Do not land placeholder tests." }]
+      "no-restricted-properties": [
+        "error",
+        { object: "it", property: "skip", message: "Do not land skipped tests." },
+        {
+          object: "describe",
+          property: "skip",
+          message: "Do not land skipped tests."
+        },
+        { object: "it", property: "todo", message: "Do not land placeholder tests." },
+        ...["it", "describe"].flatMap((
+          object
+        ) =>
+          ["skipIf", "runIf"].map((property) => ({
+            object,
+            property,
+            message: "A test fails when a part is missing (scripts/test-parts.mjs installs it); it never skips itself."
+          }))
+        )
+      ]
     }
   },
   {
