@@ -164,13 +164,13 @@ export class Run<E extends ClinicalError> {
 }
 
 /**
- * A person's call sent again: while the client's circuit refuses it (for at most the patience in
- * all) and after a failure worth retrying (`resends` times); see `batchTally.againAfterMillis`.
- * One per person's call.
+ * A person's call sent again: while the client's circuit refuses it or the token cannot be had
+ * (for at most the patience in all), and after a failure worth retrying (`resends` times); see
+ * `batchTally.againAfterMillis`. One per person's call.
  */
 export class Resends {
-  // The wait for an open circuit counts on the clock from the first refusal: the calls between
-  // the sleeps (a probe that hangs until its timeout) are time spent waiting for the service too.
+  // The wait for the service counts on the clock from the first refusal: the calls between the
+  // sleeps (a probe that hangs until its timeout) are time spent waiting for the service too.
   private firstRefusedAt: number | undefined = undefined
   private resent = 0
 
@@ -178,7 +178,7 @@ export class Resends {
 
   /** The wait (ms) before sending the call again after `error` at `now`, or `undefined`: take the failure. */
   after(error: ClinicalError, now: number): number | undefined {
-    const refused = error._tag === "CircuitOpen"
+    const refused = error._tag === "CircuitOpen" || Tally.isTokenOutage(error)
     if (refused) this.firstRefusedAt ??= now
     const waited = this.firstRefusedAt === undefined ? 0 : Math.max(0, now - this.firstRefusedAt)
     const wait = Tally.againAfterMillis(error, waited, this.resent, this.persistence)

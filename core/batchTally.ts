@@ -154,12 +154,33 @@ export interface Persistence {
 }
 
 /**
- * What a batch does with a person's failed call, having waited `waitedMillis` for an open circuit
- * and sent it again `resent` times: the wait before sending it again, or `undefined` to take the
- * failure. An open circuit is waited for (see {@link circuitWaitMillis}); a failure worth retrying
- * (the network, a timeout, 429, 5xx: the call's own retries spent) is sent again after its
- * `Retry-After`, `resends` times. Each call sent again is a new call, its retries its own: at 30%
- * of requests failing at random, four attempts leave 0.8% of persons failed, eight 0.007%.
+ * How long a batch waits before sending again a call that found no token because the token
+ * endpoint (or the shared store) failed as a service down does, unless it asked for longer: the
+ * call's own retries (750 ms, 1.5 s and 3 s at the defaults) start over then, and every call of
+ * the batch waits for the same token request, so that a dead endpoint sees about one request a
+ * second from the whole batch.
+ */
+export const TOKEN_OUTAGE_RECHECK_MILLIS = 1000
+
+/**
+ * Whether a failure is the token's, and may go away (the network, a timeout, 429, 5xx, a store that
+ * did not answer): not this person's, but every call's until the endpoint is back, so the batch
+ * waits for it as it waits for an open circuit. A failed token request counts once towards the
+ * breaker however many calls waited for it (`LoadControl.endedUnsent`): the calls of a batch that
+ * share each one spend their retries before the circuit opens, and would otherwise all fail.
+ */
+export const isTokenOutage = (error: ClinicalError): boolean =>
+  "operation" in error && error.operation === "token" && retryCause(error) !== undefined
+
+/**
+ * What a batch does with a person's failed call, having waited `waitedMillis` for the service (an
+ * open circuit, the token's outage) and sent it again `resent` times: the wait before sending it
+ * again, or `undefined` to take the failure. An open circuit is waited for (see
+ * {@link circuitWaitMillis}), and so is the token's outage ({@link isTokenOutage}: its
+ * `Retry-After`, or {@link TOKEN_OUTAGE_RECHECK_MILLIS}), for the patience in all; any other failure
+ * worth retrying (the network, a timeout, 429, 5xx: the call's own retries spent) is sent again
+ * after its `Retry-After`, `resends` times. Each call sent again is a new call, its retries its
+ * own: at 30% of requests failing at random, four attempts leave 0.8% of persons failed, eight 0.007%.
  */
 export const againAfterMillis = (
   error: ClinicalError,
@@ -169,6 +190,10 @@ export const againAfterMillis = (
 ): number | undefined => {
   if (error._tag === "CircuitOpen") {
     return circuitWaitMillis(error.retryAfterMillis, waitedMillis, persistence.patienceMillis)
+  }
+  if (isTokenOutage(error)) {
+    const wait = Math.max(TOKEN_OUTAGE_RECHECK_MILLIS, retryAfterOf(error) ?? 0)
+    return circuitWaitMillis(wait, waitedMillis, persistence.patienceMillis)
   }
   return resent < persistence.resends && retryCause(error) !== undefined ? retryAfterOf(error) ?? 0 : undefined
 }

@@ -177,6 +177,13 @@ export interface Networked {
   ) => Promise<ObservedAt>
 }
 
+/** The settings of a client in memory: the network's (but the ApplicationId, the fake's), and the load control's. */
+export interface MemorySettings extends Omit<NetworkSettings, "applicationId"> {
+  readonly circuitBreakerThreshold?: number
+  readonly adaptiveConcurrency?: boolean
+  readonly retryBudget?: boolean
+}
+
 /** An Effect line, as the specification drives it. */
 export interface Driver {
   /** "Effect 3" or "Effect 4": in the tests' names. */
@@ -185,6 +192,18 @@ export interface Driver {
   readonly run: (fake: FakeService, steps: ReadonlyArray<Step>, overrides?: Overrides) => Promise<Observed>
   /** The line over real sockets. */
   readonly networked: Networked
+  /**
+   * Runs `steps` as {@link Networked.runAt} does, against a client over `fake` through the line's
+   * in-memory transport, under the line's test clock (moved on 100 ms at a time, so that every
+   * timeout, backoff and `Sleep` step fires, and a `Respond`'s `afterMillis` is waited for), with
+   * the retries' jitter fixed at the middle: every count and every outcome is exact.
+   * `elapsedMillis` is the test clock's.
+   */
+  readonly inMemory: (
+    fake: FakeService,
+    steps: ReadonlyArray<NetworkStep>,
+    settings?: MemorySettings
+  ) => Promise<ObservedAt>
 }
 
 /** The test functions of the runner a line's suite runs under (each line has its own vitest). */

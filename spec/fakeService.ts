@@ -30,11 +30,15 @@ export interface WireRequest {
 
 /** What the fake does with a request: answers, fails it as a transport would, or never answers. */
 export type Reply =
-  | { readonly _tag: "Respond"; readonly response: Received }
+  /** The answer, `afterMillis` after the request arrived (on the driver's clock; at once when absent). */
+  | { readonly _tag: "Respond"; readonly response: Received; readonly afterMillis?: number }
   | { readonly _tag: "Fail"; readonly reason: "Network" | "Timeout"; readonly detail: string }
   | { readonly _tag: "Hang" }
 
 export type Responder = (request: WireRequest) => Reply
+
+/** A standing rule for one kind of request: its reply to `request` arriving at `now`, or `undefined` to pass it on. */
+export type Rule = (request: WireRequest, now: number) => Reply | undefined
 
 /** A JSON answer. */
 export const respond = (status: number, body: unknown, headers: Record<string, string> = {}): Responder => () => ({
@@ -68,6 +72,9 @@ export const MEDICATIONS_ANSWER = jsonResponse(200, {
 
 const HOUR = 60 * 60 * 1000
 
+const isTokenRequest = (request: WireRequest): boolean =>
+  new URL(request.url).pathname.toLowerCase().endsWith(TOKEN_PATH.toLowerCase())
+
 /** The fake service: tokens of an hour, data requests checked against them, scripts served first. */
 export class FakeService {
   readonly requests: Array<WireRequest & { readonly at: number }> = []
@@ -75,6 +82,8 @@ export class FakeService {
   private issued = 0
   private readonly tokenScript: Array<Responder> = []
   private readonly dataScript: Array<Responder> = []
+  private tokenRule: Rule | undefined = undefined
+  private dataRule: Rule | undefined = undefined
 
   /** Queue replies for the next token requests, in order. */
   scriptToken(...responders: ReadonlyArray<Responder>): void {
@@ -86,6 +95,25 @@ export class FakeService {
     this.dataScript.push(...responders)
   }
 
+  /**
+   * A rule asked first for every token request (`"token"`) or data request (`"data"`) from now on,
+   * before the scripts: a service whose answers depend on the time, say.
+   */
+  rule(kind: "token" | "data", rule: Rule): void {
+    if (kind === "token") this.tokenRule = rule
+    else this.dataRule = rule
+  }
+
+  /** Token requests so far. */
+  tokenRequests(): number {
+    return this.requests.filter((request) => isTokenRequest(request)).length
+  }
+
+  /** Data requests so far. */
+  dataRequests(): number {
+    return this.requests.length - this.tokenRequests()
+  }
+
   /** Forget every issued token (as a server that revoked them would). */
   revokeAll(): void {
     this.tokens.clear()
@@ -94,10 +122,17 @@ export class FakeService {
   /** Answers `request` arriving at `now` (the driver's clock, epoch ms). */
   handle(request: WireRequest, now: number): Reply {
     this.requests.push({ ...request, at: now })
-    const isToken = new URL(request.url).pathname.toLowerCase().endsWith(TOKEN_PATH.toLowerCase())
+    const isToken = isTokenRequest(request)
+    const ruled = (isToken ? this.tokenRule : this.dataRule)?.(request, now)
+    if (ruled !== undefined) return ruled
     const scripted = (isToken ? this.tokenScript : this.dataScript).shift()
     if (scripted !== undefined) return scripted(request)
-    return { _tag: "Respond", response: isToken ? this.issueToken(now) : this.medications(request, now) }
+    return { _tag: "Respond", response: this.ownAnswer(request, now) }
+  }
+
+  /** What the fake itself answers `request` at `now` (a token issued, or the medications checked against it): for a rule to delay. */
+  ownAnswer(request: WireRequest, now: number): Received {
+    return isTokenRequest(request) ? this.issueToken(now) : this.medications(request, now)
   }
 
   private issueToken(now: number): Received {

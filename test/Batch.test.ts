@@ -383,6 +383,27 @@ describe("batchTally: when a person's call is sent again", () => {
     expect(Tally.againAfterMillis(open(1), 0, 0, { ...persistence, patienceMillis: 0 })).toBeUndefined()
   })
 
+  it("the token's outage (no token had, the endpoint down): waited for as an open circuit is, a second at a time or its Retry-After", () => {
+    const token = { operation: "token", method: "POST", url: "https://auth.example/api/Server/Token" }
+    const outages: ReadonlyArray<readonly [ClinicalError.ClinicalError, number]> = [
+      [new ClinicalError.ServerError({ ...token, status: 503 }), 1000],
+      [new ClinicalError.ServerError({ ...token, status: 503, retryAfterMillis: 4000 }), 4000],
+      [new ClinicalError.RateLimited({ ...token, status: 429, retryAfterMillis: 200 }), 1000],
+      [new ClinicalError.TransportError({ ...token, reason: "Timeout", detail: "10 s" }), 1000],
+      [new ClinicalError.TransportError({ ...token, reason: "Network", detail: "ECONNREFUSED" }), 1000]
+    ]
+    for (const [error, wait] of outages) {
+      expect(Tally.isTokenOutage(error), error._tag).toBe(true)
+      // However often it was sent again: only the patience bounds it.
+      expect(Tally.againAfterMillis(error, 0, 5, persistence), error._tag).toBe(wait)
+      expect(Tally.againAfterMillis(error, 10_000 - wait, 0, persistence), error._tag).toBe(wait)
+      expect(Tally.againAfterMillis(error, 10_001 - wait, 0, persistence), error._tag).toBeUndefined()
+    }
+    // Refused credentials are not an outage (the batch stops on them); a data request's 503 is this person's.
+    expect(Tally.isTokenOutage(new ClinicalError.Unauthorized({ ...token, status: 401 }))).toBe(false)
+    expect(Tally.isTokenOutage(new ClinicalError.ServerError({ ...at, status: 503 }))).toBe(false)
+  })
+
   it("a failure worth retrying: once more, after its Retry-After; anything else is taken", () => {
     const transient: ReadonlyArray<readonly [ClinicalError.ClinicalError, number]> = [
       [new ClinicalError.ServerError({ ...at, status: 503 }), 0],

@@ -6,6 +6,7 @@ import type { Clock } from "effect"
 import { describe, expect, it } from "vitest"
 import * as CircuitBreaker from "../core/call/circuitBreaker.js"
 import * as RetryBudget from "../core/call/retryBudget.js"
+import { BadRequest, TransportError } from "../src/ClinicalError.js"
 import * as Gate from "../src/internal/call/gate.js"
 import { LoadControl, Signal } from "../src/internal/call/loadControl.js"
 
@@ -262,5 +263,57 @@ describe("a client's load control when the service comes back (the breaker closi
     roundTrip(full, later)
     // Towards the 14 the 429 came at (10), not the 20 found before the outage (12), nor doubled (18).
     expect(full.size()).toBe(10)
+  })
+})
+
+describe("a client's load control told of calls that found no token (LoadControl.endedUnsent)", () => {
+  const clock = { unsafeCurrentTimeNanos: () => 0n, unsafeCurrentTimeMillis: () => 0 } as unknown as Clock.Clock
+  const make = () =>
+    new LoadControl(
+      {
+        limit: undefined,
+        latency: undefined,
+        initialLimit: 4,
+        budget: undefined,
+        breaker: { failureThreshold: 3, cooldownMillis: 500, maxCooldownMillis: 2000, probeTimeoutMillis: 10_000 }
+      },
+      Gate.make(4),
+      () => {}
+    )
+  const tokenTimeout = () =>
+    new TransportError({
+      operation: "token",
+      reason: "Timeout",
+      method: "POST",
+      url: "https://auth.example/api/Server/Token",
+      detail: "no answer within 10 s"
+    })
+
+  it("one failed token request counts once, however many calls (first attempts or retries) waited for it", () => {
+    const control = make()
+    // Two token requests, each failed, each shared by 200 calls: two failures, under the threshold of 3.
+    for (let request = 0; request < 2; request++) {
+      const shared = tokenTimeout()
+      for (let call = 0; call < 200; call++) control.endedUnsent(Number.NEGATIVE_INFINITY, shared, clock)
+    }
+    expect(control.closed()).toBe(true)
+    expect(control.admit(clock)).toBeUndefined()
+    // A third request's failure is the third in a row: the circuit opens.
+    control.endedUnsent(Number.NEGATIVE_INFINITY, tokenTimeout(), clock)
+    expect(control.closed()).toBe(false)
+    expect(control.admit(clock)).toBe(500)
+  })
+
+  it("an answer between them starts the count again; a failure that says nothing of the service counts nothing", () => {
+    const control = make()
+    control.endedUnsent(Number.NEGATIVE_INFINITY, tokenTimeout(), clock)
+    control.endedUnsent(Number.NEGATIVE_INFINITY, tokenTimeout(), clock)
+    control.ended(control.sending(true, 0), control.sentAt(clock), Signal.Answer, clock)
+    control.endedUnsent(Number.NEGATIVE_INFINITY, tokenTimeout(), clock)
+    control.endedUnsent(Number.NEGATIVE_INFINITY, tokenTimeout(), clock)
+    expect(control.closed()).toBe(true)
+    const refused = new BadRequest({ operation: "token", method: "POST", url: "https://auth.example/t", status: 400 })
+    for (let i = 0; i < 5; i++) control.endedUnsent(Number.NEGATIVE_INFINITY, refused, clock)
+    expect(control.closed()).toBe(true)
   })
 })

@@ -168,8 +168,11 @@ export class LoadControl<C> {
   private admittedAt = Number.NEGATIVE_INFINITY
   /** The limit's `good` when the last streak of failures began: what an outage's end restores. */
   private goodBeforeFailures = Number.POSITIVE_INFINITY
-  /** The last failed token request counted towards the breaker (the error every call waiting for it shares). */
-  private lastTokenFailure: ClinicalError | undefined = undefined
+  /**
+   * The failed token requests counted towards the breaker, by their error: every call that waited
+   * for one request shares its error, and the request counts once however many did.
+   */
+  private readonly countedTokenFailures = new WeakSet<ClinicalError>()
   /** The latency signal's state between rounds (see `queueing`). */
   private latency = Queueing.initial
   /** The fastest answer of the round under way, how many requests were out when it went, and the answers so far. */
@@ -333,25 +336,24 @@ export class LoadControl<C> {
    * A call's attempt ended before its request went: its token could not be had. While the circuit
    * is closed, a token request that failed as a service down does (a 5xx, the network, a timeout)
    * counts towards opening it: a service down from the start is never reached by a data request,
-   * and its token requests alone must open the circuit. The calls' first attempts that waited for
-   * one request count once (they share its error: a server starting with many calls at once and one
-   * failed token request must not refuse them all); a retry that again finds no token counts as a
-   * failure of its own, however many share its request (retries at once would otherwise be one
-   * failure a wave, too few to open the circuit before the calls give up). While the circuit is not
-   * closed, the probe's token request learnt nothing of the data service: refused (a 401, a 400),
-   * the probe is given up and the next call probes (each failing as fast as its credentials say,
-   * not after minutes of cool-downs doubled); anything else reopens the circuit (a 429 and a
-   * pause's fast failure included: the token endpoint asked for less).
+   * and its token requests alone must open the circuit. A failure is a request that went over the
+   * wire and failed: one token request counts once, however many calls waited for it (they share
+   * its error), first attempts and retries alike. Counted once per waiting call, three failed
+   * requests that 200 calls waited for were hundreds of failures in a row, and the circuit stayed
+   * open after the endpoint came back. While the circuit is not closed, the probe's token request
+   * learnt nothing of the data service: refused (a 401, a 400), the probe is given up and the next
+   * call probes (each failing as fast as its credentials say, not after minutes of cool-downs
+   * doubled); anything else reopens the circuit (a 429 and a pause's fast failure included: the
+   * token endpoint asked for less).
    */
-  endedUnsent(sentAt: number, failure: ClinicalError, firstAttempt: boolean, clock: C): void {
+  endedUnsent(sentAt: number, failure: ClinicalError, clock: C): void {
     const signal = signalOfError(failure)
     if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
     if (this.breaker._tag !== "Closed") {
       return signal === Signal.Answer ? this.interrupted(sentAt, clock) : this.toldBreaker(sentAt, Signal.Down, clock)
     }
-    if (!tokenFailureSaysDown(failure)) return
-    if (firstAttempt && failure === this.lastTokenFailure) return
-    this.lastTokenFailure = failure
+    if (!tokenFailureSaysDown(failure) || this.countedTokenFailures.has(failure)) return
+    this.countedTokenFailures.add(failure)
     this.streakStarting(signal)
     this.toldBreaker(sentAt, Signal.Down, clock)
   }

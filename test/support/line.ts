@@ -5,7 +5,7 @@
  * clock; every log line captured, every text of a failure a user could print handed back.
  */
 import { FetchHttpClient, HttpClient } from "@effect/platform"
-import { Cause, Effect, Exit, Fiber, Inspectable, Layer, Redacted, Schema, TestClock, TestContext } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, Inspectable, Layer, Redacted, Schema, TestClock, TestContext } from "effect"
 import {
   ClinicalClient,
   HttpTransport,
@@ -28,7 +28,7 @@ import type {
 } from "../../spec/driver.js"
 import { APPLICATION_ID, BASE_URL, type FakeService } from "../../spec/fakeService.js"
 import * as CapturingTracer from "./CapturingTracer.js"
-import { runWithClock } from "./FakeService.js"
+import { middleJitter, runWithClock } from "./FakeService.js"
 import { captureLogs } from "./Leaks.js"
 
 /** The fake as this line's in-memory transport, on Effect's clock. */
@@ -43,7 +43,9 @@ const transportOf = (fake: FakeService) =>
       }, now)
       switch (reply._tag) {
         case "Respond":
-          return Effect.succeed(reply.response)
+          return reply.afterMillis === undefined
+            ? Effect.succeed(reply.response)
+            : Effect.as(Effect.sleep(reply.afterMillis), reply.response)
         case "Fail":
           return Effect.fail(HttpTransport.transportError(request, reply.reason, reply.detail))
         case "Hang":
@@ -222,32 +224,59 @@ const networked: Networked = {
         traced ? Effect.withTracer(tracer) : (effect) => effect,
         Effect.exit
       )
-      const elapsedMillis = Date.now() - started
-      texts.push(...failureTexts(exit))
-      const outcomes = Exit.isSuccess(exit) ? exit.value : []
-      const failed = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
-      if (Exit.isFailure(exit) && failed?._tag !== "Some") throw new Error(Cause.pretty(exit.cause))
-      const failure = failed?._tag === "Some"
-        ? plain(failed.value)
-        : outcomes.find((outcome) => outcome._tag === "Failure")?.error
-      const observed: ObservedAt = {
-        logLines: lines,
-        failureTag: failure?._tag,
-        failureTexts: texts,
-        failure,
-        outcomes,
-        elapsedMillis,
-        spanAttributes: spans.flatMap((span) =>
-          [...span.attributes].map(([key, value]) => [key, String(value)] as const)
-        )
-      }
-      return observed
+      return observedAt(exit, lines, texts, Date.now() - started, spans)
     }))
+}
+
+/** What a user saw of a flow that ended in `exit`. */
+const observedAt = (
+  exit: Exit.Exit<ReadonlyArray<Outcome>, unknown>,
+  lines: ReadonlyArray<string>,
+  texts: Array<readonly [string, string]>,
+  elapsedMillis: number,
+  spans: ReadonlyArray<{ readonly attributes: ReadonlyMap<string, unknown> }>
+): ObservedAt => {
+  texts.push(...failureTexts(exit))
+  const outcomes = Exit.isSuccess(exit) ? exit.value : []
+  const failed = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
+  if (Exit.isFailure(exit) && failed?._tag !== "Some") throw new Error(Cause.pretty(exit.cause))
+  const failure = failed?._tag === "Some"
+    ? plain(failed.value)
+    : outcomes.find((outcome) => outcome._tag === "Failure")?.error
+  return {
+    logLines: lines,
+    failureTag: failure?._tag,
+    failureTexts: texts,
+    failure,
+    outcomes,
+    elapsedMillis,
+    spanAttributes: spans.flatMap((span) => [...span.attributes].map(([key, value]) => [key, String(value)] as const))
+  }
 }
 
 export const driver: Driver = {
   line: "Effect 3",
   networked,
+  inMemory: (fake, steps, settings = {}) =>
+    Effect.runPromise(
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        const texts: Array<readonly [string, string]> = []
+        const exit = yield* networkFlow(steps, texts).pipe(
+          Effect.provide(
+            ClinicalClient.layer({ baseUrl: BASE_URL, applicationId: APPLICATION_ID, ...settings }).pipe(
+              Layer.provide(transportOf(fake))
+            )
+          ),
+          Effect.tapErrorCause((cause) => Effect.logError("flow failed", cause)),
+          Effect.provide(layer),
+          Effect.exit,
+          runWithClock,
+          middleJitter
+        )
+        return observedAt(exit, lines, texts, yield* Clock.currentTimeMillis, [])
+      }).pipe(Effect.provide(TestContext.TestContext))
+    ),
   run: (fake, steps, overrides = {}) =>
     Effect.runPromise(
       Effect.gen(function*() {

@@ -5,7 +5,21 @@
  * clock; every log line captured (logfmt and JSON, every level), every text of a failure a user
  * could print handed back.
  */
-import { Cause, Effect, Exit, Fiber, Formatter, Layer, Logger, Redacted, References, Schema, Tracer } from "effect"
+import {
+  Cause,
+  Clock,
+  Effect,
+  Exit,
+  Fiber,
+  Formatter,
+  Layer,
+  Logger,
+  Random,
+  Redacted,
+  References,
+  Schema,
+  Tracer
+} from "effect"
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClient from "effect/http/HttpClient"
 import { TestClock } from "effect/testing"
@@ -41,7 +55,9 @@ const transportOf = (fake: FakeService) =>
       }, clock.currentTimeMillisUnsafe())
       switch (reply._tag) {
         case "Respond":
-          return Effect.succeed(reply.response)
+          return reply.afterMillis === undefined
+            ? Effect.succeed(reply.response)
+            : Effect.as(Effect.sleep(reply.afterMillis), reply.response)
         case "Fail":
           return Effect.fail(HttpTransport.transportError(request, reply.reason, reply.detail))
         case "Hang":
@@ -268,32 +284,62 @@ const networked: Networked = {
         Effect.provide(layer),
         traced ? Effect.withTracer(tracer) : (effect) => effect
       )
-      const elapsedMillis = Date.now() - started
-      texts.push(...failureTexts(exit))
-      const outcomes = Exit.isSuccess(exit) ? exit.value : []
-      const failed = Exit.isFailure(exit) ? failureIn(exit.cause) : undefined
-      if (Exit.isFailure(exit) && failed === undefined) throw new Error(Cause.pretty(exit.cause))
-      const failure = failed !== undefined
-        ? plain(failed.error)
-        : outcomes.find((outcome) => outcome._tag === "Failure")?.error
-      const observed: ObservedAt = {
-        logLines: lines,
-        failureTag: failure?._tag,
-        failureTexts: texts,
-        failure,
-        outcomes,
-        elapsedMillis,
-        spanAttributes: spans.flatMap((span) =>
-          [...span.attributes].map(([key, value]) => [key, String(value)] as const)
-        )
-      }
-      return observed
+      return observedAt(exit, lines, texts, Date.now() - started, spans)
     }))
 }
+
+/** What a user saw of a flow that ended in `exit`. */
+const observedAt = (
+  exit: Exit.Exit<ReadonlyArray<Outcome>, unknown>,
+  lines: ReadonlyArray<string>,
+  texts: Array<readonly [string, string]>,
+  elapsedMillis: number,
+  spans: ReadonlyArray<Tracer.NativeSpan>
+): ObservedAt => {
+  texts.push(...failureTexts(exit))
+  const outcomes = Exit.isSuccess(exit) ? exit.value : []
+  const failed = Exit.isFailure(exit) ? failureIn(exit.cause) : undefined
+  if (Exit.isFailure(exit) && failed === undefined) throw new Error(Cause.pretty(exit.cause))
+  const failure = failed !== undefined
+    ? plain(failed.error)
+    : outcomes.find((outcome) => outcome._tag === "Failure")?.error
+  return {
+    logLines: lines,
+    failureTag: failure?._tag,
+    failureTexts: texts,
+    failure,
+    outcomes,
+    elapsedMillis,
+    spanAttributes: spans.flatMap((span) => [...span.attributes].map(([key, value]) => [key, String(value)] as const))
+  }
+}
+
+/** The retries' jitter fixed at the middle: a retry waits 3/4 of its exponential step. */
+const middleJitter = Effect.provideService(Random.Random, { nextDoubleUnsafe: () => 0.5, nextIntUnsafe: () => 0 })
 
 export const driver: Driver = {
   line: "Effect 4",
   networked,
+  inMemory: (fake, steps, settings = {}) =>
+    Effect.runPromise(
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        const texts: Array<readonly [string, string]> = []
+        const exit = yield* networkFlow(steps, texts).pipe(
+          Effect.provide(
+            ClinicalClient.layer({ baseUrl: BASE_URL, applicationId: APPLICATION_ID, ...settings }).pipe(
+              Layer.provide(transportOf(fake))
+            )
+          ),
+          Effect.tapCause((cause) => Effect.logError("flow failed", cause)),
+          Effect.exit,
+          runWithClock,
+          Effect.provide(layer),
+          middleJitter
+        )
+        return observedAt(exit, lines, texts, yield* Clock.currentTimeMillis, [])
+      }).pipe(Effect.provide(TestClock.layer()))
+    ),
   run: (fake, steps, overrides = {}) =>
     Effect.runPromise(
       Effect.gen(function*() {

@@ -484,7 +484,7 @@ class Caller {
       const attempt = Effect.matchEffect(this.token(call, progress), {
         // Nothing of this call was sent yet: a token failure may always be retried.
         onFailure: (error) => {
-          this.load.endedUnsent(sentAt, error, progress.attempts === 1, clock)
+          this.load.endedUnsent(sentAt, error, clock)
           return this.proceed(call, progress, { _tag: "Failed", error, sent: false }, undefined)
         },
         onSuccess: (taken) => {
