@@ -81,7 +81,8 @@ export default {
     "core/token/freshToken.ts",
     "core/token/redisReady.ts",
     "core/token/tokenResponse.ts",
-    "core/queue/bull.ts"
+    "core/queue/bull.ts",
+    "core/nodeFloor.ts"
   ],
   // The Effect 4 line is a package of its own, with its own node_modules: no sandbox needs a copy.
   ignorePatterns: ["/effect4"],

@@ -29,6 +29,7 @@ export default {
     globalSetup: [],
     include: [
       "test/TokenCache.test.ts",
+      "test/NodeFloor.test.ts",
       "test/TokenService.test.ts",
       "test/Resilience.test.ts",
       "test/Redaction.test.ts",

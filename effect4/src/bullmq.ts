@@ -6,6 +6,8 @@
  * `import { ClinicalQueue } from "effect-clinical/bullmq"`, as the main entry's modules are
  * imported; `import * as ClinicalQueue from "effect-clinical/bullmq"` reads the same names.
  */
+// First: below the line's Node.js floor, importing it throws one clear error (see nodeFloor).
+import "./internal/nodeFloor.js"
 
 /** Enqueue persons as sealed jobs, work them from any number of processes, watch and resume the queue. */
 export * as ClinicalQueue from "./ClinicalQueue.js"

@@ -1,6 +1,8 @@
 /**
  * effect-clinical: an Effect 4 client for a clinical patient-data HTTP API.
  */
+// First: below the line's Node.js floor, importing it throws one clear error (see nodeFloor).
+import "./internal/nodeFloor.js"
 
 /** The whole client as layers. */
 export * as ClinicalClient from "./ClinicalClient.js"

@@ -16,6 +16,9 @@
  * environment, the token's metadata) are the core's (core/promiseClient.ts), as the Effect 3
  * line's client has them.
  */
+// First: below the line's Node.js floor, importing it throws one clear error (see nodeFloor).
+import "./internal/nodeFloor.js"
+
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
