@@ -554,3 +554,42 @@ describe("help", { timeout: 120_000 }, () => {
     }
   })
 })
+
+describe("a CLINICAL_SEALING_KEY that is not the queue's (issue 50)", { timeout: 120_000 }, () => {
+  const OTHER_KEY = "Zx8c7v6b5n4m3a2s1d0fGhJkLqWeRtYuIoPaSdFgHjK="
+  const refusal =
+    "error: CLINICAL_SEALING_KEY does not open the records of the queue \"effect-clinical\": it is not the key the queue was " +
+    "filled with, and every process of a queue needs the same key\n"
+
+  it("enqueue, status, work, collect, retry-failed, resume and the dashboard each say so, exit 5, print no key and change nothing", async () => {
+    await enqueue(personsFile(3))
+    const before = await statusJson()
+    const shards = Path.join(dir, `shards-key-${outs++}`)
+    const wrong = { CLINICAL_SEALING_KEY: OTHER_KEY }
+    // collect's shards exist (the workers wrote them), but the run to merge is read from Redis.
+    const existing = Fs.mkdtempSync(Path.join(dir, "shards-"))
+    const commands: ReadonlyArray<ReadonlyArray<string>> = [
+      ["enqueue", "medications", "--persons-file", personsFile(5)],
+      ["status"],
+      ["status", "--json"],
+      ["work", "--shards", shards, "--until-empty"],
+      ["collect", "--shards", existing, "--out", Path.join(dir, `collected-key-${outs++}.ndjson`)],
+      ["retry-failed"],
+      ["resume"],
+      ["dashboard", "--port", "0"]
+    ]
+    for (const command of commands) {
+      const ran = await queue(command, wrong)
+      expect({ command, code: ran.code, stdout: ran.stdout, stderr: ran.stderr }).toEqual({
+        command,
+        code: 5,
+        stdout: "",
+        stderr: refusal
+      })
+      expectNone(command.join(" "), ran.stdout + ran.stderr, [SEALING_KEY, OTHER_KEY])
+    }
+    // Nothing was read, put back or resumed: the queue stands as it did.
+    expect(await statusJson()).toEqual(before)
+    expect(Fs.existsSync(shards) ? Fs.readdirSync(shards) : []).toEqual([])
+  })
+})

@@ -422,7 +422,8 @@ describe("the queue's own record", () => {
     expect(await refused({ ...queueOptions(OTHER_KEY), operation: PersonData.ethnicities, sink: () => {} })).toEqual(
       new ClinicalError.InvalidConfig({
         setting: "sealingKey",
-        reason: "is not the key the queue \"test\" was filled with: every process of a queue needs the same key"
+        reason:
+          "does not open the records of the queue \"test\": it is not the key the queue was filled with, and every process of a queue needs the same key"
       })
     )
     expect(
@@ -624,5 +625,77 @@ describe("a worker's life", () => {
       sinkTimeout: "1 hour"
     })
     await eventually(() => timers() <= before)
+  })
+})
+
+describe("a sealing key that is not the queue's (issue 50)", () => {
+  const metaKey = "bull:test:effect-clinical"
+  const wrongKey = new ClinicalError.InvalidConfig({
+    setting: "sealingKey",
+    reason:
+      "does not open the records of the queue \"test\": it is not the key the queue was filled with, and every process of a queue needs the same key"
+  })
+
+  it("status, retryFailed and resume refuse it, saying so, and change nothing; before, status read as no run and no operation", async () => {
+    await enqueue(["Person0000000000000000000000==", "Person1111111111111111111111=="], { attempts: 1 })
+    await work(scripted(() => Effect.fail(notFound())).layer, async () => (await status()).failed === 2)
+    await bullQueue().pause()
+    const other = queueOptions(OTHER_KEY)
+    expect(await Effect.runPromise(Effect.flip(ClinicalQueue.status(other)))).toEqual(wrongKey)
+    expect(await Effect.runPromise(Effect.flip(ClinicalQueue.retryFailed(other)))).toEqual(wrongKey)
+    expect(await Effect.runPromise(Effect.flip(ClinicalQueue.resume(other)))).toEqual(wrongKey)
+    const after = await status()
+    expect(after).toMatchObject({ operation: "medications", failed: 2, waiting: 0, isPaused: true })
+    expect(after.run).toMatchObject({ run: 1, persons: 2 })
+    expect(String(wrongKey)).not.toContain(KEY)
+    expect(String(wrongKey)).not.toContain(OTHER_KEY)
+  })
+
+  it("a key check that is not one of ours (16 hex digits) is none: no refusal, and a worker claims nothing over it", async () => {
+    await enqueue(["Person0000000000000000000000=="])
+    await connect().hset(metaKey, "keyCheck", "# Server\r\nredis_version:7.2.0")
+    expect(await Effect.runPromise(ClinicalQueue.status(queueOptions(OTHER_KEY)))).toMatchObject({ waiting: 1 })
+  })
+
+  it("a worker started on an empty queue claims it for its key: an enqueue with another is refused", async () => {
+    const { layer } = scripted(() => Effect.succeed(found))
+    const worker = await started(layer, { sink: () => {} })
+    try {
+      const refused = await Effect.runPromise(Effect.flip(ClinicalQueue.enqueue({
+        ...queueOptions(OTHER_KEY),
+        operation: PersonData.medications
+      }, ["Person0000000000000000000000=="])))
+      expect(refused).toEqual(wrongKey)
+      expect((await status()).waiting).toBe(0)
+    } finally {
+      await worker.close()
+    }
+  })
+
+  it("a worker whose key the queue no longer records takes no job it cannot open: each goes back, unattempted, and it stops", async () => {
+    const { asked, layer } = scripted(() => Effect.succeed(found))
+    const told: Array<string> = []
+    const worker = await started(layer, { sink: () => {}, onError: (error) => told.push(error.message) })
+    try {
+      // Someone replaced the queue's record, then filled it with another key.
+      await connect().del(metaKey)
+      await enqueue(["Person0000000000000000000000==", "Person1111111111111111111111=="], { sealingKey: OTHER_KEY })
+      await eventually(() => told.length > 0)
+      expect(told[0]).toBe(new ClinicalError.InvalidConfig(wrongKey).message)
+      const queue = bullQueue()
+      await eventually(async () => (await queue.getJobCounts("active")).active === 0)
+      expect(await queue.getJobCounts("waiting", "failed", "completed")).toEqual({
+        waiting: 2,
+        failed: 0,
+        completed: 0
+      })
+      for (const job of await queue.getWaiting()) expect(job.attemptsMade).toBe(0)
+      expect(asked()).toBe(0)
+    } finally {
+      await worker.close()
+    }
+    // A worker with the queue's key reads them both.
+    const records = await work(layer, (done) => done.length === 2, { ...queueOptions(OTHER_KEY) })
+    expect(records.map((record) => record.outcome)).toEqual(["Success", "Success"])
   })
 })

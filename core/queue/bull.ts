@@ -19,6 +19,8 @@ export interface BullJob {
   readonly processedOn?: number | undefined
   readonly failedReason: string
   retry(state: "failed", opts: { resetAttemptsMade: boolean; resetAttemptsStarted: boolean }): Promise<void>
+  /** Back to waiting, from this worker's hands (`token`: its lock), no attempt counted (thrown `WaitingError` after). */
+  moveToWait(token: string): Promise<unknown>
 }
 
 /** What the queue uses of BullMQ's `Queue`. */
@@ -48,6 +50,8 @@ export interface BullWorker {
   on(event: "stalled", listener: (jobId: string) => void): unknown
   close(): Promise<void>
   cancelAllJobs(reason?: string): void
+  /** Stops taking jobs (`true`: without waiting for the ones in hand). */
+  pause(doNotWaitActive?: boolean): Promise<void>
 }
 
 /** BullMQ's processor: the job, the lock's token, and the signal BullMQ aborts on `cancelAllJobs`. */
@@ -72,6 +76,8 @@ export interface Bull<Q extends BullQueue = BullQueue, W extends BullWorker = Bu
   }) => W
   readonly UnrecoverableError: new(message?: string) => Error
   readonly RateLimitError: new(message?: string) => Error
+  /** Thrown by a processor that moved its job back to waiting itself: BullMQ counts no attempt. */
+  readonly WaitingError: new(message?: string) => Error
 }
 
 /** The connection as BullMQ's options take it (an ioredis client; its own type is the line's BullMQ's). */

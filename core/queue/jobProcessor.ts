@@ -12,6 +12,7 @@ import { redactor } from "../redaction/redaction.js"
 import type { Bull, BullJob, BullQueue } from "./bull.js"
 import { decide, kindOf } from "./jobDecision.js"
 import { jobId, type JobPerson, type JobRange, type JobTerms, openJob, personFingerprint } from "./jobSeal.js"
+import { keyStillOurs } from "./queueMeta.js"
 import type { Settings } from "./queueSettings.js"
 import { recordOutcome } from "./runStore.js"
 
@@ -135,6 +136,11 @@ export interface Processor<S, O, R, E extends ClinicalError & { readonly message
    * Whatever it throws is ignored.
    */
   readonly onForeignError: (what: string, error: unknown, personUid: string) => void
+  /**
+   * The queue no longer records this worker's key (its record was replaced, or removed, while it
+   * worked): the job that did not open is back to waiting, and the worker must take no more.
+   */
+  readonly onKeyLost: () => void
 }
 
 /**
@@ -180,18 +186,27 @@ export const processJob = <S, O, R, E extends ClinicalError & { readonly message
   processor: Processor<S, O, R, E>
 ) => {
   const count = counter(processor.meter)(processor.settings.name)
-  return (job: BullJob, signal?: AbortSignal): Promise<null> =>
-    unlessAbandoned(attemptJob(processor, count, job), signal)
+  return (job: BullJob, token?: string, signal?: AbortSignal): Promise<null> =>
+    unlessAbandoned(attemptJob(processor, count, job, token), signal)
 }
 
 const attemptJob = async <S, O, R, E extends ClinicalError & { readonly message: string }>(
   processor: Processor<S, O, R, E>,
   count: (outcome: string, kind?: string) => void,
-  job: BullJob
+  job: BullJob,
+  token: string | undefined
 ): Promise<null> => {
   const { bull, settings } = processor
   const opened = openJob(settings.keys, job.data)
   if (!opened.ok) {
+    // Not opened under a key the queue no longer records: the key is wrong, not the job. Failed, it
+    // would be a person lost to retries; it goes back to waiting for a worker with the queue's key.
+    if (token !== undefined && !(await keyStillOurs(settings))) {
+      processor.onKeyLost()
+      await job.moveToWait(token)
+      count("paused")
+      throw new bull.WaitingError()
+    }
     count("failed", "Unsealable")
     throw thrown(new bull.UnrecoverableError(`Unsealable: ${opened.reason}`))
   }

@@ -41,7 +41,7 @@ export const readMeta = async (settings: Settings): Promise<QueueMeta> => {
     pausedBecause: typeof pausedBecause === "string" && pausedBecause !== ""
       ? pausedBecause.slice(0, REASON_CHARACTERS)
       : undefined,
-    keyCheck: check ?? undefined,
+    keyCheck: keyCheckOf(check),
     timings: timingsOf(lockMillis, stalledMillis)
   }
 }
@@ -82,6 +82,54 @@ export const recordOperation = (settings: Settings, operation: string): Promise<
   )
 
 /**
+ * Records the key's check unless the queue records one already (a worker started on an empty queue
+ * claims it, so that an enqueue with another key is refused rather than filling the queue with jobs
+ * this worker would take and could not open).
+ */
+export const claimKey = (settings: Settings): Promise<unknown> =>
+  settings.connection.call("HSETNX", settings.metaKey, "keyCheck", keyCheck(settings.keys))
+
+/**
+ * Why a process with `settings` must not read a queue that records `meta`: its key is not the
+ * queue's, so it opens none of the queue's records (its jobs, its runs, its operation); or
+ * `undefined`. Every queue operation asks this first: read with another key, the queue would look
+ * empty (no run, no operation) and its jobs would fail unopened. The text names no key.
+ */
+export const keyRefusal = (settings: Settings, meta: Pick<QueueMeta, "keyCheck">): InvalidConfig | undefined =>
+  meta.keyCheck !== undefined && meta.keyCheck !== keyCheck(settings.keys) ? wrongKey(settings) : undefined
+
+/** How the refusal of a key that is not the queue's begins (a malformed key is refused otherwise). */
+const DOES_NOT_OPEN = "does not open the records of the queue"
+
+/** The refusal of a key that is not the queue's (see {@link keyRefusal}). */
+export const wrongKey = (settings: Settings): InvalidConfig => ({
+  _tag: "InvalidConfig",
+  setting: "sealingKey",
+  reason: `${DOES_NOT_OPEN} "${settings.name}": it is not the key the queue was filled with, and every process ` +
+    "of a queue needs the same key"
+})
+
+/** Whether `error` is {@link wrongKey}'s refusal (the command line's exit code 5). */
+export const isWrongKey = (error: unknown): boolean => {
+  if (typeof error !== "object" || error === null) return false
+  const { _tag, reason, setting } = error as Partial<InvalidConfig>
+  return _tag === "InvalidConfig" && setting === "sealingKey" && typeof reason === "string" &&
+    reason.startsWith(DOES_NOT_OPEN)
+}
+
+/** A recorded key check, or `undefined` when it is not one of ours (16 hex digits): someone else's record is none. */
+const keyCheckOf = (text: unknown): string | undefined =>
+  typeof text === "string" && /^[0-9a-f]{16}$/.test(text) ? text : undefined
+
+/** The key check the queue records, if any. */
+export const recordedKeyCheck = async (settings: Settings): Promise<string | undefined> =>
+  keyCheckOf(await settings.connection.call("HGET", settings.metaKey, "keyCheck"))
+
+/** Whether the queue still records this process's key (none counts as not): asked again when a job does not open. */
+export const keyStillOurs = async (settings: Settings): Promise<boolean> =>
+  (await recordedKeyCheck(settings)) === keyCheck(settings.keys)
+
+/**
  * Why a process with `settings` must not work on a queue that records `meta` (another key, or an
  * operation not among `operations`), or `undefined`.
  */
@@ -90,13 +138,8 @@ export const refusal = (
   meta: QueueMeta,
   operations: ReadonlyArray<string>
 ): InvalidConfig | undefined => {
-  if (meta.keyCheck !== undefined && meta.keyCheck !== keyCheck(settings.keys)) {
-    return {
-      _tag: "InvalidConfig",
-      setting: "sealingKey",
-      reason: `is not the key the queue "${settings.name}" was filled with: every process of a queue needs the same key`
-    }
-  }
+  const wrongKey = keyRefusal(settings, meta)
+  if (wrongKey !== undefined) return wrongKey
   if (meta.operation !== undefined && !operations.includes(meta.operation)) {
     return {
       _tag: "InvalidConfig",

@@ -8,7 +8,7 @@ import { nameOf } from "../operationName.js"
 import type { BullQueue } from "./bull.js"
 import { type Enqueued, enqueueLocked, type EnqueueTerms } from "./enqueue.js"
 import { Failure, failure } from "./queueError.js"
-import { readMeta, recordOperation, refusal } from "./queueMeta.js"
+import { keyRefusal, readMeta, recordedKeyCheck, recordOperation, refusal } from "./queueMeta.js"
 import type { EnqueueOptions, Settings } from "./queueSettings.js"
 import { DEPTH_STATES, RATE_WINDOW_MILLIS } from "./queueWorker.js"
 import { latestRun, readRun, script } from "./runStore.js"
@@ -209,6 +209,16 @@ const runStatus = async (settings: Settings, run?: number): Promise<RunStatus | 
   }
 }
 
+/**
+ * Rejects with the `Failure` of {@link keyRefusal} unless the queue records this process's key (or
+ * none): status, retry-failed and resume would otherwise read nothing of the queue, or put back
+ * jobs no worker of this key can open.
+ */
+export const checkKey = async (settings: Settings): Promise<void> => {
+  const refused = keyRefusal(settings, { keyCheck: await recordedKeyCheck(settings) })
+  if (refused !== undefined) throw new Failure(refused)
+}
+
 /** Where the queue stands (see each line's `status`). */
 export const status = async (
   queue: BullQueue,
@@ -216,6 +226,7 @@ export const status = async (
   failuresByKind: boolean,
   run: number | undefined
 ): Promise<Status> => {
+  await checkKey(settings)
   const counts = await queue.getJobCounts(...DEPTH_STATES)
   const byKind = new Map<string, number>()
   let scanned = 0
@@ -228,6 +239,9 @@ export const status = async (
       scanned++
     }
   }
+  // Paused, then why: a worker records why before it pauses, resume lifts the pause before it
+  // forgets why, so that a paused queue is never read without its reason.
+  const isPaused = await queue.isPaused()
   const meta = await readMeta(settings)
   const jobs = `${settings.prefix}:${settings.name}:`
   const active = counts.active ?? 0
@@ -244,7 +258,7 @@ export const status = async (
     delayed: counts.delayed ?? 0,
     failed,
     prioritized: counts.prioritized ?? 0,
-    isPaused: await queue.isPaused(),
+    isPaused,
     rateLimitedForMillis: Math.max(0, await queue.getRateLimitTtl(Number.MAX_SAFE_INTEGER)),
     failedByKind: [...byKind].sort((a, b) => b[1] - a[1]),
     failedScanned: scanned,
@@ -257,6 +271,7 @@ const RETRY_PAGE = 1000
 
 /** Puts every job that had failed when it began back to waiting (see each line's `retryFailed`). */
 export const retryFailed = async (queue: BullQueue, settings: Settings): Promise<number> => {
+  await checkKey(settings)
   const snapshot = `${settings.metaKey}:retrying:${randomBytes(8).toString("hex")}`
   const { connection } = settings
   await connection.call("ZRANGESTORE", snapshot, `${settings.prefix}:${settings.name}:failed`, "0", "-1")
@@ -290,6 +305,7 @@ export const retryFailed = async (queue: BullQueue, settings: Settings): Promise
 
 /** Resumes the queue and forgets why it was paused. */
 export const resume = async (queue: BullQueue, settings: Settings): Promise<void> => {
-  await settings.connection.call("HDEL", settings.metaKey, "pausedBecause")
+  await checkKey(settings)
   await queue.resume()
+  await settings.connection.call("HDEL", settings.metaKey, "pausedBecause")
 }

@@ -8,7 +8,7 @@ import { redactor } from "../redaction/redaction.js"
 import { type Bull, type BullQueue, type BullWorker, connectionOf } from "./bull.js"
 import { type Call, type JobRecord, type JobSpans, type Meter, processJob } from "./jobProcessor.js"
 import { describe, Failure, queueError } from "./queueError.js"
-import { bullQueue, readMeta, recordTimings, refusal } from "./queueMeta.js"
+import { bullQueue, claimKey, readMeta, recordTimings, refusal, wrongKey } from "./queueMeta.js"
 import type { Settings } from "./queueSettings.js"
 
 /** A worker at work (`W`: the line's BullMQ `Worker`). */
@@ -84,6 +84,8 @@ export const startWorker = async <
 >(start: Start<W, S, O, R, E>): Promise<RunningWorker<W>> => {
   const { bull, settings } = start
   const byName = new Map(start.operations.map((operation) => [nameOf(operation), operation]))
+  // An empty queue takes this worker's key: an enqueue with another cannot fill it with jobs it cannot open.
+  await claimKey(settings)
   const meta = await readMeta(settings)
   const refused = refusal(settings, meta, [...byName.keys()])
   if (refused !== undefined) throw new Failure(refused)
@@ -97,6 +99,7 @@ export const startWorker = async <
     }
   }
   const queue = bullQueue(bull, settings, report)
+  let keyLost = false
   // One processor for the worker's life, not one made for every job.
   const processor = processJob({
     bull,
@@ -110,12 +113,19 @@ export const startWorker = async <
     meter: start.meter,
     spans: start.spans,
     onForeignError: (what, error, personUid) =>
-      report(new Failure(queueError("work", redactor([personUid])(`${what}: ${describe(error)}`).slice(0, 500))))
+      report(new Failure(queueError("work", redactor([personUid])(`${what}: ${describe(error)}`).slice(0, 500)))),
+    onKeyLost: () => {
+      if (keyLost) return
+      keyLost = true
+      // Takes no more: the jobs in hand end as they do (each put back if it does not open either).
+      void worker.pause(true).catch(report)
+      report(new Failure(wrongKey(settings)))
+    }
   })
   const worker = new bull.Worker(
     settings.name,
     // Three parameters: BullMQ gives the signal it aborts on `cancelAllJobs`.
-    (job, _token, signal) => processor(job, signal),
+    (job, token, signal) => processor(job, token, signal),
     {
       connection: connectionOf(settings.connection),
       prefix: settings.prefix,

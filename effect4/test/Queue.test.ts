@@ -272,7 +272,10 @@ describe("ClinicalQueue on Effect 4", () => {
       ).pipe(Effect.provide(clientLayer()))
     )
     expect(other).toBeInstanceOf(InvalidConfig)
-    expect(other).toMatchObject({ setting: "sealingKey", reason: expect.stringContaining("is not the key the queue") })
+    expect(other).toMatchObject({
+      setting: "sealingKey",
+      reason: expect.stringContaining("does not open the records of the queue \"test4\"")
+    })
     const first = enqueue(uids, { maxWaiting: 1 })
     await eventually(async () => (await status()).enqueuing)
     const second = await outcome(
@@ -284,5 +287,56 @@ describe("ClinicalQueue on Effect 4", () => {
     )
     await work((done) => done.length >= uids.length)
     await first
+  })
+})
+
+describe("a sealing key that is not the queue's (issue 50), on this line", () => {
+  const refusedWith = (error: unknown) => {
+    expect(error).toBeInstanceOf(InvalidConfig)
+    expect(error).toMatchObject({
+      setting: "sealingKey",
+      reason:
+        "does not open the records of the queue \"test4\": it is not the key the queue was filled with, and every process of a queue needs the same key"
+    })
+  }
+
+  it("status, retryFailed and resume refuse it and change nothing", async () => {
+    await enqueue(uids.slice(0, 2))
+    const other = queueOptions(OTHER_KEY)
+    refusedWith(await outcome(ClinicalQueue.status(other)))
+    refusedWith(await outcome(ClinicalQueue.retryFailed(other)))
+    refusedWith(await outcome(ClinicalQueue.resume(other)))
+    expect(await status()).toMatchObject({ operation: "medications", waiting: 2, run: { run: 1, persons: 2 } })
+  })
+
+  it("a worker on an empty queue claims it; one whose key the queue no longer records puts back what it cannot open", async () => {
+    const told: Array<string> = []
+    let stop!: () => void
+    const stopped = new Promise<void>((resolve) => (stop = resolve))
+    let up!: () => void
+    const isUp = new Promise<void>((resolve) => (up = resolve))
+    const ended = Effect.runPromise(
+      Effect.scoped(
+        ClinicalQueue.worker({
+          ...queueOptions(),
+          operation: PersonData.medications,
+          sink: () => {},
+          onError: (error) => told.push(error.message)
+        }).pipe(Effect.tap(() => Effect.sync(up)), Effect.andThen(Effect.promise(() => stopped)))
+      ).pipe(Effect.provide(clientLayer()))
+    )
+    await isUp
+    refusedWith(
+      await outcome(ClinicalQueue.enqueue({ ...queueOptions(OTHER_KEY), operation: PersonData.medications }, uids))
+    )
+    await connect().del("bull:test4:effect-clinical")
+    await enqueue(uids.slice(0, 3), { sealingKey: OTHER_KEY })
+    await eventually(() => told.length > 0)
+    expect(told[0]).toContain("does not open the records of the queue")
+    stop()
+    await ended
+    expect((await mock.counters()).medicationRequests).toBe(0)
+    const records = await work((done) => done.length === 3, { ...queueOptions(OTHER_KEY) })
+    expect(records.filter((record) => record.outcome === "Success")).toHaveLength(3)
   })
 })

@@ -18,11 +18,12 @@ import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import express from "express"
+import { ClinicalQueue } from "../bullmq.js"
 import { type Access, accessOf, authorized, isLoopbackHost } from "./dashboardAccess.js"
 import { configProvider } from "./environment.js"
 import { listening, originOf } from "./listening.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
-import { connection, hideSecrets, say, shownUrl, warner, withRedisUrlChecked } from "./queueJob.js"
+import { connection, hideSecrets, keyRefused, say, shownUrl, warner, withRedisUrlChecked } from "./queueJob.js"
 
 export interface DashboardJob {
   readonly settingsFile: Option.Option<string>
@@ -40,7 +41,9 @@ const settings = (file: Option.Option<string>) =>
       Effect.all({
         redisUrl: Config.redacted("CLINICAL_REDIS_URL"),
         user: Config.withDefault(Config.string("CLINICAL_DASHBOARD_USER"), "effect-clinical"),
-        password: Config.option(Config.redacted("CLINICAL_DASHBOARD_PASSWORD"))
+        password: Config.option(Config.redacted("CLINICAL_DASHBOARD_PASSWORD")),
+        // Not needed to show the queue; when given, it must be the queue's (see keyRefused).
+        sealingKey: Config.option(Config.redacted("CLINICAL_SEALING_KEY"))
       }),
       provider
     ).pipe(
@@ -73,7 +76,7 @@ const appOf = (router: express.Router, access: Access): express.Express => {
 /** Serves the dashboard until the command is stopped (SIGTERM, Ctrl-C). */
 export const dashboard = (job: DashboardJob): Effect.Effect<never, CliError> =>
   Effect.scoped(Effect.gen(function*() {
-    const { password, redisUrl, user } = yield* settings(job.settingsFile)
+    const { password, redisUrl, sealingKey, user } = yield* settings(job.settingsFile)
     const access = accessOf(job.host, user, password._tag === "Some" ? Redacted.value(password.value) : undefined)
     if (typeof access === "string") return yield* Effect.fail(usage(access))
     // A page's request waits 10 s at most for Redis, and fails rather than queueing while it is away.
@@ -86,6 +89,19 @@ export const dashboard = (job: DashboardJob): Effect.Effect<never, CliError> =>
           code: ExitCode.Failure
         })
     })
+    if (sealingKey._tag === "Some") {
+      // A key given that is not the queue's: said, as every queue command says it, rather than
+      // leaving an operator to believe the key the fleet is given is right.
+      yield* Effect.mapError(
+        ClinicalQueue.status({ connection: client, name: job.queue, sealingKey: sealingKey.value }, {
+          failuresByKind: false
+        }),
+        (error) =>
+          keyRefused(error) ?? (error._tag === "InvalidConfig"
+            ? usage(error.message)
+            : new CliError({ message: hideSecrets(error.message, redisUrl), code: ExitCode.Failure }))
+      )
+    }
     const warn = warner("queue dashboard")
     const queue = yield* Effect.acquireRelease(
       Effect.sync(() => {

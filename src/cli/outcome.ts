@@ -7,6 +7,7 @@ import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Option from "effect/Option"
 import { stopReasonOf } from "../../core/batchTally.js"
+import { isWrongKey } from "../../core/queue/queueMeta.js"
 import { isRequestError } from "../ClinicalError.js"
 
 /** The documented exit codes. */
@@ -19,6 +20,8 @@ export const ExitCode = {
   BatchIncomplete: 3,
   /** The token host refused the ApplicationId, or a data host refused a fresh token. */
   CredentialsRefused: 4,
+  /** CLINICAL_SEALING_KEY is not the queue's key: it opens none of the queue's records. */
+  KeyRefused: 5,
   /** Stopped by Ctrl-C (SIGINT) or SIGTERM. */
   Interrupted: 130
 } as const
@@ -43,6 +46,7 @@ const isTagged = (error: unknown, tag: string): boolean =>
 export const exitCodeOfError = (error: unknown): number => {
   if (error instanceof CliError) return error.code
   if (ValidationError.isValidationError(error)) return ExitCode.Usage
+  if (isWrongKey(error)) return ExitCode.KeyRefused
   if (isTagged(error, "InvalidConfig") || isTagged(error, "InvalidRequest")) return ExitCode.Usage
   if (isRequestError(error) && stopReasonOf(error, 0, Number.MAX_SAFE_INTEGER) === "CredentialsRefused") {
     return ExitCode.CredentialsRefused

@@ -23,9 +23,11 @@ import { createReadStream } from "node:fs"
 import { unlink } from "node:fs/promises"
 import * as Metrics from "../../core/observability/metrics.js"
 import { perSecond, timeLeftMillis } from "../../core/pace.js"
+import { isWrongKey } from "../../core/queue/queueMeta.js"
 import { recordDepth } from "../../core/queue/queueWorker.js"
 import { ClinicalQueue } from "../bullmq.js"
 import * as ClinicalClient from "../ClinicalClient.js"
+import type * as ClinicalError from "../ClinicalError.js"
 import { gauge } from "../internal/observability/telemetry.js"
 import { meter } from "../internal/queue/jobProcessor.js"
 import { redactor } from "../internal/redaction/redaction.js"
@@ -194,6 +196,18 @@ const tokenStoreKey = (
     onRight: (bytes) => derivedKey(bytes, "effect-clinical token store")
   })
 
+/**
+ * A queue command refused because CLINICAL_SEALING_KEY is not the queue's key (it opens none of the
+ * queue's records): said as the setting the user gave, exit code 5; anything else `undefined`.
+ */
+export const keyRefused = (error: unknown): CliError | undefined =>
+  isWrongKey(error)
+    ? new CliError({
+      message: `CLINICAL_SEALING_KEY ${(error as ClinicalError.InvalidConfig).reason}`,
+      code: ExitCode.KeyRefused
+    })
+    : undefined
+
 /** Why a queue command failed, when its connection gave up (Redis unreachable, or silent). */
 export const unreachable = (error: unknown): string | undefined => {
   if (!(error instanceof ClinicalQueue.QueueError)) return undefined
@@ -213,6 +227,8 @@ export const unreachable = (error: unknown): string | undefined => {
  * it as it may be shown; a Redis or BullMQ error without the URL's secrets, in any form.
  */
 const told = (environment: QueueEnvironment) => <E>(error: E): E | CliError => {
+  const wrongKey = keyRefused(error)
+  if (wrongKey !== undefined) return wrongKey
   const why = unreachable(error)
   if (why !== undefined) {
     return new CliError({

@@ -2,7 +2,7 @@
  * What a queue records of itself beside BullMQ's keys (the core's: core/queue/queueMeta.ts), a
  * refusal as this line's `InvalidConfig`, and BullMQ's own `Queue` over the connection.
  */
-import { Queue, RateLimitError, UnrecoverableError, Worker } from "bullmq"
+import { Queue, RateLimitError, UnrecoverableError, WaitingError, Worker } from "bullmq"
 import type { Bull } from "../../../core/queue/bull.js"
 import * as Core from "../../../core/queue/queueMeta.js"
 import type { InvalidConfig } from "../../ClinicalError.js"
@@ -12,7 +12,7 @@ import type { Settings } from "./queueSettings.js"
 export { type QueueMeta, readMeta, recordOperation } from "../../../core/queue/queueMeta.js"
 
 /** The application's BullMQ, as the core takes it. */
-export const bull: Bull<Queue, Worker> = { Queue, Worker, UnrecoverableError, RateLimitError }
+export const bull: Bull<Queue, Worker> = { Queue, Worker, UnrecoverableError, RateLimitError, WaitingError }
 
 /**
  * Why a process with `settings` must not work on a queue that records `meta` (another key, or an

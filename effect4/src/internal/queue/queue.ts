@@ -2,7 +2,7 @@
  * What this line hands the core's queue (core/queue/): its BullMQ, its `Redacted` keys, its metrics,
  * and the core's failures as its error classes.
  */
-import { Queue, RateLimitError, UnrecoverableError, Worker } from "bullmq"
+import { Queue, RateLimitError, UnrecoverableError, WaitingError, Worker } from "bullmq"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Redacted from "effect/Redacted"
@@ -16,7 +16,7 @@ import { InvalidConfig, QueueError } from "../../ClinicalError.js"
 import { counter, gauge } from "../observability/telemetry.js"
 
 /** The application's BullMQ, as the core takes it. */
-export const bull: Bull<Queue, Worker> = { Queue, Worker, UnrecoverableError, RateLimitError }
+export const bull: Bull<Queue, Worker> = { Queue, Worker, UnrecoverableError, RateLimitError, WaitingError }
 
 /** How this line holds a queue's keys. */
 export const keyHold: KeyHold<Redacted.Redacted<Uint8Array>> = {
