@@ -54,7 +54,7 @@ export const installLine = (packages, root = isRoot()) => {
 }
 
 /** The one message for parts that are missing and were not installed (`why`: what was tried). */
-export const missingMessage = (packages, why) =>
+export const missingMessage = (packages, why, root = isRoot()) =>
   [
     `npm test needs ${packages.length === 1 ? "a Debian package" : "Debian packages"} that ${
       packages.length === 1 ? "is" : "are"
@@ -64,7 +64,7 @@ export const missingMessage = (packages, why) =>
     ),
     why,
     "Install with:",
-    `  ${installLine(packages)}`
+    `  ${installLine(packages, root)}`
   ].join("\n")
 
 /**
@@ -78,25 +78,28 @@ const run = (command, args, env) => {
 }
 
 /** How apt-get can be run here: `[command, ...prefix]`, or a sentence saying why not. */
-const installer = (env) => {
+const installer = (env, root) => {
   const aptGet = which("apt-get", env.PATH)
   if (aptGet === undefined) return "apt-get is not on PATH, so they could not be installed here."
-  if (isRoot()) return [aptGet]
+  if (root) return [aptGet]
   const sudo = which("sudo", env.PATH)
   if (sudo !== undefined && run(sudo, ["-n", "true"], env).status === 0) return [sudo, "-n", aptGet]
   return "This process is not root and sudo asks for a password, so they could not be installed here."
 }
 
-/** Checks the parts, installs what is missing when it can: the exit status, 0 when every part is there. */
-export const ensureParts = (env = process.env, log = (line) => process.stderr.write(`${line}\n`)) => {
+/**
+ * Checks the parts, installs what is missing when it can: the exit status, 0 when every part is
+ * there. `root`: whether this process may run apt-get itself.
+ */
+export const ensureParts = (env = process.env, log = (line) => process.stderr.write(`${line}\n`), root = isRoot()) => {
   const missing = missingPackages(env.PATH)
   if (missing.length === 0) return 0
-  const how = installer(env)
+  const how = installer(env, root)
   if (typeof how === "string") {
-    log(missingMessage(missing, how))
+    log(missingMessage(missing, how, root))
     return 1
   }
-  log(`npm test: installing Debian's ${missing.join(", ")} (${installLine(missing)})`)
+  log(`npm test: installing Debian's ${missing.join(", ")} (${installLine(missing, root)})`)
   const [command, ...prefix] = how
   const aptEnv = { ...env, DEBIAN_FRONTEND: "noninteractive" }
   const updated = run(command, [...prefix, "update", "-qq"], aptEnv)
@@ -106,7 +109,7 @@ export const ensureParts = (env = process.env, log = (line) => process.stderr.wr
   const still = missingPackages(env.PATH)
   if (still.length === 0) return 0
   if (installed.output !== "") log(installed.output)
-  log(missingMessage(still, `apt-get could not install them (exit ${installed.status}).`))
+  log(missingMessage(still, `apt-get could not install them (exit ${installed.status}).`, root))
   return 1
 }
 
