@@ -268,6 +268,25 @@ export const status = async (
 
 /** Failed jobs read per page by {@link retryFailed}. */
 const RETRY_PAGE = 1000
+/**
+ * Jobs of a page put back at once: their reads and retries share one connection's pipeline, in
+ * the failed set's order, instead of two round trips each, one job after the other.
+ */
+const RETRY_AT_ONCE = 64
+
+/** Puts `id` back to waiting if it is still failed: whether it was put back. */
+const retryOne = async (queue: BullQueue, id: string): Promise<boolean> => {
+  const job = await queue.getJob(id)
+  // Gone (removed), or no longer failed (someone else retried it): not counted.
+  return job === undefined ? false : await job.retry("failed", {
+    resetAttemptsMade: true,
+    resetAttemptsStarted: true
+  }).then(
+    () => true,
+    // Stryker disable next-line ArrowFunction: equivalent, undefined is not counted either
+    () => false
+  )
+}
 
 /** Puts every job that had failed when it began back to waiting (see each line's `retryFailed`). */
 export const retryFailed = async (queue: BullQueue, settings: Settings): Promise<number> => {
@@ -284,18 +303,9 @@ export const retryFailed = async (queue: BullQueue, settings: Settings): Promise
         string
       >
       if (ids.length === 0) return retried
-      for (const id of ids) {
-        const job = await queue.getJob(id)
-        // Gone (removed), or no longer failed (someone else retried it): not counted.
-        const put = job === undefined ? false : await job.retry("failed", {
-          resetAttemptsMade: true,
-          resetAttemptsStarted: true
-        }).then(
-          () => true,
-          // Stryker disable next-line ArrowFunction: equivalent, undefined is not counted either
-          () => false
-        )
-        if (put) retried++
+      for (let at = 0; at < ids.length; at += RETRY_AT_ONCE) {
+        const put = await Promise.all(ids.slice(at, at + RETRY_AT_ONCE).map((id) => retryOne(queue, id)))
+        retried += put.filter(Boolean).length
       }
     }
   } finally {
