@@ -16,6 +16,7 @@ export default {
     "core/call/retryPolicy.ts",
     "core/call/concurrencyLimit.ts",
     "core/call/queueing.ts",
+    "core/call/deliveryCap.ts",
     "core/call/loadControl.ts",
     "core/call/gate.ts",
     "core/call/decodeFailure.ts",

@@ -59,6 +59,7 @@ export default {
       "test/LoadControlEdges.test.ts",
       "test/LoadControlFromStart.test.ts",
       "test/LatencySignal.test.ts",
+      "test/DeliveryCap.test.ts",
       "test/Gate.test.ts",
       "test/PersonRequest.test.ts",
       "test/PersonCalls.core.test.ts",

@@ -182,6 +182,12 @@ export interface MemorySettings extends Omit<NetworkSettings, "applicationId"> {
   readonly circuitBreakerThreshold?: number
   readonly adaptiveConcurrency?: boolean
   readonly retryBudget?: boolean
+  /**
+   * Whether the test clock stops at each delayed answer of the fake ({@link FakeService.clockStepMillis}),
+   * rather than moving 100 ms at a time: a service of 15 ms answers needs it, or every round trip
+   * reads as 100 ms.
+   */
+  readonly clockToEachAnswer?: boolean
 }
 
 /** An Effect line, as the specification drives it. */

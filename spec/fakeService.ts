@@ -84,6 +84,8 @@ export class FakeService {
   private readonly dataScript: Array<Responder> = []
   private tokenRule: Rule | undefined = undefined
   private dataRule: Rule | undefined = undefined
+  /** When the delayed answers still to come are due (the driver's clock). */
+  private readonly due: Array<number> = []
 
   /** Queue replies for the next token requests, in order. */
   scriptToken(...responders: ReadonlyArray<Responder>): void {
@@ -121,6 +123,27 @@ export class FakeService {
 
   /** Answers `request` arriving at `now` (the driver's clock, epoch ms). */
   handle(request: WireRequest, now: number): Reply {
+    const reply = this.reply(request, now)
+    if (reply._tag === "Respond" && reply.afterMillis !== undefined) this.due.push(now + reply.afterMillis)
+    return reply
+  }
+
+  /**
+   * How far a test clock at `now` moves next so that no delayed answer is passed over: to the next
+   * one due, at most `maxMillis`, at least 1 ms (a service of 15 ms answers, on a clock moving
+   * 100 ms at a time, would answer in 100).
+   */
+  clockStepMillis(now: number, maxMillis: number): number {
+    let next = now + maxMillis
+    for (let i = this.due.length - 1; i >= 0; i--) {
+      const at = this.due[i]!
+      if (at <= now) this.due.splice(i, 1)
+      else if (at < next) next = at
+    }
+    return Math.max(1, next - now)
+  }
+
+  private reply(request: WireRequest, now: number): Reply {
     this.requests.push({ ...request, at: now })
     const isToken = isTokenRequest(request)
     const ruled = (isToken ? this.tokenRule : this.dataRule)?.(request, now)

@@ -6,6 +6,7 @@
  * (core/call/loadControl.ts); both lines' runners are held to them here. Runner- and Effect-free.
  */
 import * as assert from "node:assert/strict"
+import { seededRandom } from "../core/testing/seeded.js"
 import type { Driver, NetworkStep, Outcome, Runner } from "./driver.js"
 import { FakeService, PERSON_UID } from "./fakeService.js"
 
@@ -27,6 +28,32 @@ const failuresOf = (outcome: Outcome | undefined) =>
   (outcome?._tag === "Success" ? outcome.value as ReadonlyArray<Outcome> : []).flatMap((each) =>
     each._tag === "Failure" ? [each.error] : []
   )
+
+/**
+ * A service of `capacity` at once whose excess waits in line (first come, first served), each
+ * answer taking `latencyAt(start)` from when its service starts: it answers each request when its
+ * turn ends (the fake's own answer, delayed). `peak()`: the most requests it held at once.
+ */
+const serviceWithLine = (fake: FakeService, capacity: number, latencyAt: (millis: number) => number) => {
+  const freeAt = Array.from({ length: capacity }, () => 0)
+  const ends: Array<number> = []
+  let startedAt: number | undefined
+  let peak = 0
+  fake.rule("data", (request, now) => {
+    startedAt ??= now
+    const slot = freeAt.indexOf(Math.min(...freeAt))
+    const start = Math.max(now, freeAt[slot]!)
+    // Whole milliseconds: answers due at one instant are due together, not a rounding error apart.
+    const end = Math.round(start + latencyAt(start - startedAt))
+    freeAt[slot] = end
+    // Held now: those arrived and not yet answered, this one included.
+    for (let i = ends.length - 1; i >= 0; i--) if (ends[i]! <= now) ends.splice(i, 1)
+    ends.push(end)
+    peak = Math.max(peak, ends.length)
+    return { _tag: "Respond", response: fake.ownAnswer(request, now), afterMillis: end - now }
+  })
+  return { peak: () => peak }
+}
 
 export const loadControl = ({ describe, it }: Runner, driver: Driver): void => {
   describe(`load control in memory (${driver.line})`, () => {
@@ -70,6 +97,32 @@ export const loadControl = ({ describe, it }: Runner, driver: Driver): void => {
         assert.equal(fake.dataRequests(), 201)
       },
       60_000
+    )
+
+    it(
+      "a service of 8 at once whose answers slow from 15 ms to 300 ms, its excess waiting in line: never more than 16 held at once, every call answered",
+      async () => {
+        const fake = new FakeService()
+        const persons = 600
+        // Rising over about the whole run at the service's pace (scripts/load/scenarios.ts's scenario 8),
+        // each answer within 10% of it.
+        const risingMillis = persons * 285 / (8 * Math.log(20))
+        const draw = seededRandom(1)
+        const service = serviceWithLine(
+          fake,
+          8,
+          (at) => (at >= risingMillis ? 300 : 15 + 285 * at / risingMillis) * (0.9 + 0.2 * draw())
+        )
+        const seen = await driver.inMemory(fake, [
+          { _tag: "Token" },
+          { _tag: "All", steps: Array.from({ length: persons }, () => medications), concurrency: 64 }
+        ], { maxConcurrentRequests: 64, clockToEachAnswer: true })
+        assert.deepEqual(tagsOf(seen.outcomes[1]), { Success: persons })
+        assert.equal(fake.dataRequests(), persons)
+        assert.ok(service.peak() <= 16, `${service.peak()} held at once at a service of 8`)
+        assert.ok(service.peak() >= 8, `${service.peak()} held at once: the service was never full`)
+      },
+      120_000
     )
   })
 }

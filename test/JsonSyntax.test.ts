@@ -4,14 +4,8 @@
  */
 import { describe, expect, it } from "vitest"
 import { isJson, JsonSyntax, MAX_NESTING } from "../core/jsonSyntax.js"
-
-/** A small deterministic generator (mulberry32): the same cases on every run. */
-const random = (seed: number) => () => {
-  seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
+// The same cases on every run.
+import { seededRandom as random } from "../core/testing/seeded.js"
 
 const parses = (text: Buffer): boolean => {
   try {

@@ -28,6 +28,7 @@ import type { Settings as ClientSettings } from "../config/settings.js"
 import type { ClinicalError } from "../errors.js"
 import * as CircuitBreaker from "./circuitBreaker.js"
 import * as ConcurrencyLimit from "./concurrencyLimit.js"
+import * as DeliveryCap from "./deliveryCap.js"
 import type * as Gate from "./gate.js"
 import * as Queueing from "./queueing.js"
 import * as RetryBudget from "./retryBudget.js"
@@ -111,6 +112,8 @@ export interface Settings {
   readonly limit: ConcurrencyLimit.Settings | undefined
   /** The latency signal of the limit (on with it). */
   readonly latency: Queueing.Settings | undefined
+  /** The cap from what the service delivers (on with the limit; optional: off when absent). */
+  readonly delivery?: DeliveryCap.Settings | undefined
   readonly initialLimit: number
   readonly budget: RetryBudget.Settings | undefined
   readonly breaker: CircuitBreaker.Settings | undefined
@@ -138,6 +141,7 @@ export const settingsOf = <D>(
       ? { ...ConcurrencyLimit.DEFAULTS, max: config.maxConcurrentRequests }
       : undefined,
     latency: config.adaptiveConcurrency ? Queueing.DEFAULTS : undefined,
+    delivery: config.adaptiveConcurrency ? DeliveryCap.DEFAULTS : undefined,
     initialLimit: Math.min(config.initialConcurrency, config.maxConcurrentRequests),
     budget: config.retryBudget ? { ...RetryBudget.DEFAULTS, ratio: config.retryBudgetRatio } : undefined,
     breaker: config.circuitBreakerThreshold > 0
@@ -179,6 +183,9 @@ export class LoadControl<C> {
   private roundFastest = Number.POSITIVE_INFINITY
   private roundFastestInFlight = 0
   private roundAnswers = 0
+  /** What the service delivered lately (see `deliveryCap`), when the limit is on, and the cap it gives. */
+  private readonly delivery: DeliveryCap.DeliveryWindow | undefined
+  private deliveryCap = Number.POSITIVE_INFINITY
 
   constructor(
     private readonly settings: Settings,
@@ -197,6 +204,9 @@ export class LoadControl<C> {
       onLimit(this.permits)
     }
     this.balance = settings.budget === undefined ? 0 : RetryBudget.floor(settings.budget)
+    this.delivery = settings.limit === undefined || settings.delivery === undefined
+      ? undefined
+      : new DeliveryCap.DeliveryWindow(settings.delivery)
   }
 
   /**
@@ -270,7 +280,9 @@ export class LoadControl<C> {
         const gently = this.settings.latency !== undefined && this.latency.refusing === 0
         state.limit = ConcurrencyLimit.afterAnswer(limit, state, this.gate.inFlight(), gently)
         if (sentMillis !== undefined) {
-          this.sampled(number, this.roundTripClock(clock) - sentMillis, inFlightAtSend)
+          const now = this.roundTripClock(clock)
+          this.sampled(number, now - sentMillis, inFlightAtSend)
+          this.capped(now - sentMillis, inFlightAtSend)
         }
       } else {
         const decreasedAt = state.decreasedAt
@@ -325,6 +337,30 @@ export class LoadControl<C> {
     this.latency = after.state
     Object.assign(state, after.limit)
     this.newRound()
+  }
+
+  /**
+   * A 2xx answer after `millis`, sent with `inFlight` out, told to the delivery cap: a limit that
+   * probes is never above what it allows (twice what the service answers in a round trip), its
+   * value new at the end of each interval kept.
+   */
+  private capped(millis: number, inFlight: number): void {
+    const delivery = this.delivery
+    if (delivery === undefined || millis < 0) return
+    const state = this.limitState!
+    if (delivery.answered(millis, inFlight, ConcurrencyLimit.permits(state.limit))) {
+      // The round trip of a request that did not wait: the latency signal's `base` (checked by its
+      // rounds at half the limit), or the window's fastest, when lower or with no latency signal.
+      this.deliveryCap = DeliveryCap.capOf(
+        this.settings.delivery!,
+        delivery.rate(),
+        Math.min(this.latency.base, delivery.fastest())
+      )
+    }
+    // Only a limit probing at or past the last good one is capped: slow start and the climb back
+    // to the good limit after an outage grow by half a round trip, faster than an estimate one
+    // interval old allows (held by it, the limit came back from an outage to 50 of 64).
+    if (state.limit >= state.good - 1 && state.limit > this.deliveryCap) state.limit = this.deliveryCap
   }
 
   private newRound(): void {

@@ -20,7 +20,9 @@
  */
 import type * as Clock from "effect/Clock"
 import * as ConcurrencyLimit from "../../core/call/concurrencyLimit.js"
+import type * as DeliveryCap from "../../core/call/deliveryCap.js"
 import * as Queueing from "../../core/call/queueing.js"
+import { seededRandom as random } from "../../core/testing/seeded.js"
 import * as Gate from "../../src/internal/call/gate.js"
 import { latencySample, LoadControl, Signal, signalOfStatus } from "../../src/internal/call/loadControl.js"
 
@@ -44,6 +46,8 @@ export interface ModelOptions {
   readonly serviceMillisAt?: ((millis: number) => number) | undefined
   /** The latency signal's settings (with a limit); `undefined`: none. */
   readonly latency?: Queueing.Settings | undefined
+  /** The delivery cap's settings (with a limit); `undefined`: none. */
+  readonly delivery?: DeliveryCap.Settings | undefined
   /** A call's deadline (its waits for a turn included) and an attempt's timeout, in ms. */
   readonly deadlineMillis?: number | undefined
   readonly requestTimeoutMillis?: number | undefined
@@ -72,15 +76,6 @@ export interface ModelResult {
   readonly timedOut: number
   /** Each process's limit over time: [time, limit] at every change. */
   readonly limits: ReadonlyArray<ReadonlyArray<readonly [number, number]>>
-}
-
-/** A seeded pseudo-random source (mulberry32), so that runs repeat. */
-const random = (seed: number) => () => {
-  seed |= 0
-  seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
 }
 
 /** A min-heap of timed events. */
@@ -202,6 +197,7 @@ export const runModel = (options: ModelOptions): ModelResult => {
       {
         limit: limit === undefined ? undefined : { ...limit, max: options.max },
         latency: limit === undefined ? undefined : options.latency,
+        delivery: limit === undefined ? undefined : options.delivery,
         initialLimit: limit?.initial ?? options.max,
         budget: undefined,
         breaker: undefined

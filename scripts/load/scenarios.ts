@@ -4,7 +4,7 @@
  * processes running a batch through the default undici transport (`batchProcess.ts`), and the
  * figures each scenario is judged by.
  *
- *   npm run load:scenarios -- [--only 1,2,3,3b,4,5,6,6b,7] [--before] [--persons 3000] [--runs 1]
+ *   npm run load:scenarios -- [--only 1,2,3,3b,4,5,6,6b,7,8] [--before] [--persons 3000] [--runs 1]
  *
  * `--before` turns the load control off (`adaptiveConcurrency: false`, no breaker, no budget): the
  * client as it was before it, for the figures side by side.
@@ -79,10 +79,27 @@ export interface Scale {
   readonly slowLatencyMillis: number
 }
 
+/** Scenario 8's service: answers taking 15 ms at first, 300 ms in the end (issue 50). */
+export const RISING_FROM_MILLIS = 15
+export const RISING_TO_MILLIS = 300
+
+/**
+ * How long scenario 8's latency takes to rise (then it stays at its end): the whole run, for `persons`
+ * served at the capacity's pace. At K at once, a latency rising linearly from a to b over T serves
+ * K T ln(b / a) / (b - a) requests.
+ */
+export const risingMillisFor = (persons: number): number =>
+  Math.round(
+    persons * (RISING_TO_MILLIS - RISING_FROM_MILLIS) / (K * Math.log(RISING_TO_MILLIS / RISING_FROM_MILLIS))
+  )
+
 export const FULL: Scale = { persons: 3000, outageMillis: 15_000, slowMillis: 20_000, slowLatencyMillis: 2000 }
 
 /** The scenarios of issues 25 and 37 at `scale`. */
-export const scenarios = ({ outageMillis, persons, slowLatencyMillis, slowMillis }: Scale): ReadonlyArray<Scenario> => {
+export const scenarios = (
+  { outageMillis, persons, slowLatencyMillis, slowMillis }: Scale
+): ReadonlyArray<Scenario> => {
+  const risingMillis = risingMillisFor(persons)
   const outage = { from: 2000, to: 2000 + outageMillis }
   const slow = { from: 2000, to: 2000 + slowMillis }
   const fromStart = { from: 0, to: outageMillis }
@@ -152,6 +169,22 @@ export const scenarios = ({ outageMillis, persons, slowLatencyMillis, slowMillis
       persons,
       processes: 1,
       window: degrading
+    },
+    {
+      name: `8 latency rising ${RISING_FROM_MILLIS} ms -> ${RISING_TO_MILLIS} ms over ${
+        seconds(risingMillis)
+      }, excess requests waiting`,
+      plan: {
+        capacity: K,
+        queueExcess: true,
+        phases: [
+          { at: 0, latencyMillis: RISING_FROM_MILLIS, latencyToMillis: RISING_TO_MILLIS },
+          { at: risingMillis, latencyMillis: RISING_TO_MILLIS }
+        ]
+      },
+      persons,
+      processes: 1,
+      window: { from: 0, to: risingMillis }
     }
   ]
 }

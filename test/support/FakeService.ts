@@ -170,13 +170,17 @@ export const withClient = <A, E>(
  * Runs `effect` to its end under `TestClock`, moving the clock a step at a time so that backoff
  * sleeps and timeouts fire. Fails the test if it has not ended after `maxSteps` steps.
  */
-export const runWithClock = <A, E, R>(effect: Effect.Effect<A, E, R>, step = "100 millis", maxSteps = 10_000) =>
+export const runWithClock = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  step: Duration.DurationInput | ((nowMillis: number) => number) = "100 millis",
+  maxSteps = 10_000
+) =>
   Effect.gen(function*() {
     const fiber = yield* Effect.fork(effect)
     for (let i = 0; i < maxSteps; i++) {
       const done = yield* Fiber.poll(fiber)
       if (Option.isSome(done)) return yield* Fiber.join(fiber)
-      yield* TestClock.adjust(step as Duration.DurationInput)
+      yield* TestClock.adjust(typeof step === "function" ? step(yield* Clock.currentTimeMillis) : step)
     }
     return yield* Effect.dieMessage(`still running after ${maxSteps} clock steps`)
   })

@@ -257,7 +257,7 @@ const observedAt = (
 export const driver: Driver = {
   line: "Effect 3",
   networked,
-  inMemory: (fake, steps, settings = {}) =>
+  inMemory: (fake, steps, { clockToEachAnswer = false, ...settings } = {}) =>
     Effect.runPromise(
       Effect.gen(function*() {
         const { layer, lines } = captureLogs()
@@ -271,7 +271,10 @@ export const driver: Driver = {
           Effect.tapErrorCause((cause) => Effect.logError("flow failed", cause)),
           Effect.provide(layer),
           Effect.exit,
-          runWithClock,
+          (flow) =>
+            clockToEachAnswer
+              ? runWithClock(flow, (now) => fake.clockStepMillis(now, 100), 1_000_000)
+              : runWithClock(flow),
           middleJitter
         )
         return observedAt(exit, lines, texts, yield* Clock.currentTimeMillis, [])

@@ -93,14 +93,15 @@ const stepOf = (
 }
 
 /** Runs `effect` to its end under TestClock, moving the clock 100 ms at a time (backoffs and timeouts fire). */
-const runWithClock = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+/** Runs `effect`, the test clock moving 100 ms at a time, or as far as `step` says from its time. */
+const runWithClock = <A, E, R>(effect: Effect.Effect<A, E, R>, step = (_nowMillis: number) => 100, maxSteps = 10_000) =>
   Effect.gen(function*() {
     const fiber = yield* Effect.forkChild(effect)
-    for (let i = 0; i < 10_000; i++) {
+    for (let i = 0; i < maxSteps; i++) {
       if (fiber.pollUnsafe() !== undefined) return yield* Fiber.join(fiber)
-      yield* TestClock.adjust(100)
+      yield* TestClock.adjust(step(yield* Clock.currentTimeMillis))
     }
-    return yield* Effect.die("still running after 10,000 clock steps")
+    return yield* Effect.die(`still running after ${maxSteps} clock steps`)
   })
 
 /** Every text a user could print of a failed exit. */
@@ -320,7 +321,7 @@ const middleJitter = Effect.provideService(Random.Random, { nextDoubleUnsafe: ()
 export const driver: Driver = {
   line: "Effect 4",
   networked,
-  inMemory: (fake, steps, settings = {}) =>
+  inMemory: (fake, steps, { clockToEachAnswer = false, ...settings } = {}) =>
     Effect.runPromise(
       Effect.gen(function*() {
         const { layer, lines } = captureLogs()
@@ -333,7 +334,10 @@ export const driver: Driver = {
           ),
           Effect.tapCause((cause) => Effect.logError("flow failed", cause)),
           Effect.exit,
-          runWithClock,
+          (flow) =>
+            clockToEachAnswer
+              ? runWithClock(flow, (now) => fake.clockStepMillis(now, 100), 1_000_000)
+              : runWithClock(flow),
           Effect.provide(layer),
           middleJitter
         )
