@@ -83,9 +83,9 @@ export class DeliveryWindow {
   }
 
   /**
-   * A 2xx answer at `now` (ms, monotonic) after `roundTripMillis`, its request sent with
-   * `inFlightAtSend` out under `permits`: whether it ended an interval that was kept (the rate
-   * and the fastest round trip may have changed).
+   * A 2xx answer after `roundTripMillis`, its request sent with `inFlightAtSend` out under
+   * `permits`: whether it ended an interval that was kept (the rate and the fastest round trip may
+   * have changed).
    */
   answered(roundTripMillis: number, inFlightAtSend: number, permits: number): boolean {
     this.answers++

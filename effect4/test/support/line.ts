@@ -92,8 +92,10 @@ const stepOf = (
   }
 }
 
-/** Runs `effect` to its end under TestClock, moving the clock 100 ms at a time (backoffs and timeouts fire). */
-/** Runs `effect`, the test clock moving 100 ms at a time, or as far as `step` says from its time. */
+/**
+ * Runs `effect` to its end under TestClock, moving the clock 100 ms at a time, or as far as `step`
+ * says from its time (backoffs and timeouts fire).
+ */
 const runWithClock = <A, E, R>(effect: Effect.Effect<A, E, R>, step = (_nowMillis: number) => 100, maxSteps = 10_000) =>
   Effect.gen(function*() {
     const fiber = yield* Effect.forkChild(effect)
