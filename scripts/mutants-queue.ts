@@ -1,5 +1,5 @@
 /**
- * Hand mutants of the queue's command line (src/cli/queueJob.ts and what only the built executable
+ * Hand mutants of the queue's command line (src/cli/queue*.ts and what only the built executable
  * runs), where Stryker cannot reach: its tests start the built executable against a real
  * redis-server. Each mutant is applied to the source, the executable rebuilt, the tests that
  * should notice it run, and the source restored; the figures are printed, and each survivor named.
@@ -23,12 +23,15 @@ interface Mutant {
   readonly only?: string
 }
 
-const CLI = "src/cli/queueJob.ts"
+const JOB = "src/cli/queueJob.ts"
+const REDIS = "src/cli/queueRedis.ts"
+const WORK = "src/cli/queueWork.ts"
+const PROGRESS = "src/cli/queueProgress.ts"
 const SHARDS = "src/cli/resultShards.ts"
 const mutants: ReadonlyArray<Mutant> = [
   {
     name: "Redis errors not scrubbed of the URL's secrets",
-    file: CLI,
+    file: REDIS,
     find: "redactor(secretsOf(Redacted.value(url)))(text)",
     // The scrubber made and never applied: it builds (tsc refuses unused locals).
     replace: "((_scrub: unknown) => text)(redactor(secretsOf(Redacted.value(url))))",
@@ -37,7 +40,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "a query password not counted a secret",
-    file: CLI,
+    file: REDIS,
     find: "const SECRET_OPTION = /pass|secret|token|key/i",
     replace: "const SECRET_OPTION = /^$/",
     tests: ["test/QueueCli.test.ts"],
@@ -45,7 +48,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "the URL shown with its query",
-    file: CLI,
+    file: REDIS,
     find: "return Render.printable(`${parsed.protocol}//${parsed.host}${db}`)",
     replace: "return Render.printable(`${parsed.protocol}//${parsed.host}${db}${parsed.search}`)",
     tests: ["test/QueueCli.test.ts"],
@@ -53,7 +56,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "the URL shown with its password",
-    file: CLI,
+    file: REDIS,
     find: "return Render.printable(`${parsed.protocol}//${parsed.host}${db}`)",
     replace: "return Render.printable(parsed.href + db.slice(0, 0))",
     tests: ["test/QueueCli.test.ts"],
@@ -61,23 +64,23 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "--until-empty stops while jobs are retrying (delayed)",
-    file: CLI,
-    find: "now.waiting + now.prioritized + now.active + now.delayed === 0 && !now.enqueuing",
-    replace: "now.waiting + now.prioritized + now.active === 0 && !now.enqueuing",
+    file: PROGRESS,
+    find: "now.waiting + now.prioritized + now.active + now.delayed\n",
+    replace: "now.waiting + now.prioritized + now.active\n",
     tests: ["test/QueueCli.test.ts"],
     only: "retrying \\(delayed\\)"
   },
   {
     name: "--until-empty stops while an enqueue still adds jobs",
-    file: CLI,
-    find: "now.waiting + now.prioritized + now.active + now.delayed === 0 && !now.enqueuing",
-    replace: "now.waiting + now.prioritized + now.active + now.delayed === 0",
+    file: PROGRESS,
+    find: "leftIn(now) === 0 && !now.enqueuing",
+    replace: "leftIn(now) === 0",
     tests: ["test/QueueCli.test.ts"],
     only: "while an enqueue"
   },
   {
     name: "the input id ignores the date range",
-    file: CLI,
+    file: JOB,
     find: "[sha256, job.operation.name, job.startDate ?? \"\", job.endDate ?? \"\"].join(\"\\n\")",
     replace: "[sha256, job.operation.name].join(\"\\n\")",
     tests: ["test/QueueCli.test.ts"],
@@ -85,7 +88,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "the token store's key derived under the job seal's purpose",
-    file: CLI,
+    file: REDIS,
     find: "derivedKey(bytes, \"effect-clinical token store\")",
     replace: "derivedKey(bytes, \"effect-clinical queue: persons\")",
     tests: ["test/QueueCli.test.ts"],
@@ -93,7 +96,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "one-off commands wait for Redis without a bound",
-    file: CLI,
+    file: REDIS,
     find: "  connectTimeout: ONE_OFF_ANSWER_MILLIS,\n  commandTimeout: ONE_OFF_ANSWER_MILLIS\n",
     replace: "",
     tests: ["test/QueueCli.test.ts"],
@@ -101,7 +104,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "a silent Redis reported as a usage error",
-    file: CLI,
+    file: REDIS,
     find: "if (/Command timed out|did not answer within/.test(error.detail)) {",
     replace: "if (/Command timed out/.test(error.detail)) {",
     tests: ["test/QueueCli.test.ts"],
@@ -109,7 +112,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "Command aborted not taken for an unreachable Redis",
-    file: CLI,
+    file: REDIS,
     find: "/Connection is closed|Command aborted|ECONNREFUSED",
     replace: "/Connection is closed|ECONNREFUSED",
     tests: ["test/QueueCli.test.ts"],
@@ -117,7 +120,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "a failed shard write counted done",
-    file: CLI,
+    file: WORK,
     find:
       "    // Counted once written: a line the disk refused is no person done.\n    if (record.outcome === \"Success\") counts.done++\n    else counts.failed++\n",
     replace: "",
@@ -134,7 +137,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "the shards directory checked after the first result only",
-    file: CLI,
+    file: WORK,
     find: "      try: () => shardDirectory(job.shards),",
     replace: "      try: () => Promise.resolve([job.shards, shardDirectory]),",
     tests: ["test/QueueCli.test.ts"],
@@ -142,7 +145,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "collect exits 0 with persons missing",
-    file: CLI,
+    file: JOB,
     find: "  if (collected.missing > 0) {\n",
     replace: "  if (false) {\n",
     tests: ["test/QueueCli.test.ts"],
@@ -150,7 +153,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "collect's --out failure named as the shards'",
-    file: CLI,
+    file: JOB,
     find: "    message: out === true\n",
     replace: "    message: false\n",
     tests: ["test/QueueCli.test.ts"],
@@ -158,7 +161,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "a failure kind from Redis shown raw",
-    file: CLI,
+    file: JOB,
     find: "second.failedByKind.map(([kind, count]) => [Render.printable(kind), count] as const)",
     replace: "second.failedByKind.map(([kind, count]) => [kind, count] as const)",
     tests: ["test/QueueCli.test.ts"],
@@ -166,7 +169,7 @@ const mutants: ReadonlyArray<Mutant> = [
   },
   {
     name: "the worker reads the queue's record of its operation, not the job's",
-    file: CLI,
+    file: WORK,
     find: "          operation: job.operations,\n",
     replace: "          operation: job.operations.filter((each) => each.name === before.operation),\n",
     tests: ["test/QueueCli.test.ts"],

@@ -1,7 +1,7 @@
 /** `queue work`'s progress line: its own counts and pace, the fleet's pace over the run and the time left. */
 import type { ClinicalQueue } from "effect-clinical/bullmq"
 import { describe, expect, it } from "vitest"
-import { progressBar, progressLine } from "../src/cli/queueJob.js"
+import { progressBar, progressLine } from "../src/cli/queueProgress.js"
 
 const status = (
   done: number,

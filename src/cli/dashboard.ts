@@ -23,7 +23,7 @@ import { type Access, accessOf, authorized, isLoopbackHost } from "./dashboardAc
 import { configProvider } from "./environment.js"
 import { listening, originOf } from "./listening.js"
 import { CliError, ExitCode, usage } from "./outcome.js"
-import { connection, hideSecrets, keyRefused, say, shownUrl, warner, withRedisUrlChecked } from "./queueJob.js"
+import { connection, hideSecrets, keyRefused, say, shownUrl, warner, withRedisUrlChecked } from "./queueRedis.js"
 
 export interface DashboardJob {
   readonly settingsFile: Option.Option<string>
