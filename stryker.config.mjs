@@ -18,6 +18,8 @@ export default {
     "core/call/queueing.ts",
     "core/call/deliveryCap.ts",
     "core/call/loadControl.ts",
+    "core/call/loadSignal.ts",
+    "core/call/loadSettings.ts",
     "core/call/gate.ts",
     "core/call/decodeFailure.ts",
     "core/observability/httpAttempt.ts",
