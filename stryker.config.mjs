@@ -38,6 +38,8 @@ export default {
     "src/internal/token/storedEntry.ts",
     "core/token/tokenSharing.ts",
     "core/token/redisStore.ts",
+    "core/token/redisPort.ts",
+    "core/token/redisSettings.ts",
     "core/token/storedEntry.ts",
     "core/token/tokenStore.ts",
     "core/call/authenticate.ts",
