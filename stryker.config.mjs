@@ -13,6 +13,7 @@ export default {
   mutate: [
     "core/token/tokenCache.ts",
     "core/call/callPolicy.ts",
+    "core/call/callMachine.ts",
     "core/call/retryPolicy.ts",
     "core/call/concurrencyLimit.ts",
     "core/call/queueing.ts",

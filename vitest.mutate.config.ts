@@ -32,6 +32,7 @@ export default {
       "test/NodeFloor.test.ts",
       "test/TokenService.test.ts",
       "test/Resilience.test.ts",
+      "test/CallMachine.test.ts",
       "test/Redaction.test.ts",
       "test/Readings.test.ts",
       "test/Json.test.ts",
