@@ -14,6 +14,8 @@ export default {
     "core/token/tokenCache.ts",
     "core/call/callPolicy.ts",
     "core/call/callMachine.ts",
+    "core/call/perClient.ts",
+    "core/call/dataHeaders.ts",
     "core/call/retryPolicy.ts",
     "core/call/concurrencyLimit.ts",
     "core/call/queueing.ts",

@@ -4,8 +4,10 @@
  */
 import { describe, expect, it } from "vitest"
 import { type Action, CallMachine, type Client } from "../core/call/callMachine.js"
+import { HeadersByToken } from "../core/call/dataHeaders.js"
 import * as Gate from "../core/call/gate.js"
 import { LoadControl, type Settings } from "../core/call/loadControl.js"
+import { PerClient } from "../core/call/perClient.js"
 import type { ClinicalError, TransportError } from "../core/errors.js"
 
 interface Token {
@@ -270,5 +272,37 @@ describe("the call machine", () => {
     other.start(clock.millis)
     expect(other.tokenFailed(down, clock.millis, 0.5)).toBe("Fail")
     expect(other.refusedBy).toBe("budget")
+  })
+})
+
+describe("a call's parts in the core", () => {
+  it("the data headers: JSON, no compression, the token and the ApplicationId as the line's secrets", () => {
+    const headers = new HeadersByToken({ secret: "app" })
+    const token = { authorization: { secret: "Bearer t1" } }
+    const first = headers.of(token)
+    expect(first).toEqual({
+      "Content-Type": "application/json",
+      "Accept-Encoding": "identity",
+      Authorization: { secret: "Bearer t1" },
+      ApplicationId: { secret: "app" }
+    })
+    // Made once per token: the same object until the token changes.
+    expect(headers.of(token)).toBe(first)
+    expect(headers.of({ authorization: { secret: "Bearer t2" } }).Authorization).toEqual({ secret: "Bearer t2" })
+  })
+
+  it("one call function per token cache, made again only for another config or transport", () => {
+    const perClient = new PerClient<object, { readonly n: number }>()
+    let made = 0
+    const make = () => ({ n: ++made })
+    const tokens = {}
+    const config = {}
+    const transport = {}
+    const first = perClient.of(tokens, config, transport, make)
+    expect(perClient.of(tokens, config, transport, make)).toBe(first)
+    expect(perClient.of({}, config, transport, make).n).toBe(2)
+    expect(perClient.of(tokens, {}, transport, make).n).toBe(3)
+    expect(perClient.of(tokens, config, {}, make).n).toBe(4)
+    expect(made).toBe(4)
   })
 })

@@ -20,9 +20,12 @@ import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
+import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
 import { type Action, CallMachine, type Client } from "../../../core/call/callMachine.js"
 import type * as CallPolicy from "../../../core/call/callPolicy.js"
+import { HeadersByToken } from "../../../core/call/dataHeaders.js"
+import { PerClient } from "../../../core/call/perClient.js"
 import type * as Core from "../../../core/errors.js"
 import * as FreshToken from "../../../core/token/freshToken.js"
 import { dispatchOf } from "../../../core/transport/dispatchPairs.js"
@@ -35,9 +38,9 @@ import * as FiberSpan from "../observability/fiberSpan.js"
 import * as HttpSpan from "../observability/httpSpan.js"
 import * as Telemetry from "../observability/telemetry.js"
 import { labelled } from "./attempt.js"
-import { Answer, type AnyCall, type Call, dataHeaders } from "./call.js"
-import { callback } from "./callback.js"
+import { Answer, type AnyCall, type Call } from "./call.js"
 import { CallMetrics, refusedByBudget, refusedByCircuit } from "./callMetrics.js"
+import { commonPath, type Decision, type Machine, type Runner } from "./commonPath.js"
 import * as Gate from "./gate.js"
 import { LoadControl, settingsOf } from "./loadControl.js"
 import { readJson } from "./response.js"
@@ -53,13 +56,8 @@ export { Call, dataHeaders, type Finish, type JsonResponse } from "./call.js"
  */
 export type AuthorizedPost = <A>(call: Call<A>, fiber?: FiberSpan.AnyFiber) => Effect.Effect<A, ClinicalError>
 
-type Machine = CallMachine<TokenService.AccessToken, ClinicalError, Clock.Clock>
-
-/** What the machine answers after an event that needs the time and a random draw (for the jitter). */
-type Decision = (now: number, random: number) => Action
-
 /** The calls of one client: the machine's client, and the runner of its actions. */
-class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Clock> {
+class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Clock>, Runner {
   readonly resendable: CallPolicy.Policy
   readonly singleUse: CallPolicy.Policy
   readonly deadlineMillis: number
@@ -69,11 +67,10 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   readonly fresh: FreshToken.Reader<TokenService.AccessToken> | undefined
   readonly wrap: (error: Core.ClinicalError) => ClinicalError = fromCore
   private readonly maxRetryAfterMillis: number
-  private readonly gate: Gate.Gate
+  readonly gate: Gate.Gate
+  readonly tracePropagation: boolean
   private readonly metrics = new CallMetrics()
-  // The headers change with the token only: built once per token, not on every call.
-  private headersToken: TokenService.AccessToken | undefined = undefined
-  private headers: Readonly<Record<string, HttpTransport.WireValue>> = {}
+  private readonly headers: HeadersByToken<Redacted.Redacted<string>>
   private readonly dispatch: HttpTransport.Service["dispatch"]
 
   constructor(
@@ -88,6 +85,8 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     this.requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
     this.deadlineText = Duration.format(config.deadline)
     this.maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
+    this.headers = new HeadersByToken(config.applicationId)
+    this.tracePropagation = config.tracePropagation
     this.gate = Gate.make(config.maxConcurrentRequests)
     this.load = new LoadControl(
       settingsOf(config),
@@ -113,12 +112,12 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     const dispatch = this.dispatch
     return action === "Turn" && dispatch !== undefined && machine.probing() === false &&
         !(call.traced && !FiberSpan.canMake(fiber, this.spanOf(fiber, call)))
-      ? this.common(fiber, call, machine, dispatch, clock)
+      ? commonPath(this, fiber, call, machine, dispatch, clock)
       : this.onEffectPath(fiber, call, this.attempt(call, machine, action))
   }
 
   /** Where the call's attempts and attributes go: its own span, else the current one (`Effect.withSpan`'s). */
-  private spanOf(fiber: FiberSpan.AnyFiber, call: AnyCall): Tracer.AnySpan | undefined {
+  spanOf(fiber: FiberSpan.AnyFiber, call: AnyCall): Tracer.AnySpan | undefined {
     return call.traced ? call.span ?? fiber.currentSpan : undefined
   }
 
@@ -132,20 +131,12 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     this.metrics.record(fiber, call.operation, this.spanOf(fiber, call), m.attempts, status, error)
   }
 
-  private request(
-    call: AnyCall,
-    token: TokenService.AccessToken,
-    timeoutMillis: number
-  ): HttpTransport.TransportRequest {
-    if (token !== this.headersToken) {
-      this.headers = dataHeaders(this.config, token.authorization)
-      this.headersToken = token
-    }
-    return new DataRequest(call.url, this.headers, call.body, this.config.maxResponseBytes, timeoutMillis)
+  request(call: AnyCall, token: TokenService.AccessToken, timeoutMillis: number): HttpTransport.TransportRequest {
+    return new DataRequest(call.url, this.headers.of(token), call.body, this.config.maxResponseBytes, timeoutMillis)
   }
 
   /** A response read into its JSON, or the error it stands for. */
-  private readAnswer(
+  readAnswer(
     call: AnyCall,
     used: TokenService.AccessToken,
     response: HttpTransport.TransportResponse,
@@ -162,7 +153,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   }
 
   /** The Effect path from `effect` on: under the call's span when the caller handed one, which it ends when the call does. */
-  private onEffectPath<A>(fiber: FiberSpan.AnyFiber, call: Call<A>, effect: Effect.Effect<A, ClinicalError>) {
+  onEffectPath<A>(fiber: FiberSpan.AnyFiber, call: Call<A>, effect: Effect.Effect<A, ClinicalError>) {
     const span = call.span
     return span === undefined ? effect : Effect.onExit(
       Effect.withParentSpan(effect, span),
@@ -171,13 +162,13 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   }
 
   /** An attempt begun (`action`, its first): a probe of the breaker interrupted lets another call probe. */
-  private attempt<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
+  attempt<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
     const performed = this.perform(call, m, action)
     return m.probing() ? Effect.onInterrupt(performed, () => Effect.sync(() => m.interrupted())) : performed
   }
 
   /** The next action after an event that may retry: with the time and the jitter's random draw. */
-  private decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError> {
+  decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError> {
     return Effect.flatMap(
       Random.next,
       (random) => Effect.clockWith((clock) => this.perform(call, m, decide(clock.unsafeCurrentTimeMillis(), random)))
@@ -223,7 +214,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   }
 
   /** The end of a call whose answer reads: what the call makes of it, recorded (a failure as any other). */
-  private finished<A>(fiber: FiberSpan.AnyFiber, call: Call<A>, m: Machine): Either.Either<A, ClinicalError> {
+  finished<A>(fiber: FiberSpan.AnyFiber, call: Call<A>, m: Machine): Either.Either<A, ClinicalError> {
     const out = call.finish(new Answer(m.status!, m.json, call, this.config.applicationId, m.token))
     this.record(fiber, call, m, m.status, Either.isLeft(out) ? out.left : undefined)
     return out
@@ -296,123 +287,6 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
         : this.decided(call, m, (now, random) => m.answeredWith(response.status, read.left, now, random))
     })
   }
-
-  /**
-   * The end of a common-path call whose callback threw (a caller's Schema, a tracer's span): it
-   * dies with the thrown value, as on the Effect path, rather than the throw going up into the gate
-   * or the transport and the call never ending. Its turn is given back by the caller.
-   */
-  private died<A>(
-    fiber: FiberSpan.AnyFiber,
-    call: Call<A>,
-    resume: (effect: Effect.Effect<A, ClinicalError>) => void,
-    defect: unknown
-  ) {
-    try {
-      if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.die(defect))
-    } catch {
-      // The tracer threw again: the call ends all the same.
-    }
-    resume(Effect.die(defect))
-  }
-
-  /**
-   * The call's common path, with no fiber suspended but for the wait on the socket: the turn taken
-   * (or waited for) in a callback, the request dispatched and its answer read in the transport's
-   * own callback. Whatever the machine answers then but `Send` and `Finish` (the circuit opened
-   * meanwhile, the deadline passed, a failure, an answer that does not read) goes on on the Effect
-   * path from exactly the point reached. Only a transport that offers `dispatch` has this path.
-   */
-  private common<A>(
-    fiber: FiberSpan.AnyFiber,
-    call: Call<A>,
-    m: Machine,
-    send: NonNullable<HttpTransport.Service["dispatch"]>,
-    clock: Clock.Clock
-  ): Effect.Effect<A, ClinicalError> {
-    const gate = this.gate
-    return callback<A, ClinicalError>((resume) => {
-      let holding = false
-      // The request in flight: its attempt, and how to call it off (two variables, no object per call).
-      let attempt: HttpSpan.Attempt | undefined
-      let cancel: (() => void) | undefined
-      const leave = () => {
-        if (holding) {
-          holding = false
-          gate.leave()
-        }
-      }
-      const goOn = (decide: Decision) => resume(this.onEffectPath(fiber, call, this.decided(call, m, decide)))
-      const withdraw = gate.take(() => {
-        holding = true
-        try {
-          const action = m.turnGiven(clock.unsafeCurrentTimeMillis())
-          if (action !== "Send") {
-            leave()
-            return resume(this.onEffectPath(fiber, call, this.attempt(call, m, action)))
-          }
-          const token = m.token!
-          const started = HttpSpan.startIn(
-            fiber,
-            this.spanOf(fiber, call),
-            this.request(call, token, m.waitMillis),
-            0,
-            this.config.tracePropagation,
-            call.traced
-          )
-          attempt = started
-          const calledOff = send(started.request, (outcome) => {
-            // Once only, and never after the call was called off (a transport of the application's
-            // own may call back late or twice).
-            if (!holding) return
-            cancel = undefined
-            try {
-              if (Either.isLeft(outcome)) m.sendFailed(labelled(outcome.left, call.operation, call.secrets()))
-              else m.replied(outcome.right.status)
-              leave()
-              started.end(outcome, fiber)
-              if (Either.isLeft(outcome)) return goOn((now, random) => m.afterFailure(now, random))
-              const response = outcome.right
-              const json = this.readAnswer(call, token, response, clock.unsafeCurrentTimeMillis())
-              if (Either.isLeft(json)) {
-                return goOn((now, random) => m.answeredWith(response.status, json.left, now, random))
-              }
-              // The call ends here: what it makes of the answer, recorded, its span ended.
-              m.answered(response.status, json.right)
-              const out = this.finished(fiber, call, m)
-              if (call.span !== undefined) {
-                FiberSpan.end(fiber, call.span, Either.isRight(out) ? Exit.void : Exit.fail(out.left))
-              }
-              resume(out)
-            } catch (defect) {
-              leave()
-              this.died(fiber, call, resume, defect)
-            }
-          })
-          // (Answered already, synchronously: nothing is left to call off.)
-          if (holding) cancel = calledOff
-        } catch (defect) {
-          leave()
-          this.died(fiber, call, resume, defect)
-        }
-      })
-      // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
-      return () => {
-        if (withdraw() && holding) {
-          // The request aborted before its turn goes on: at most the bound is ever out at once.
-          holding = false
-          if (cancel !== undefined) {
-            cancel()
-            attempt!.end("interrupted", fiber)
-          }
-          gate.leave()
-        }
-        m.interrupted()
-        // (Once the call went on on the Effect path, that path ended the span: this does nothing.)
-        if (call.span !== undefined) FiberSpan.end(fiber, call.span, Exit.interrupt(fiber.id()))
-      }
-    })
-  }
 }
 
 /** Builds a call function over the given services (with a gate of its own: see {@link forClient}). */
@@ -428,24 +302,11 @@ export const make = (
       : caller.start(fiber, call)
 }
 
-/** The call function of each client, keyed by its token cache: every service of a client shares one gate. */
-const perClient = new WeakMap<
-  TokenService.Service,
-  { readonly config: ClinicalConfig.Service; readonly transport: HttpTransport.Service; readonly post: AuthorizedPost }
->()
+const perClient = new PerClient<TokenService.Service, AuthorizedPost>()
 
-/**
- * The call function of the client these services make up: built once per token cache, so that
- * `maxConcurrentRequests` bounds the requests of all the client's operations together.
- */
+/** The call function of the client these services make up (see core/call/perClient). */
 export const forClient = (
   config: ClinicalConfig.Service,
   transport: HttpTransport.Service,
   tokens: TokenService.Service
-): AuthorizedPost => {
-  const known = perClient.get(tokens)
-  if (known !== undefined && known.config === config && known.transport === transport) return known.post
-  const post = make(config, transport, tokens)
-  perClient.set(tokens, { config, transport, post })
-  return post
-}
+): AuthorizedPost => perClient.of(tokens, config, transport, () => make(config, transport, tokens))

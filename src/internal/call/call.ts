@@ -13,6 +13,7 @@
 import type * as Either from "effect/Either"
 import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
+import * as Core from "../../../core/call/dataHeaders.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import type { ClinicalError, Operation } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
@@ -83,10 +84,4 @@ export class Answer implements JsonResponse {
 export const dataHeaders = (
   config: ClinicalConfig.Service,
   authorization: Redacted.Redacted<string>
-): Readonly<Record<string, HttpTransport.WireValue>> => ({
-  "Content-Type": "application/json",
-  // No compression: nothing to inflate, so nothing to inflate without bound.
-  "Accept-Encoding": "identity",
-  Authorization: authorization,
-  ApplicationId: config.applicationId
-})
+): Readonly<Record<string, HttpTransport.WireValue>> => Core.dataHeaders(config.applicationId, authorization)

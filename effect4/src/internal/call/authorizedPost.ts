@@ -16,14 +16,15 @@ import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
 import { type Action, CallMachine, type Client } from "../../../../core/call/callMachine.js"
 import type * as CallPolicy from "../../../../core/call/callPolicy.js"
+import { HeadersByToken } from "../../../../core/call/dataHeaders.js"
 import { LoadControl, settingsOf } from "../../../../core/call/loadControl.js"
+import { PerClient } from "../../../../core/call/perClient.js"
 import { Failed, readJson } from "../../../../core/call/response.js"
 import { retryPolicyOf } from "../../../../core/config/settings.js"
 import type * as Core from "../../../../core/errors.js"
@@ -38,8 +39,9 @@ import * as HttpSpan from "../observability/httpSpan.js"
 import * as Telemetry from "../observability/telemetry.js"
 import type { Dispatch } from "../transport/undici.js"
 import { labelled } from "../transport/wire.js"
-import { Answer, type AnyCall, type Call, dataHeaders, DataRequest } from "./call.js"
+import { Answer, type AnyCall, type Call, DataRequest } from "./call.js"
 import { CallMetrics, refusedByBudget, refusedByCircuit } from "./callMetrics.js"
+import { type AnyFiber, asEffect, commonPath, type Decision, type Machine, type Runner } from "./commonPath.js"
 import * as Gate from "./gate.js"
 
 export { type Call, dataHeaders, type Finish, type JsonResponse } from "./call.js"
@@ -47,20 +49,8 @@ export { type Call, dataHeaders, type Finish, type JsonResponse } from "./call.j
 /** Makes one call: what it makes of the answer, or the typed error it ended in. */
 export type AuthorizedPost = <A>(call: Call<A>) => Effect.Effect<A, ClinicalError>
 
-type Machine = CallMachine<TokenService.AccessToken, ClinicalError, Clock.Clock>
-
-/** What the machine answers after an event that needs the time and a random draw (for the jitter). */
-type Decision = (now: number, random: number) => Action
-
-/** A fiber, whatever it computes. */
-type AnyFiber = Fiber.Fiber<unknown, unknown>
-
-/** A call's end as an Effect. */
-const asEffect = <A>(out: Result.Result<A, ClinicalError>): Effect.Effect<A, ClinicalError> =>
-  Result.isSuccess(out) ? Effect.succeed(out.success) : Effect.fail(out.failure)
-
 /** The calls of one client: the machine's client, and the runner of its actions. */
-class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Clock> {
+class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Clock>, Runner {
   readonly resendable: CallPolicy.Policy
   readonly singleUse: CallPolicy.Policy
   readonly deadlineMillis: number
@@ -70,11 +60,9 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   readonly fresh: FreshToken.Reader<TokenService.AccessToken> | undefined
   readonly wrap: (error: Core.ClinicalError) => ClinicalError = fromCore
   private readonly maxRetryAfterMillis: number
-  private readonly gate: Gate.Gate
+  readonly gate: Gate.Gate
   private readonly metrics: CallMetrics
-  // The headers change with the token only: built once per token, not on every call.
-  private headersToken: TokenService.AccessToken | undefined = undefined
-  private headers: Readonly<Record<string, HttpTransport.WireValue>> = {}
+  private readonly headers: HeadersByToken<Redacted.Redacted<string>>
   private readonly dispatch: Dispatch | undefined
 
   constructor(
@@ -90,6 +78,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     this.requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
     this.deadlineText = Duration.format(config.deadline)
     this.maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
+    this.headers = new HeadersByToken(config.applicationId)
     this.metrics = new CallMetrics(config.tracePropagation)
     this.gate = Gate.make(config.maxConcurrentRequests)
     this.load = new LoadControl(
@@ -125,25 +114,17 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
       }
       const dispatch = this.dispatch
       return action === "Turn" && dispatch !== undefined && !machine.probing()
-        ? this.common(fiber, call, machine, dispatch, clock)
+        ? commonPath(this, fiber, call, machine, dispatch, clock)
         : this.attempt(call, machine, action)
     })
   }
 
-  private request(
-    call: AnyCall,
-    token: TokenService.AccessToken,
-    timeoutMillis: number
-  ): HttpTransport.TransportRequest {
-    if (token !== this.headersToken) {
-      this.headers = dataHeaders(this.config, token.authorization)
-      this.headersToken = token
-    }
-    return new DataRequest(call.url, this.headers, call.body, this.config.maxResponseBytes, timeoutMillis)
+  request(call: AnyCall, token: TokenService.AccessToken, timeoutMillis: number): HttpTransport.TransportRequest {
+    return new DataRequest(call.url, this.headers.of(token), call.body, this.config.maxResponseBytes, timeoutMillis)
   }
 
   /** A response read into its JSON, or the error it stands for (as the core has it). */
-  private read(call: AnyCall, used: TokenService.AccessToken, response: HttpTransport.TransportResponse, now: number) {
+  read(call: AnyCall, used: TokenService.AccessToken, response: HttpTransport.TransportResponse, now: number) {
     return readJson({
       operation: call.operation,
       method: "POST",
@@ -155,13 +136,13 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   }
 
   /** An attempt begun (`action`, its first): a probe of the breaker interrupted lets another call probe. */
-  private attempt<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
+  attempt<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
     const performed = this.perform(call, m, action)
     return m.probing() ? Effect.onInterrupt(performed, () => Effect.sync(() => m.interrupted())) : performed
   }
 
   /** The next action after an event that may retry: with the time and the jitter's random draw. */
-  private decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError> {
+  decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError> {
     return Effect.flatMap(
       Random.next,
       (random) => Effect.clockWith((clock) => this.perform(call, m, decide(clock.currentTimeMillisUnsafe(), random)))
@@ -207,7 +188,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   }
 
   /** The end of a call whose answer reads: what the call makes of it (a failure recorded as any other). */
-  private finished<A>(fiber: AnyFiber, call: Call<A>, m: Machine): Result.Result<A, ClinicalError> {
+  finished<A>(fiber: AnyFiber, call: Call<A>, m: Machine): Result.Result<A, ClinicalError> {
     const out = call.finish(new Answer(m.status!, m.json, call, this.config.applicationId, m.token))
     const error = out instanceof Failed ? fromCore(out.error) : undefined
     const status = error === undefined ? m.status : "status" in error ? error.status : undefined
@@ -278,98 +259,6 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
         : this.perform(call, m, m.answered(response.status, read))
     })
   }
-
-  /**
-   * The call's common path, with no fiber suspended but for the wait on the socket: the turn taken
-   * (or waited for) in a callback, the request dispatched and its answer read in the transport's
-   * own callback. Whatever the machine answers then but `Send` and `Finish` goes on on the Effect
-   * path from exactly the point reached. A callback that throws (a caller's `finish`, say) ends the
-   * call as a defect, as on the Effect path, its turn given back.
-   */
-  private common<A>(
-    fiber: AnyFiber,
-    call: Call<A>,
-    m: Machine,
-    send: Dispatch,
-    clock: Clock.Clock
-  ): Effect.Effect<A, ClinicalError> {
-    const gate = this.gate
-    return Effect.callback<A, ClinicalError>((resume) => {
-      let holding = false
-      // The request in flight, and how to call it off (variables, no object per call).
-      let cancel: (() => void) | undefined
-      let request: HttpTransport.TransportRequest | undefined
-      let startedNanos = BigInt(0)
-      const leave = () => {
-        if (holding) {
-          holding = false
-          gate.leave()
-        }
-      }
-      const goOn = (decide: Decision) => resume(this.decided(call, m, decide))
-      const withdraw = gate.take(() => {
-        holding = true
-        try {
-          const action = m.turnGiven(clock.currentTimeMillisUnsafe())
-          if (action !== "Send") {
-            leave()
-            return resume(this.attempt(call, m, action))
-          }
-          const token = m.token!
-          const sent = request = this.request(call, token, m.waitMillis)
-          startedNanos = clock.currentTimeNanosUnsafe()
-          const calledOff = send(sent, (outcome) => {
-            // Once only, and never after the call was called off (a transport of the application's
-            // own may call back late or twice).
-            if (!holding) return
-            cancel = undefined
-            try {
-              HttpSpan.recordUnsafe(sent, outcome, clock.currentTimeNanosUnsafe() - startedNanos, fiber.context)
-              if (Result.isFailure(outcome)) {
-                m.sendFailed(labelled(outcome.failure, call.operation, call.secrets()))
-                leave()
-                return goOn((now, random) => m.afterFailure(now, random))
-              }
-              const response = outcome.success
-              m.replied(response.status)
-              leave()
-              const read = this.read(call, token, response, clock.currentTimeMillisUnsafe())
-              if (read instanceof Failed) {
-                return goOn((now, random) => m.answeredWith(response.status, fromCore(read.error), now, random))
-              }
-              m.answered(response.status, read)
-              resume(asEffect(this.finished(fiber, call, m)))
-            } catch (defect) {
-              leave()
-              resume(Effect.die(defect))
-            }
-          })
-          // (Answered already, synchronously: nothing is left to call off.)
-          if (holding) cancel = calledOff
-        } catch (defect) {
-          leave()
-          resume(Effect.die(defect))
-        }
-      })
-      // Interrupted: out of the queue, or the request aborted on the socket and the turn given back.
-      return Effect.sync(() => {
-        if (withdraw() && holding) {
-          // The request aborted before its turn goes on: at most the bound is ever out at once.
-          const calledOff = cancel
-          cancel = undefined
-          if (calledOff !== undefined) {
-            holding = false
-            calledOff()
-            HttpSpan.recordUnsafe(request!, "interrupted", clock.currentTimeNanosUnsafe() - startedNanos, fiber.context)
-            gate.leave()
-          } else {
-            leave()
-          }
-        }
-        m.interrupted()
-      })
-    })
-  }
 }
 
 /**
@@ -386,25 +275,12 @@ export const make = (
   return (call) => caller.call(call)
 }
 
-/** The call function of each client, keyed by its token cache: every service of a client shares one gate. */
-const perClient = new WeakMap<
-  TokenService.Service,
-  { readonly config: ClinicalConfig.Service; readonly transport: HttpTransport.Service; readonly post: AuthorizedPost }
->()
+const perClient = new PerClient<TokenService.Service, AuthorizedPost>()
 
-/**
- * The call function of the client these services make up: built once per token cache, so that
- * `maxConcurrentRequests` bounds the requests of all the client's operations together.
- */
+/** The call function of the client these services make up (see core/call/perClient). */
 export const forClient = (
   config: ClinicalConfig.Service,
   transport: HttpTransport.Service,
   tokens: TokenService.Service,
   context: Context.Context<never>
-): AuthorizedPost => {
-  const known = perClient.get(tokens)
-  if (known !== undefined && known.config === config && known.transport === transport) return known.post
-  const post = make(config, transport, tokens, context)
-  perClient.set(tokens, { config, transport, post })
-  return post
-}
+): AuthorizedPost => perClient.of(tokens, config, transport, () => make(config, transport, tokens, context))

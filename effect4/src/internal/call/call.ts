@@ -7,6 +7,7 @@
  * sake (docs/architecture.md, "Objects made per call").
  */
 import * as Redacted from "effect/Redacted"
+import * as Core from "../../../../core/call/dataHeaders.js"
 import type { Failed } from "../../../../core/call/response.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import type { Operation } from "../../ClinicalError.js"
@@ -54,13 +55,7 @@ export type AnyCall = Call<unknown>
 export const dataHeaders = (
   config: ClinicalConfig.Service,
   authorization: Redacted.Redacted<string>
-): Readonly<Record<string, HttpTransport.WireValue>> => ({
-  "Content-Type": "application/json",
-  // No compression: nothing to inflate, so nothing to inflate without bound.
-  "Accept-Encoding": "identity",
-  Authorization: authorization,
-  ApplicationId: config.applicationId
-})
+): Readonly<Record<string, HttpTransport.WireValue>> => Core.dataHeaders(config.applicationId, authorization)
 
 /**
  * A data request as the transport gets it. Its body is an Effect `Redacted` made by the caller:
