@@ -237,3 +237,12 @@ export const messages: {
 /** The message of a failure. */
 export const messageOf = <E extends AnyClinicalError>(error: E): string =>
   (messages[error._tag] as (error: E) => string)(error)
+
+/**
+ * A failure's data as an instance of its tag's class in `classes` (a line's error module, whose
+ * classes take the fields): how each line's `fromCore` makes its own class of the core's data.
+ */
+export const instanceOf = (classes: object, error: AnyClinicalError): unknown => {
+  const { _tag, ...fields } = error
+  return new (classes as Record<string, new(fields: object) => unknown>)[_tag]!(fields)
+}

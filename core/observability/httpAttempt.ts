@@ -61,3 +61,49 @@ export const traceparentOf = (span: SpanIds): string | undefined =>
   TRACE_ID.test(span.traceId) && SPAN_ID.test(span.spanId)
     ? `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
     : undefined
+
+/** A server, with its duration histogram (`M`: the line's metric) by method, then by status or error type. */
+export interface MeteredServer<M> extends Server {
+  readonly durations: Map<string, Map<number | string, M>>
+}
+
+/**
+ * The servers a client calls and their duration histograms, each made once (`make`: the line's
+ * histogram tagged with these attributes). Bounded: a client calls a handful of fixed URLs, and
+ * whatever a server answers, a few statuses and error types; anything past that is made anew.
+ */
+export class MeteredServers<M> {
+  private readonly servers = new Map<string, MeteredServer<M>>()
+
+  constructor(private readonly make: (attributes: Readonly<Record<string, string>>) => M) {}
+
+  /** The server of `url`. */
+  of(url: string): MeteredServer<M> {
+    let server = this.servers.get(url)
+    if (server === undefined) {
+      server = { ...serverOfUrl(url), durations: new Map() }
+      if (this.servers.size < 256) this.servers.set(url, server)
+    }
+    return server
+  }
+
+  /** The duration histogram of `server` for `method` and an outcome (a status, else an error type). */
+  durationOf(server: MeteredServer<M>, method: string, status: number | undefined, error: string | undefined): M {
+    let byOutcome = server.durations.get(method)
+    if (byOutcome === undefined) server.durations.set(method, byOutcome = new Map())
+    const key = status ?? error ?? ""
+    let metric = byOutcome.get(key)
+    if (metric === undefined) {
+      const attributes: Record<string, string> = {
+        "http.request.method": method,
+        "server.address": server.address,
+        "server.port": String(server.port)
+      }
+      if (status !== undefined) attributes["http.response.status_code"] = String(status)
+      if (error !== undefined) attributes["error.type"] = error
+      metric = this.make(attributes)
+      if (byOutcome.size < 128) byOutcome.set(key, metric)
+    }
+    return metric
+  }
+}

@@ -25,23 +25,19 @@ import * as FiberSpan from "./fiberSpan.js"
 import * as MetricUpdater from "./metricUpdater.js"
 import * as Telemetry from "./telemetry.js"
 
-/** Where a URL points, as the conventions name it; computed once per URL. */
-interface Server extends HttpAttempt.Server {
-  /** The duration histogram tagged for this server, by method, then by status (or error type). */
-  readonly durations: Map<string, Map<number | string, MetricUpdater.Updater>>
-}
+type Server = HttpAttempt.MeteredServer<MetricUpdater.Updater>
 
-const servers = new Map<string, Server>()
+/** The servers called, and their duration histograms (see the core's). */
+const servers = new HttpAttempt.MeteredServers((attributes) =>
+  MetricUpdater.updater(
+    MetricKey.taggedWithLabels(
+      Telemetry.httpClientRequestDurationKey,
+      Object.entries(attributes).map(([key, value]) => MetricLabel.make(key, value))
+    )
+  )
+)
 
-const serverOf = (url: string): Server => {
-  let server = servers.get(url)
-  if (server === undefined) {
-    server = { ...HttpAttempt.serverOfUrl(url), durations: new Map() }
-    // Bounded: a client calls a handful of fixed URLs; anything else is not worth keeping.
-    if (servers.size < 256) servers.set(url, server)
-  }
-  return server
-}
+const serverOf = (url: string): Server => servers.of(url)
 
 /** How an attempt ended: the transport's outcome, interrupted, or a defect (`_OTHER`, as the conventions say). */
 export type Ending = Either.Either<HttpTransport.TransportResponse, TransportError> | "interrupted" | "_OTHER"
@@ -53,29 +49,8 @@ const errorTypeOf = (ending: Ending): string | undefined => {
   return HttpAttempt.errorTypeOfStatus(ending.right.status)
 }
 
-/**
- * The `http.client.request.duration` histogram, tagged once per combination of its attributes (a
- * status decides the error type; without a status, the error type is the key).
- */
-const durationOf = (method: string, server: Server, status: number | undefined, error: string | undefined) => {
-  let byOutcome = server.durations.get(method)
-  if (byOutcome === undefined) server.durations.set(method, byOutcome = new Map())
-  const key = status ?? error ?? ""
-  let metric = byOutcome.get(key)
-  if (metric === undefined) {
-    const labels = [
-      MetricLabel.make("http.request.method", method),
-      MetricLabel.make("server.address", server.address),
-      MetricLabel.make("server.port", String(server.port))
-    ]
-    if (status !== undefined) labels.push(MetricLabel.make("http.response.status_code", String(status)))
-    if (error !== undefined) labels.push(MetricLabel.make("error.type", error))
-    metric = MetricUpdater.updater(MetricKey.taggedWithLabels(Telemetry.httpClientRequestDurationKey, labels))
-    // Bounded: statuses and error types are a small set, whatever a server answers.
-    if (byOutcome.size < 128) byOutcome.set(key, metric)
-  }
-  return metric
-}
+const durationOf = (method: string, server: Server, status: number | undefined, error: string | undefined) =>
+  servers.durationOf(server, method, status, error)
 
 /**
  * An attempt under way: the request to send (with its `traceparent` when asked), and how to end

@@ -17,41 +17,17 @@ import type { TransportError } from "../../ClinicalError.js"
 import type { TransportRequest, TransportResponse } from "../transport/wire.js"
 import * as Telemetry from "./telemetry.js"
 
-/** Where a URL points, and its duration histogram by method and outcome, tagged once each. */
-interface Server extends HttpAttempt.Server {
-  readonly durations: Map<string, Metric.Metric<number, unknown>>
-}
+/** The servers called, and their duration histograms (see the core's). */
+const servers = new HttpAttempt.MeteredServers((attributes) =>
+  Metric.withAttributes(Telemetry.httpClientRequestDuration, attributes)
+)
 
-const servers = new Map<string, Server>()
+type Server = ReturnType<typeof servers.of>
 
-/** The server of `url`, computed once per URL (a client calls a handful of fixed URLs). */
-const serverOf = (url: string): Server => {
-  let server = servers.get(url)
-  if (server === undefined) {
-    server = { ...HttpAttempt.serverOfUrl(url), durations: new Map() }
-    if (servers.size < 256) servers.set(url, server)
-  }
-  return server
-}
+const serverOf = (url: string): Server => servers.of(url)
 
-/** The duration histogram of `server` for `method` and an outcome: tagged once (statuses and error types are few). */
-const durationOf = (server: Server, method: string, status: number | undefined, error: string | undefined) => {
-  const key = `${method} ${status ?? ""} ${error ?? ""}`
-  let metric = server.durations.get(key)
-  if (metric === undefined) {
-    const attributes: Record<string, string> = {
-      "http.request.method": method,
-      "server.address": server.address,
-      "server.port": String(server.port)
-    }
-    if (status !== undefined) attributes["http.response.status_code"] = String(status)
-    if (error !== undefined) attributes["error.type"] = error
-    metric = Metric.withAttributes(Telemetry.httpClientRequestDuration, attributes)
-    // Bounded: whatever a server answers, a few statuses and error types at most are kept.
-    if (server.durations.size < 128) server.durations.set(key, metric)
-  }
-  return metric
-}
+const durationOf = (server: Server, method: string, status: number | undefined, error: string | undefined) =>
+  servers.durationOf(server, method, status, error)
 
 /**
  * Whether spans made in `fiber` can be seen by anyone: not when its tracer is Effect's native one
