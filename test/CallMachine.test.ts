@@ -25,7 +25,7 @@ const OFF: Settings = { limit: undefined, latency: undefined, initialLimit: 8, b
 const policy = { maxRetries: 2, baseDelayMillis: 100, maxDelayMillis: 1000, retryRateLimited: true }
 
 /** A client of the machine: its cache's fresh token is `cached.token`, the errors stay plain data. */
-const clientOf = (settings: Partial<Settings> = {}) => {
+const clientOf = (settings: Partial<Settings> = {}, withReader = true) => {
   const clock = new FakeClock()
   const gate = Gate.make(8)
   const cached: { token: Token | undefined } = { token: { name: "t1" } }
@@ -36,7 +36,7 @@ const clientOf = (settings: Partial<Settings> = {}) => {
     requestTimeoutMillis: 2000,
     deadlineText: "5s",
     load: new LoadControl<FakeClock>({ ...OFF, ...settings }, gate, () => {}, (c) => c.nanos()),
-    fresh: () => cached.token,
+    fresh: withReader ? () => cached.token : undefined,
     wrap: (error) => error
   }
   const call = (resendable = true) =>
@@ -275,6 +275,127 @@ describe("the call machine", () => {
   })
 })
 
+describe("the call machine, at the edges", () => {
+  const breaker = { failureThreshold: 1, cooldownMillis: 500, maxCooldownMillis: 5000, probeTimeoutMillis: 2000 }
+
+  it("a token failure other than the deadline is the call's as it is, and unsent: a single-use call retries it", () => {
+    const { call, cached, clock } = clientOf()
+    cached.token = undefined
+    const tls = call()
+    tls.start(clock.millis)
+    const refused: ClinicalError = { ...network(), operation: "token", reason: "Tls", detail: "bad certificate" }
+    expect(tls.tokenFailed(refused, clock.millis, 0.5)).toBe("Fail")
+    expect(tls.error).toBe(refused)
+    const once = call(false)
+    once.start(clock.millis)
+    expect(once.tokenFailed({ ...network(), operation: "token" }, clock.millis, 0.5)).toBe("Sleep")
+  })
+
+  it("an attempt timeout that is not the deadline's stays a timeout, retried; a failure cut by the deadline but not a timeout stays itself", () => {
+    const { call, clock } = clientOf()
+    const timeout = call()
+    timeout.start(clock.millis)
+    timeout.turnGiven(clock.millis)
+    timeout.sendFailed({ ...network(), reason: "Timeout", detail: "timed out" })
+    expect(timeout.afterFailure(clock.millis, 0.5)).toBe("Sleep")
+    expect(timeout.cause).toBe("timeout")
+    const late = call()
+    late.start(clock.millis)
+    clock.millis += 4000
+    late.turnGiven(clock.millis)
+    const reset = network()
+    late.sendFailed(reset)
+    expect(late.afterFailure(clock.millis, 0.5)).toBe("Sleep")
+    clock.millis += late.waitMillis
+    late.woke(clock.millis)
+    expect(late.turnGiven(clock.millis)).toBe("Send")
+    late.sendFailed(reset)
+    expect(late.afterFailure(clock.millis, 0.5)).toBe("Sleep")
+  })
+
+  it("the status of the last answer stays through a failure that had none", () => {
+    const { call, clock } = clientOf()
+    const m = call()
+    m.start(clock.millis)
+    expect(answeredWith(m, 503, serverError(), clock.millis)).toBe("Sleep")
+    m.woke(clock.millis)
+    m.turnGiven(clock.millis)
+    m.sendFailed(network())
+    m.afterFailure(clock.millis, 0.5)
+    expect(m.status).toBe(503)
+  })
+
+  it("with no reader of the cache, every attempt asks for its token and sends the one it got", () => {
+    const { call, clock } = clientOf({}, false)
+    const m = call()
+    expect(m.start(clock.millis)).toBe("Token")
+    m.tokenTaken({ name: "t9" }, clock.millis)
+    clock.millis += 10
+    expect(m.turnGiven(clock.millis)).toBe("Send")
+    expect(m.token).toEqual({ name: "t9" })
+  })
+
+  it("the probe's turn sends it; its answer closes the circuit, and the next call is no probe", () => {
+    const { call, clock } = clientOf({ breaker })
+    const opener = call()
+    opener.start(clock.millis)
+    opener.turnGiven(clock.millis)
+    opener.sendFailed(network())
+    clock.millis += 500
+    const probe = call()
+    probe.start(clock.millis)
+    expect(probe.turnGiven(clock.millis)).toBe("Send")
+    probe.replied(200)
+    const next = call()
+    expect(next.start(clock.millis)).toBe("Turn")
+    expect(next.probing()).toBe(false)
+  })
+
+  it("a call whose circuit opened while it waited, its turn coming after the cool-down, goes as the probe", () => {
+    const { call, clock } = clientOf({ breaker })
+    const waiting = call()
+    waiting.start(clock.millis)
+    const opener = call()
+    opener.start(clock.millis)
+    opener.turnGiven(clock.millis)
+    opener.sendFailed(network())
+    clock.millis += 500
+    expect(waiting.turnGiven(clock.millis)).toBe("Send")
+    expect(waiting.probing()).toBe(true)
+  })
+
+  it("first attempts pay into the retry budget, retries do not", () => {
+    // A floor of 1 and a deposit of 1 per first attempt; no time passes, so nothing decays.
+    const budget = { ratio: 1, perSecond: 0.5, windowMillis: 2000 }
+    const { call, clock } = clientOf({ budget })
+    const first = call()
+    first.start(clock.millis)
+    expect(answeredWith(first, 503, serverError(), clock.millis)).toBe("Sleep")
+    first.woke(clock.millis)
+    expect(answeredWith(first, 503, serverError(), clock.millis)).toBe("Sleep")
+    first.woke(clock.millis)
+    expect(answeredWith(first, 503, serverError(), clock.millis)).toBe("Fail")
+    expect(first.refusedBy).toBeUndefined()
+    const second = call()
+    second.start(clock.millis)
+    expect(answeredWith(second, 503, serverError(), clock.millis)).toBe("Sleep")
+    second.woke(clock.millis)
+    expect(answeredWith(second, 503, serverError(), clock.millis)).toBe("Fail")
+    expect(second.refusedBy).toBe("budget")
+  })
+
+  it("a data request's failure is paid from the budget even when the breaker is on: only a token failure goes unpaid", () => {
+    const budget = { ratio: 0, perSecond: 0.001, windowMillis: 2000 }
+    const { call, clock } = clientOf({ budget, breaker: { ...breaker, failureThreshold: 10 } })
+    const m = call()
+    m.start(clock.millis)
+    m.turnGiven(clock.millis)
+    m.sendFailed(network())
+    expect(m.afterFailure(clock.millis, 0.5)).toBe("Fail")
+    expect(m.refusedBy).toBe("budget")
+  })
+})
+
 describe("a call's parts in the core", () => {
   it("the data headers: JSON, no compression, the token and the ApplicationId as the line's secrets", () => {
     const headers = new HeadersByToken({ secret: "app" })
@@ -301,8 +422,12 @@ describe("a call's parts in the core", () => {
     const first = perClient.of(tokens, config, transport, make)
     expect(perClient.of(tokens, config, transport, make)).toBe(first)
     expect(perClient.of({}, config, transport, make).n).toBe(2)
-    expect(perClient.of(tokens, {}, transport, make).n).toBe(3)
-    expect(perClient.of(tokens, config, {}, make).n).toBe(4)
-    expect(made).toBe(4)
+    expect(perClient.of(tokens, config, {}, make).n).toBe(3)
+    expect(perClient.of(tokens, {}, transport, make).n).toBe(4)
+    // Another config alone, over the same token cache and transport.
+    const again = {}
+    const before = perClient.of(again, config, transport, make)
+    expect(perClient.of(again, {}, transport, make)).not.toBe(before)
+    expect(made).toBe(6)
   })
 })
