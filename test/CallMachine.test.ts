@@ -55,6 +55,17 @@ const network = (requestSent?: boolean): TransportError => ({
   ...(requestSent === undefined ? {} : { requestSent })
 })
 
+/** A breaker that one failure opens, for half a second. */
+const BREAKER = { failureThreshold: 1, cooldownMillis: 500, maxCooldownMillis: 5000, probeTimeoutMillis: 2000 }
+
+/** One call whose request failed on the wire (which opens {@link BREAKER}). */
+const failedOnWire = (m: CallMachine<Token, ClinicalError, FakeClock>, now: number) => {
+  m.start(now)
+  m.turnGiven(now)
+  m.sendFailed(network())
+  return m
+}
+
 /** One attempt sent and answered with a status whose error is `error` (the runner's reading). */
 const answeredWith = (
   m: CallMachine<Token, ClinicalError, FakeClock>,
@@ -199,12 +210,8 @@ describe("the call machine", () => {
   })
 
   it("the open circuit refuses a call before its first attempt, saying when it probes", () => {
-    const breaker = { failureThreshold: 1, cooldownMillis: 500, maxCooldownMillis: 5000, probeTimeoutMillis: 2000 }
-    const { call, clock } = clientOf({ breaker })
-    const first = call()
-    first.start(clock.millis)
-    first.turnGiven(clock.millis)
-    first.sendFailed(network())
+    const { call, clock } = clientOf({ breaker: BREAKER })
+    failedOnWire(call(), clock.millis)
     const second = call()
     expect(second.start(clock.millis)).toBe("Fail")
     expect(second.error).toEqual({ _tag: "CircuitOpen", operation: "medications", retryAfterMillis: 500 })
@@ -212,26 +219,17 @@ describe("the call machine", () => {
   })
 
   it("the circuit that opened while a call waited for its turn refuses it then, its attempt uncounted", () => {
-    const breaker = { failureThreshold: 1, cooldownMillis: 500, maxCooldownMillis: 5000, probeTimeoutMillis: 2000 }
-    const { call, clock } = clientOf({ breaker })
+    const { call, clock } = clientOf({ breaker: BREAKER })
     const waiting = call()
     expect(waiting.start(clock.millis)).toBe("Turn")
-    const failing = call()
-    failing.start(clock.millis)
-    failing.turnGiven(clock.millis)
-    failing.sendFailed(network())
+    failedOnWire(call(), clock.millis)
     expect(waiting.turnGiven(clock.millis)).toBe("Fail")
     expect([waiting.error?._tag, waiting.refusedBy, waiting.attempts]).toEqual(["CircuitOpen", "circuit", 0])
   })
 
   it("an interrupted probe lets the next call probe at once; an interrupted ordinary call changes nothing", () => {
-    const breaker = { failureThreshold: 1, cooldownMillis: 500, maxCooldownMillis: 5000, probeTimeoutMillis: 2000 }
-    const { call, clock } = clientOf({ breaker })
-    const opener = call()
-    opener.start(clock.millis)
-    expect(opener.probing()).toBe(false)
-    opener.turnGiven(clock.millis)
-    opener.sendFailed(network())
+    const { call, clock } = clientOf({ breaker: BREAKER })
+    expect(failedOnWire(call(), clock.millis).probing()).toBe(false)
     clock.millis += 500
     const probe = call()
     expect(probe.start(clock.millis)).toBe("Turn")
@@ -259,8 +257,7 @@ describe("the call machine", () => {
 
   it("a token failure that says the service is down is retried unpaid by the budget when the breaker bounds it", () => {
     const budget = { ratio: 0, perSecond: 0.001, windowMillis: 2000 }
-    const breaker = { failureThreshold: 10, cooldownMillis: 500, maxCooldownMillis: 5000, probeTimeoutMillis: 2000 }
-    const { call, cached, clock } = clientOf({ budget, breaker })
+    const { call, cached, clock } = clientOf({ budget, breaker: { ...BREAKER, failureThreshold: 10 } })
     cached.token = undefined
     const m = call()
     m.start(clock.millis)
@@ -276,8 +273,6 @@ describe("the call machine", () => {
 })
 
 describe("the call machine, at the edges", () => {
-  const breaker = { failureThreshold: 1, cooldownMillis: 500, maxCooldownMillis: 5000, probeTimeoutMillis: 2000 }
-
   it("a token failure other than the deadline is the call's as it is, and unsent: a single-use call retries it", () => {
     const { call, cached, clock } = clientOf()
     cached.token = undefined
@@ -336,11 +331,8 @@ describe("the call machine, at the edges", () => {
   })
 
   it("the probe's turn sends it; its answer closes the circuit, and the next call is no probe", () => {
-    const { call, clock } = clientOf({ breaker })
-    const opener = call()
-    opener.start(clock.millis)
-    opener.turnGiven(clock.millis)
-    opener.sendFailed(network())
+    const { call, clock } = clientOf({ breaker: BREAKER })
+    failedOnWire(call(), clock.millis)
     clock.millis += 500
     const probe = call()
     probe.start(clock.millis)
@@ -352,13 +344,10 @@ describe("the call machine, at the edges", () => {
   })
 
   it("a call whose circuit opened while it waited, its turn coming after the cool-down, goes as the probe", () => {
-    const { call, clock } = clientOf({ breaker })
+    const { call, clock } = clientOf({ breaker: BREAKER })
     const waiting = call()
     waiting.start(clock.millis)
-    const opener = call()
-    opener.start(clock.millis)
-    opener.turnGiven(clock.millis)
-    opener.sendFailed(network())
+    failedOnWire(call(), clock.millis)
     clock.millis += 500
     expect(waiting.turnGiven(clock.millis)).toBe("Send")
     expect(waiting.probing()).toBe(true)
@@ -386,7 +375,7 @@ describe("the call machine, at the edges", () => {
 
   it("a data request's failure is paid from the budget even when the breaker is on: only a token failure goes unpaid", () => {
     const budget = { ratio: 0, perSecond: 0.001, windowMillis: 2000 }
-    const { call, clock } = clientOf({ budget, breaker: { ...breaker, failureThreshold: 10 } })
+    const { call, clock } = clientOf({ budget, breaker: { ...BREAKER, failureThreshold: 10 } })
     const m = call()
     m.start(clock.millis)
     m.turnGiven(clock.millis)

@@ -211,7 +211,7 @@ export class CallMachine<T, E extends ClinicalError, C> implements CallPolicy.Pr
 
   /** The call was interrupted: if its attempt was the breaker's probe, another call probes now. */
   interrupted(): void {
-    if (this.probeAt !== Number.NEGATIVE_INFINITY) this.client.load.interrupted(this.probeAt, this.clock)
+    if (this.probing()) this.client.load.interrupted(this.probeAt, this.clock)
   }
 
   /** Whether an interruption now must be told (`interrupted`): the attempt may be the breaker's probe. */

@@ -203,3 +203,24 @@ export const readJson = <X>(
   }
   return json.value
 }
+
+/**
+ * A successful answer: its status, its JSON body, and every secret its request carried (the call's
+ * own, the ApplicationId, the token sent), to scrub from text built from the body. `reveal` turns a
+ * secret as the line holds it (`S`) into what its callers are handed (`R`), only when asked. A
+ * class rather than an object literal, for the garbage collector's sake (docs/architecture.md,
+ * "Objects made per call"); `secrets` is a closure, so that a caller may destructure it.
+ */
+export class Answer<S, R> {
+  readonly secrets: () => ReadonlyArray<R>
+  constructor(
+    readonly status: number,
+    readonly json: unknown,
+    callSecrets: () => ReadonlyArray<R>,
+    applicationId: S,
+    token: S | undefined,
+    reveal: (secret: S) => R
+  ) {
+    this.secrets = () => [...callSecrets(), reveal(applicationId), ...(token === undefined ? [] : [reveal(token)])]
+  }
+}

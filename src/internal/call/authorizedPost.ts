@@ -17,6 +17,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import { identity } from "effect/Function"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
@@ -26,6 +27,7 @@ import { type Action, CallMachine, type Client } from "../../../core/call/callMa
 import type * as CallPolicy from "../../../core/call/callPolicy.js"
 import { HeadersByToken } from "../../../core/call/dataHeaders.js"
 import { PerClient } from "../../../core/call/perClient.js"
+import { Answer } from "../../../core/call/response.js"
 import type * as Core from "../../../core/errors.js"
 import * as FreshToken from "../../../core/token/freshToken.js"
 import { dispatchOf } from "../../../core/transport/dispatchPairs.js"
@@ -38,7 +40,7 @@ import * as FiberSpan from "../observability/fiberSpan.js"
 import * as HttpSpan from "../observability/httpSpan.js"
 import * as Telemetry from "../observability/telemetry.js"
 import { labelled } from "./attempt.js"
-import { Answer, type AnyCall, type Call } from "./call.js"
+import { type AnyCall, type Call } from "./call.js"
 import { CallMetrics, refusedByBudget, refusedByCircuit } from "./callMetrics.js"
 import { commonPath, type Decision, type Machine, type Runner } from "./commonPath.js"
 import * as Gate from "./gate.js"
@@ -98,7 +100,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     this.dispatch = dispatchOf(transport)
   }
 
-  /** Starts a call on the given fiber: on the common path when it can (see {@link common}), else on the Effect path. */
+  /** Starts a call on the given fiber: on the common path when it can (see `commonPath`), else on the Effect path. */
   start<A>(fiber: FiberSpan.AnyFiber, call: Call<A>): Effect.Effect<A, ClinicalError> {
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     const machine: Machine = new CallMachine<TokenService.AccessToken, ClinicalError, Clock.Clock>(
@@ -110,7 +112,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     )
     const action = machine.start(clock.unsafeCurrentTimeMillis())
     const dispatch = this.dispatch
-    return action === "Turn" && dispatch !== undefined && machine.probing() === false &&
+    return action === "Turn" && dispatch !== undefined && !machine.probing() &&
         !(call.traced && !FiberSpan.canMake(fiber, this.spanOf(fiber, call)))
       ? commonPath(this, fiber, call, machine, dispatch, clock)
       : this.onEffectPath(fiber, call, this.attempt(call, machine, action))
@@ -215,7 +217,9 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
 
   /** The end of a call whose answer reads: what the call makes of it, recorded (a failure as any other). */
   finished<A>(fiber: FiberSpan.AnyFiber, call: Call<A>, m: Machine): Either.Either<A, ClinicalError> {
-    const out = call.finish(new Answer(m.status!, m.json, call, this.config.applicationId, m.token))
+    const out = call.finish(
+      new Answer(m.status!, m.json, call.secrets, this.config.applicationId, m.token?.token, identity)
+    )
     this.record(fiber, call, m, m.status, Either.isLeft(out) ? out.left : undefined)
     return out
   }

@@ -17,7 +17,6 @@ import * as Core from "../../../core/call/dataHeaders.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import type { ClinicalError, Operation } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
-import type * as TokenService from "../../TokenService.js"
 import type { SecretText } from "./secretText.js"
 
 /** A successful answer: its status and its JSON body. */
@@ -65,20 +64,6 @@ export class Call<A> {
 
 /** A call, whatever it makes of its answer. */
 export type AnyCall = Call<unknown>
-
-/** The answer a call ends in (see the top of this module on why a class). */
-export class Answer implements JsonResponse {
-  readonly secrets: () => ReadonlyArray<Redacted.Redacted<string>>
-  constructor(
-    readonly status: number,
-    readonly json: unknown,
-    call: AnyCall,
-    applicationId: Redacted.Redacted<string>,
-    used: TokenService.AccessToken | undefined
-  ) {
-    this.secrets = () => [...call.secrets(), applicationId, ...(used === undefined ? [] : [used.token])]
-  }
-}
 
 /** The headers of every data request: JSON, the bearer token and the ApplicationId, both redacted. */
 export const dataHeaders = (

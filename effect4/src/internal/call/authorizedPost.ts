@@ -25,7 +25,7 @@ import type * as CallPolicy from "../../../../core/call/callPolicy.js"
 import { HeadersByToken } from "../../../../core/call/dataHeaders.js"
 import { LoadControl, settingsOf } from "../../../../core/call/loadControl.js"
 import { PerClient } from "../../../../core/call/perClient.js"
-import { Failed, readJson } from "../../../../core/call/response.js"
+import { Answer, Failed, readJson } from "../../../../core/call/response.js"
 import { retryPolicyOf } from "../../../../core/config/settings.js"
 import type * as Core from "../../../../core/errors.js"
 import * as FreshToken from "../../../../core/token/freshToken.js"
@@ -39,7 +39,7 @@ import * as HttpSpan from "../observability/httpSpan.js"
 import * as Telemetry from "../observability/telemetry.js"
 import type { Dispatch } from "../transport/undici.js"
 import { labelled } from "../transport/wire.js"
-import { Answer, type AnyCall, type Call, DataRequest } from "./call.js"
+import { type AnyCall, type Call, DataRequest } from "./call.js"
 import { CallMetrics, refusedByBudget, refusedByCircuit } from "./callMetrics.js"
 import { type AnyFiber, asEffect, commonPath, type Decision, type Machine, type Runner } from "./commonPath.js"
 import * as Gate from "./gate.js"
@@ -93,7 +93,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     this.dispatch = dispatchOf(transport)
   }
 
-  /** Starts a call: on the common path when it can (see {@link common}), else on the Effect path. */
+  /** Starts a call: on the common path when it can (see `commonPath`), else on the Effect path. */
   call<A>(call: Call<A>): Effect.Effect<A, ClinicalError> {
     return Effect.withFiber((fiber) => {
       const clock = fiber.getRef(Clock.Clock)
@@ -189,7 +189,9 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
 
   /** The end of a call whose answer reads: what the call makes of it (a failure recorded as any other). */
   finished<A>(fiber: AnyFiber, call: Call<A>, m: Machine): Result.Result<A, ClinicalError> {
-    const out = call.finish(new Answer(m.status!, m.json, call, this.config.applicationId, m.token))
+    const out = call.finish(
+      new Answer(m.status!, m.json, call.secrets, this.config.applicationId, m.token?.token, Redacted.value)
+    )
     const error = out instanceof Failed ? fromCore(out.error) : undefined
     const status = error === undefined ? m.status : "status" in error ? error.status : undefined
     this.metrics.record(fiber, call.operation, m.attempts, status, error)

@@ -1,18 +1,17 @@
 /**
  * What a data call is (its operation, URL, secret body, and what it makes of its answer), the
- * request and answer objects made per call, and the headers every data request carries. The
- * calls are made by `authorizedPost`.
+ * request object made per call, and the headers every data request carries. The calls are made
+ * by `authorizedPost`.
  *
  * The objects made per call are classes rather than object literals, for the garbage collector's
  * sake (docs/architecture.md, "Objects made per call").
  */
-import * as Redacted from "effect/Redacted"
+import type * as Redacted from "effect/Redacted"
 import * as Core from "../../../../core/call/dataHeaders.js"
 import type { Failed } from "../../../../core/call/response.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import type { Operation } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
-import type * as TokenService from "../../TokenService.js"
 
 /** A successful answer: its status and its JSON body. */
 export interface JsonResponse {
@@ -71,22 +70,4 @@ export class DataRequest implements HttpTransport.TransportRequest {
     readonly maxResponseBytes: number,
     readonly timeoutMillis: number
   ) {}
-}
-
-/** The answer a call ends in. */
-export class Answer implements JsonResponse {
-  readonly secrets: () => ReadonlyArray<string>
-  constructor(
-    readonly status: number,
-    readonly json: unknown,
-    call: AnyCall,
-    applicationId: Redacted.Redacted<string>,
-    used: TokenService.AccessToken | undefined
-  ) {
-    this.secrets = () => [
-      ...call.secrets(),
-      Redacted.value(applicationId),
-      ...(used === undefined ? [] : [Redacted.value(used.token)])
-    ]
-  }
 }
