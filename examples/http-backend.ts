@@ -3,7 +3,8 @@
  * NestJS look the same). One client for the whole process, a signal per call so that a client who
  * hangs up cancels the request upstream, typed errors mapped to HTTP answers, and a clean shutdown.
  *
- * Runs against the built-in mock: `npx tsx examples/http-backend.ts`, then
+ * Runs against the built-in mock: `node --import tsx examples/http-backend.ts` (one process, so that
+ * SIGTERM reaches its handler: docs/distributed.md says why not the `tsx` command), then
  * `curl http://127.0.0.1:<port>/patients/1/medications`.
  */
 import { createClinicalClient, isClinicalError } from "effect-clinical/promise"

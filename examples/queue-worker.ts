@@ -3,7 +3,7 @@
  * to `save` (here a line on stdout, standing in for your database).
  *
  *   CLINICAL_BASE_URL=... CLINICAL_APPLICATION_ID=... CLINICAL_REDIS_URL=redis://127.0.0.1:6379 \
- *   CLINICAL_SEALING_KEY=<openssl rand -base64 32> npx tsx examples/queue-worker.ts
+ *   CLINICAL_SEALING_KEY=<openssl rand -base64 32> node --import tsx examples/queue-worker.ts
  */
 // #region worker
 import { NodeRuntime } from "@effect/platform-node"

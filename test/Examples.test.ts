@@ -4,9 +4,10 @@
  */
 import { Effect, Exit, Scope } from "effect"
 import { MockClinicalServer } from "effect-clinical/testing"
-import { execFile, spawn } from "node:child_process"
+import { type ChildProcessWithoutNullStreams, execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import { describe, expect, it } from "vitest"
+import { spawnTsx } from "./support/tsxProgram.js"
 
 interface Run {
   readonly code: number
@@ -157,7 +158,7 @@ describe("examples", () => {
   }, 120_000)
 
   it("http-backend.ts serves medications through the Promise API, and exits by itself on SIGTERM", async () => {
-    const child = spawn("node_modules/.bin/tsx", ["examples/http-backend.ts"], { env })
+    const child = spawnTsx("examples/http-backend.ts", { env })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
@@ -239,4 +240,32 @@ describe("examples", () => {
     },
     60_000
   )
+})
+
+/** Sends SIGTERM once the program says it is busy; its exit code and output. */
+const stopWhileBusy = (child: ChildProcessWithoutNullStreams) =>
+  new Promise<{ code: number | null; stdout: string }>((resolve) => {
+    let stdout = ""
+    child.stdout.on("data", (chunk: Buffer) => {
+      const wasBusy = stdout.includes("busy")
+      stdout += chunk.toString("utf8")
+      if (!wasBusy && stdout.includes("busy")) child.kill("SIGTERM")
+    })
+    child.on("close", (code) => resolve({ code, stdout }))
+  })
+
+// Why the docs run a worker with `node --import tsx` (and these tests the examples that stop on a
+// signal): under load the `tsx` command SIGKILLed examples/queue-worker.ts mid-shutdown (exit 143).
+describe("a program busy for 300 ms when SIGTERM comes", () => {
+  const program = "test/support/programs/busyOnSignal.ts"
+
+  it("run with node --import tsx, is ended by its own handler (exit 0)", async () => {
+    const ran = await stopWhileBusy(spawnTsx(program))
+    expect(ran).toEqual({ code: 0, stdout: "busy\nstopped by its own handler\n" })
+  }, 30_000)
+
+  it("run with the tsx command, is killed before its handler runs (exit 143)", async () => {
+    const ran = await stopWhileBusy(spawn("node_modules/.bin/tsx", [program]))
+    expect(ran).toEqual({ code: 143, stdout: "busy\n" })
+  }, 30_000)
 })

@@ -9,13 +9,13 @@ import { PersonData } from "effect-clinical"
 import { ClinicalQueue } from "effect-clinical/bullmq"
 import { MockClinicalServer } from "effect-clinical/testing"
 import { Redis } from "ioredis"
-import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import * as RedisServer from "../support/RedisServer.js"
 import { binDirectory, runSession, session, shape } from "../support/Session.js"
+import { spawnTsx } from "../support/tsxProgram.js"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 const page = Fs.readFileSync(Path.join(root, "docs/distributed.md"), "utf8")
@@ -66,12 +66,12 @@ describe("docs/distributed.md", () => {
   }, 120_000)
 
   /**
-   * Runs a worker example as a user would (tsx, the settings as variables) until it saved the
+   * Runs a worker example as the page says to (node --import tsx, the settings as variables) until it saved the
    * mock's three persons, then sends it SIGTERM; its exit and output.
    */
   const runWorker = (example: string) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn("node_modules/.bin/tsx", [example], {
+      const child = spawnTsx(example, {
         env: {
           PATH: process.env.PATH ?? "",
           CLINICAL_BASE_URL: mock.url,
@@ -81,13 +81,17 @@ describe("docs/distributed.md", () => {
         }
       })
       const output = { stdout: "", stderr: "" }
+      let signalled = false
       const timer = setTimeout(() => {
         child.kill("SIGKILL")
         reject(new Error(`${example} saved no three persons:\n${output.stdout}\n${output.stderr}`))
       }, 90_000)
       child.stdout.on("data", (chunk: Buffer) => {
         output.stdout += chunk.toString("utf8")
-        if ((output.stdout.match(/^saved #/gm) ?? []).length === 3) child.kill("SIGTERM")
+        if (!signalled && (output.stdout.match(/^saved #/gm) ?? []).length === 3) {
+          signalled = true
+          child.kill("SIGTERM")
+        }
       })
       child.stderr.on("data", (chunk: Buffer) => (output.stderr += chunk.toString("utf8")))
       child.on("close", (code) => {
