@@ -24,6 +24,28 @@ const GUID = "3F2504E0-4F89-11D3-9A0C-0305E82C3301"
 const TOKEN = "c2VjcmV0LXRva2Vu+/YWJj=="
 const PASS = "pass word/é"
 
+/** The least of three timings of `run` (ms). */
+const fastest = (run: () => unknown): number => {
+  let least = Infinity
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now()
+    run()
+    least = Math.min(least, performance.now() - started)
+  }
+  return least
+}
+
+/**
+ * `scrub` takes about as long on `hostile` as on a plain text of the longest length it searches,
+ * measured in the same moment (a loaded machine slows both): a search that backtracks took 23 s
+ * on such a text, thousands of times the plain one, where a linear one stays within a few times.
+ */
+const expectLinear = (hostile: () => unknown, what?: string): void => {
+  const plain = "x".repeat(MAX_SEARCHED)
+  const baseline = fastest(() => scrub(plain, [TOKEN, GUID, "y".repeat(MAX_SECRET)]))
+  expect(fastest(hostile), what).toBeLessThan(100 * baseline + 50)
+}
+
 describe("scrub", () => {
   const forms: ReadonlyArray<readonly [string, string, string]> = [
     ["a GUID as sent", GUID, GUID],
@@ -134,14 +156,12 @@ describe("scrub", () => {
       // measured), on the event loop. The bound is generous: the search takes milliseconds.
       for (const secret of ["a".repeat(MAX_SECRET - 1) + "b", "%61".repeat(100) + "b", "{" + "a".repeat(4000)]) {
         const text = "a".repeat(MAX_SEARCHED)
-        const started = performance.now()
         expect(scrub(text, [secret, GUID, TOKEN])).toBe(`${"a".repeat(MAX_TEXT)}...`)
-        expect(performance.now() - started).toBeLessThan(2_000)
+        expectLinear(() => scrub(text, [secret, GUID, TOKEN]))
       }
-      const started = performance.now()
       const echoes = "%61".repeat(MAX_SEARCHED / 3)
       expect(scrub(echoes, ["a".repeat(MAX_SECRET - 1) + "b"])).toBe(`${echoes.slice(0, MAX_TEXT)}...`)
-      expect(performance.now() - started).toBeLessThan(2_000)
+      expectLinear(() => scrub(echoes, ["a".repeat(MAX_SECRET - 1) + "b"]))
     },
     120_000
   )
@@ -546,11 +566,7 @@ describe("scrub: forms a real ASP.NET/IIS service could echo (issue 22)", () => 
       "%25".repeat(MAX_SEARCHED / 3),
       "&amp;".repeat(MAX_SEARCHED / 5)
     ]
-    for (const text of texts) {
-      const started = performance.now()
-      scrub(text, [TOKEN, GUID])
-      expect(performance.now() - started, text.slice(0, 20)).toBeLessThan(2_000)
-    }
+    for (const text of texts) expectLinear(() => scrub(text, [TOKEN, GUID]), text.slice(0, 20))
   })
 })
 
