@@ -33,6 +33,7 @@ export default {
       "test/TokenService.test.ts",
       "test/Resilience.test.ts",
       "test/CallMachine.test.ts",
+      "test/SharingMachine.test.ts",
       "test/Redaction.test.ts",
       "test/Readings.test.ts",
       "test/Json.test.ts",

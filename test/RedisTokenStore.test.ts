@@ -109,10 +109,11 @@ for (const kind of ["ioredis", "node-redis"] as const) {
     it("the lease and the token expire by Redis's clock (PX), not by any instance's", async () => {
       const { redis } = await open(kind)
       const store = storeOf(redis)
-      expect(await run(store.acquireLease(KEY, "a", 100))).toBe(true)
-      await run(store.publish(KEY, 0, entry, 150, "someone else"))
+      // Long enough that a loaded machine reads the lease before it expires (100 ms was not).
+      expect(await run(store.acquireLease(KEY, "a", 1000))).toBe(true)
+      await run(store.publish(KEY, 0, entry, 1500, "someone else"))
       expect((await run(store.read(KEY))).lease).toBe("a")
-      await new Promise((resolve) => setTimeout(resolve, 250))
+      await new Promise((resolve) => setTimeout(resolve, 1700))
       expect(await run(store.read(KEY))).toEqual({ stored: undefined, generation: 1, lease: undefined })
       expect(await run(store.acquireLease(KEY, "b", 100))).toBe(true)
     })

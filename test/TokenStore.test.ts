@@ -21,10 +21,10 @@ import {
 import { type ClinicalClient, ClinicalError, MedicationService, TokenService, TokenStore } from "effect-clinical"
 import * as Crypto from "node:crypto"
 import { firstConnection } from "../core/token/redisReady.js"
+import * as TokenSharing from "../core/token/tokenSharing.js"
 import * as Telemetry from "../src/internal/observability/telemetry.js"
 import * as RedisTokenStore from "../src/internal/token/redisTokenStore.js"
 import * as StoredEntry from "../src/internal/token/storedEntry.js"
-import * as TokenSharing from "../src/internal/token/tokenSharing.js"
 import * as Fake from "./support/FakeService.js"
 import * as Keys from "./support/Keys.js"
 import * as Leaks from "./support/Leaks.js"
@@ -215,6 +215,25 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
       expect(valueOf(yield* a(TokenService.get))).toBe(Fake.tokenValue(1))
       expect(yield* fake.tokenRequests).toHaveLength(2)
     }))
+
+  it.scoped(
+    "an instance asking alone (the holder stuck a whole lease) and told to wait: the pause is the fleet's too",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* Fake.make()
+        const shared = TokenStore.memory()
+        yield* shared.acquireLease(storeKey, "stuck", 10 * MINUTE)
+        // Longer than the wait before asking alone, so that it still runs when read.
+        yield* fake.scriptToken(throttled(429, "60"))
+        const a = yield* instance(clientOver(fake, shared))
+        const caller = yield* Effect.fork(a(TokenService.get))
+        yield* runClock(220, 100)
+        expect(yield* Effect.flip(Fiber.join(caller))).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 60_000 })
+        expect(yield* fake.tokenRequests).toHaveLength(1)
+        expect((yield* shared.read(storeKey)).paused).toMatchObject({ status: 429 })
+      }),
+    CPU_BOUND_MILLIS
+  )
 
   it.scoped("a call on another instance waits the fleet's pause out and succeeds: its first data request after the pause", () =>
     Effect.gen(function*() {
@@ -697,7 +716,9 @@ describe("tokenSharing: the decisions", () => {
     lease?: string
   ): TokenStore.Snapshot => ({ ...found, lease: lease ?? found.lease, paused: { status, remainingMillis } })
 
-  const cases: ReadonlyArray<readonly [string, TokenStore.Snapshot, ReadonlyArray<string>, TokenSharing.Step]> = [
+  const cases: ReadonlyArray<
+    readonly [string, TokenStore.Snapshot, ReadonlyArray<string>, TokenSharing.Step<Redacted.Redacted<string>>]
+  > = [
     ["nothing stored, lease free", snapshot(undefined), [], { _tag: "Lease" }],
     ["nothing stored, lease held", snapshot(undefined, "b"), [], { _tag: "Wait", holder: "b" }],
     ["a fresh token, none held", fresh, [], { _tag: "Adopt", issued: expect.objectContaining({ storeGeneration: 3 }) }],
@@ -1300,7 +1321,9 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
           )
       }
       const a = yield* instance(clientOver(fake, racing))
+      const adoptedBefore = (yield* Metric.value(Telemetry.tokensFromStore)).count
       const token = yield* a(TokenService.get)
+      expect((yield* Metric.value(Telemetry.tokensFromStore)).count).toBe(adoptedBefore + 1)
       expect(valueOf(token)).toBe("published.by.other")
       expect(token).toMatchObject({ source: "store", storeGeneration: 1 })
       expect(yield* fake.tokenRequests).toHaveLength(0)
@@ -1487,7 +1510,9 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
             })
       }
       const a = yield* instance(clientOver(fake, planted))
+      const repairsBefore = (yield* Metric.value(Telemetry.tokenStoreRepairs)).count
       const token = yield* a(TokenService.get)
+      expect((yield* Metric.value(Telemetry.tokenStoreRepairs)).count).toBe(repairsBefore + 1)
       expect(token).toMatchObject({ source: "server", storeGeneration: 1 })
       expect(entries.filter((entry) => entry.message.includes("no instance can read"))).toEqual([{
         message: "token store holds a value no instance can read; this instance replaces it",
