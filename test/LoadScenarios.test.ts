@@ -43,7 +43,8 @@ describe("load scenarios on loopback", { timeout: 120_000 }, () => {
     const figures = await run(scenario("3"))
     expect(figures.failedPersons).toBe(0)
     expect(figures.deadRatePerProcess).toBeLessThanOrEqual(5)
-    expect(figures.recoveryToOwnPaceMillis).toBeLessThanOrEqual(BACK_WITHIN_MILLIS)
+    // The figures in the message: a run too loaded to have a pace before the outage shows it.
+    expect(figures.recoveryToOwnPaceMillis, JSON.stringify(figures)).toBeLessThanOrEqual(BACK_WITHIN_MILLIS)
   })
 
   it("3b: the port refusing connections for 3 s: the same, counted as connection attempts", async () => {
@@ -51,7 +52,8 @@ describe("load scenarios on loopback", { timeout: 120_000 }, () => {
     expect(figures.failedPersons).toBe(0)
     // The service counts nothing while its port is closed: the clients count their connection attempts.
     expect(figures.connectRatePerProcess).toBeLessThanOrEqual(5)
-    expect(figures.recoveryToOwnPaceMillis).toBeLessThanOrEqual(BACK_WITHIN_MILLIS)
+    // The figures in the message: a run too loaded to have a pace before the outage shows it.
+    expect(figures.recoveryToOwnPaceMillis, JSON.stringify(figures)).toBeLessThanOrEqual(BACK_WITHIN_MILLIS)
   })
 
   it("4: answers taking 1 s instead of 20 ms for 3 s: never more than 2K in flight, at most 1.5 requests a person", async () => {
