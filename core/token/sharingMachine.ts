@@ -93,8 +93,6 @@ export class SharingMachine<S, E> {
   expected = 0
   /** `Publish`'s time to live. */
   ttlMillis = 0
-  /** `Request` by the holder of the lease. */
-  leaseholder = false
   /** `Fail`'s error. */
   error: E | undefined = undefined
   /** `Fail` by the fleet's pause. */
@@ -115,6 +113,11 @@ export class SharingMachine<S, E> {
   private waiting: Waiting | undefined = undefined
   /** What follows an action with no answer. */
   private then: () => Action = () => "Done"
+
+  /** `Request` by the holder of the lease. */
+  get leaseholder(): boolean {
+    return this.asker === "Leaseholder"
+  }
 
   constructor(
     private readonly settings: Settings<E>,
@@ -292,7 +295,6 @@ export class SharingMachine<S, E> {
 
   private request(asker: Asker): Action {
     this.asker = asker
-    this.leaseholder = asker === "Leaseholder"
     return "Request"
   }
 
