@@ -42,6 +42,14 @@ const clientOver = (fake: Fake.FakeService, store: TokenStore.Service, overrides
   Fake.clientLayer(fake, overrides).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store)))
 
 /** Builds `client` once and returns a runner of effects against that one instance. */
+/** A fake service, and a memory store whose lease a holder ("stuck") keeps for 10 minutes without publishing. */
+const stuckHolder = Effect.gen(function*() {
+  const fake = yield* Fake.make()
+  const shared = TokenStore.memory()
+  yield* shared.acquireLease(storeKey, "stuck", 10 * MINUTE)
+  return { fake, shared }
+})
+
 const instance = (client: Client) =>
   Effect.map(
     Layer.build(client),
@@ -220,9 +228,7 @@ describe("the token endpoint's pause, shared through the store (issue 25)", () =
     "an instance asking alone (the holder stuck a whole lease) and told to wait: the pause is the fleet's too",
     () =>
       Effect.gen(function*() {
-        const fake = yield* Fake.make()
-        const shared = TokenStore.memory()
-        yield* shared.acquireLease(storeKey, "stuck", 10 * MINUTE)
+        const { fake, shared } = yield* stuckHolder
         // Longer than the wait before asking alone, so that it still runs when read.
         yield* fake.scriptToken(throttled(429, "60"))
         const a = yield* instance(clientOver(fake, shared))
@@ -1335,9 +1341,7 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
     "one holder keeps the lease a whole lease's length without publishing: the instance asks alone and offers its token",
     () =>
       Effect.gen(function*() {
-        const fake = yield* Fake.make()
-        const shared = TokenStore.memory()
-        yield* shared.acquireLease(storeKey, "stuck", 10 * MINUTE)
+        const { fake, shared } = yield* stuckHolder
         const a = yield* instance(clientOver(fake, shared))
         const caller = yield* Effect.fork(a(TokenService.get))
         yield* runClock(20, 100)
@@ -1370,9 +1374,7 @@ describe("token sharing's steps, each observed (issue 24's mutation run)", () =>
     "a holder stuck a whole lease, then the offer of this instance's token fails: the token is still used",
     () =>
       Effect.gen(function*() {
-        const fake = yield* Fake.make()
-        const shared = TokenStore.memory()
-        yield* shared.acquireLease(storeKey, "stuck", 10 * MINUTE)
+        const { fake, shared } = yield* stuckHolder
         const failing = publishFailing(shared)
         const a = yield* instance(clientOver(fake, failing))
         const caller = yield* Effect.fork(a(TokenService.get))
