@@ -25,12 +25,14 @@ describe("the cap's arithmetic", () => {
     expect(DeliveryCap.sampleOf(5, 0)).toBeUndefined()
   })
 
-  it("the cap is twice the answers of a round trip, at least 1, none until both are known", () => {
+  it("the cap is twice the answers of a round trip, at least 4, none until both are known", () => {
     // A service of 8 at once, 15 ms each: 8/15 a ms, 15 ms round trips: 16.
     expect(DeliveryCap.capOf(settings, 8 / 15, 15)).toBe(16)
     // The same service at 300 ms: still 16.
     expect(DeliveryCap.capOf(settings, 8 / 300, 300)).toBe(16)
-    expect(DeliveryCap.capOf(settings, 0.001, 10)).toBe(1)
+    expect(DeliveryCap.capOf(settings, 0.001, 10)).toBe(4)
+    // One at a time, 21 ms each of a fastest 20 ms: 1.9, rounded down, held a limit of 1 at 1.
+    expect(DeliveryCap.capOf(settings, 1 / 21, 20)).toBe(4)
     expect(DeliveryCap.capOf({ ...settings, gain: 3 }, 0.5, 10)).toBe(15)
     expect(DeliveryCap.capOf(settings, 0, 10)).toBe(Number.POSITIVE_INFINITY)
     expect(DeliveryCap.capOf(settings, 0.5, Number.POSITIVE_INFINITY)).toBe(Number.POSITIVE_INFINITY)

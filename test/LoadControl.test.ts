@@ -5,6 +5,7 @@
 import type { Clock } from "effect"
 import { describe, expect, it } from "vitest"
 import * as CircuitBreaker from "../core/call/circuitBreaker.js"
+import * as DeliveryCap from "../core/call/deliveryCap.js"
 import * as RetryBudget from "../core/call/retryBudget.js"
 import { BadRequest, TransportError } from "../src/ClinicalError.js"
 import * as Gate from "../src/internal/call/gate.js"
@@ -244,6 +245,60 @@ describe("a client's load control when the service comes back (the breaker closi
     roundTrip(made, clockAfter)
     expect(made.size()).toBeGreaterThanOrEqual(8)
     expect(made.size()).toBeLessThanOrEqual(12)
+  })
+
+  it("answers to requests sent before the outage, coming between its first 503s, do not make it forget the capacity found", () => {
+    const made = make(20)
+    const { clock, set } = clockAt()
+    end(made, Signal.Throttled, clock) // 20 overloads it: 14, good 20
+    // Three requests out when the service went down: their answers come between its first 503s.
+    const before = [0, 1, 2].map(() => made.control.sending(true, 0))
+    for (const number of before) {
+      end(made, Signal.Overloaded, clock)
+      made.control.ended(number, made.control.sentAt(clock), Signal.Answer, clock)
+    }
+    for (let i = 0; i < 3; i++) end(made, Signal.Overloaded, clock)
+    expect(made.control.closed()).toBe(false)
+    set(600)
+    expect(made.control.admit(clock)).toBeUndefined()
+    end(made, Signal.Answer, clock, made.control.probeSince())
+    expect(made.size()).toBe(1) // 14 x 0.7^6 = 1.65
+    // Half the way back to 19 (the 20 found) in a round trip, here one answer: 1.65 + 17.35 / 2 / 1.65.
+    // Before, each 503 after an answer took `good` from the limit the outage had cut: 2.
+    roundTrip(made, clock)
+    expect(made.size()).toBe(6)
+  })
+
+  it("a limit of 1 capped by what it delivers (answers a little slower than the fastest) still grows", () => {
+    const gate = Gate.make(1)
+    const sizes: Array<number> = []
+    const control = new LoadControl(
+      {
+        limit: { min: 1, max: 64, backoffRatio: 0.7, increase: 0.03, slowStart: 0.5 },
+        latency: undefined,
+        delivery: DeliveryCap.DEFAULTS,
+        initialLimit: 2,
+        budget: undefined,
+        breaker: undefined
+      },
+      gate,
+      (size) => sizes.push(size)
+    )
+    const { clock, set } = clockAt()
+    control.ended(control.sending(true, 0), control.sentAt(clock), Signal.Throttled, clock) // 1.4, good 2
+    // One request at a time, 20 or 21 ms each: before, the cap (twice the 0.95 answered a round
+    // trip, rounded down) held the limit at 1 for good, a batch at a twentieth of its pace.
+    let now = 0
+    for (let i = 0; i < 400; i++) {
+      gate.take(() => {})
+      const number = control.sending(true, now)
+      const sentMillis = control.roundTripClock(clock)
+      now += 20 + (i % 2)
+      set(now)
+      control.ended(number, control.sentAt(clock), Signal.Answer, clock, sentMillis, 1)
+      gate.leave()
+    }
+    expect(sizes.at(-1)).toBeGreaterThanOrEqual(2)
   })
 
   it("an outage of 500s (the limit untouched) changes nothing of it; a probe answered 429 keeps what the 429 said", () => {

@@ -41,10 +41,18 @@ export const DEFAULTS: Settings = { gain: 2, minAnswers: 4, intervals: 10 }
 export const sampleOf = (inFlightAtSend: number, roundTripMillis: number): number | undefined =>
   roundTripMillis > 0 ? Math.max(1, inFlightAtSend) / roundTripMillis : undefined
 
-/** The cap a rate and an unwaited round trip give: `Infinity` (no cap) until both are known, else at least 1. */
+/**
+ * The least cap: BBR's least congestion window (4 packets). Below it, rounding down kept a limit
+ * of 1 at 1 for good: one request at a time answered a little slower than the fastest measures
+ * under one a round trip, and twice that rounds down to 1 (a batch back from an outage stayed at a
+ * twentieth of its pace). From 4, the cap rises while answers take under 1.6 times the fastest.
+ */
+export const LEAST_CAP = 4
+
+/** The cap a rate and an unwaited round trip give: `Infinity` (no cap) until both are known, else at least {@link LEAST_CAP}. */
 export const capOf = (settings: Settings, rate: number, roundTripMillis: number): number =>
   rate > 0 && Number.isFinite(roundTripMillis)
-    ? Math.max(1, Math.floor(settings.gain * rate * roundTripMillis))
+    ? Math.max(LEAST_CAP, Math.floor(settings.gain * rate * roundTripMillis))
     : Number.POSITIVE_INFINITY
 
 /** The last intervals' delivery rate and fastest round trip, and the interval under way. */

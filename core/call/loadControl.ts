@@ -53,6 +53,8 @@ export class LoadControl<C> {
   private admittedAt = Number.NEGATIVE_INFINITY
   /** The limit's `good` when the last streak of failures began: what an outage's end restores. */
   private goodBeforeFailures = Number.POSITIVE_INFINITY
+  /** The requests sent when the streak of failures under way began (`Infinity`: none is). */
+  private streakFrom = Number.POSITIVE_INFINITY
   /**
    * The failed token requests counted towards the breaker, by their error: every call that waited
    * for one request shares its error, and the request counts once however many did.
@@ -153,7 +155,7 @@ export class LoadControl<C> {
   ): void {
     if (signal === Signal.Nothing) return this.interrupted(sentAt, clock)
     const limit = this.settings.limit
-    this.streakStarting(signal)
+    this.streakTold(signal, number)
     if (limit !== undefined && signal !== Signal.Down) {
       const state = this.limitState!
       if (signal === Signal.Answer) {
@@ -271,7 +273,7 @@ export class LoadControl<C> {
     }
     if (!tokenFailureSaysDown(failure) || this.countedTokenFailures.has(failure)) return
     this.countedTokenFailures.add(failure)
-    this.streakStarting(signal)
+    this.streakTold(signal, this.sent)
     this.toldBreaker(sentAt, Signal.Down, clock)
   }
 
@@ -285,13 +287,22 @@ export class LoadControl<C> {
     }
   }
 
-  /** The first failure of a streak that may open the breaker: what the limit knew before it is kept. */
-  private streakStarting(signal: Signal): void {
-    if (
-      (signal === Signal.Overloaded || signal === Signal.Down) && this.breaker === CircuitBreaker.closed &&
+  /**
+   * A request numbered `number` ended in `signal`: the first failure of a streak that may open the
+   * breaker keeps what the limit knew before it, and an answer (a 429 too: the service is up) to a
+   * request sent since ends the streak. An answer to a request sent before it (out when the service
+   * went down) ends none: a streak started again after it took `good` from a limit the outage's own
+   * 503s had cut, and the limit came back from the outage towards 2 instead of the 9 it had found.
+   */
+  private streakTold(signal: Signal, number: number): void {
+    if (signal === Signal.Answer || signal === Signal.Throttled) {
+      if (number > this.streakFrom) this.streakFrom = Number.POSITIVE_INFINITY
+    } else if (
+      (signal === Signal.Overloaded || signal === Signal.Down) && this.streakFrom === Number.POSITIVE_INFINITY &&
       this.limitState !== undefined
     ) {
       this.goodBeforeFailures = this.limitState.good
+      this.streakFrom = this.sent
     }
   }
 
