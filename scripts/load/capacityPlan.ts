@@ -22,6 +22,12 @@ export interface Plan {
   readonly retryAfterSeconds?: number
   /** Requests beyond the capacity wait their turn at the service (first come, first served) instead of a 429. */
   readonly queueExcess?: boolean
+  /**
+   * The phases' time starts once the service has answered this many data requests, not with its
+   * first request: an outage meant to strike a batch that has found its pace does so however slowly
+   * a loaded machine starts the batch (one 2 s late saw the outage before any answer).
+   */
+  readonly phasesAfterAnswers?: number
   readonly phases: ReadonlyArray<Phase>
 }
 
@@ -44,6 +50,8 @@ export interface Stats {
   readonly peakInFlight: number
   /** When the first request came (epoch ms): the time bucket 0 starts. */
   readonly startedAt: number | undefined
+  /** When the phases' time started (epoch ms): `startedAt` unless the plan says `phasesAfterAnswers`. */
+  readonly phasesStartedAt: number | undefined
   readonly buckets: ReadonlyArray<Bucket>
 }
 

@@ -3,7 +3,7 @@
  * of its own so that the client's CPU does not slow it: `capacity` data requests at once, each
  * answered after `latencyMillis`; one more is answered 429 at once (with `Retry-After` when set),
  * or waits for its turn at the service when the plan says `queueExcess`. Its behaviour follows a
- * plan of phases in time from its start (503 to everything, the port closed, another latency or
+ * plan of phases in time from its start or from the answer the plan names (503 to everything, the port closed, another latency or
  * one growing, a share of random 500s), and it counts what it saw, by 100 ms.
  *
  *   node --import tsx scripts/load/capacityServer.ts '<plan as JSON>'
@@ -22,8 +22,15 @@ const plan = JSON.parse(process.argv[2] ?? "{}") as Plan
 // The plan's time starts with the first request (the clients' start-up is not the service's).
 let started: number | undefined
 const elapsedNow = () => (started === undefined ? 0 : Date.now() - started)
+// The phases' time: the service's own, or from the answer the plan names (normal until then).
+let phasesFrom: number | undefined
+const phasesStartedAt = () => plan.phasesAfterAnswers === undefined ? started : phasesFrom
+const phaseTimeNow = () => {
+  const from = phasesStartedAt()
+  return from === undefined ? (plan.phasesAfterAnswers === undefined ? 0 : -1) : Date.now() - from
+}
 const phaseNow = (): Phase => {
-  const elapsed = elapsedNow()
+  const elapsed = phaseTimeNow()
   // Each phase says all that holds from its time on: what it does not say is back to normal.
   let current: Phase = { at: 0 }
   for (const phase of plan.phases) if (phase.at <= elapsed) current = phase
@@ -36,7 +43,7 @@ const latencyNow = (): number => {
   const from = phase.latencyMillis ?? 20
   const next = plan.phases.find((p) => p.at > phase.at)
   if (phase.latencyToMillis === undefined || next === undefined) return from
-  const share = Math.min(1, (elapsedNow() - phase.at) / (next.at - phase.at))
+  const share = Math.min(1, (phaseTimeNow() - phase.at) / (next.at - phase.at))
   return from + (phase.latencyToMillis - from) * share
 }
 
@@ -127,6 +134,7 @@ const serve = (res: Http.ServerResponse) => {
   setTimeout(() => {
     serving--
     totals.answered++
+    if (phasesFrom === undefined && totals.answered === plan.phasesAfterAnswers) phasesFrom = Date.now()
     json(res, 200, MEDICATIONS)
     const next = waiting.shift()
     if (next !== undefined) serve(next)
@@ -166,7 +174,7 @@ const followClosedPhases = () => {
 // The counts on a port of their own, open while the service's is closed.
 const control = Http.createServer((req, res) => {
   if (req.method === "POST" && req.url === "/start") started ??= Date.now()
-  json(res, 200, { ...totals, startedAt: started, buckets })
+  json(res, 200, { ...totals, startedAt: started, phasesStartedAt: phasesStartedAt(), buckets })
 })
 
 server.listen(0, "127.0.0.1", () => {

@@ -10,13 +10,14 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { BUCKET_MILLIS } from "./capacityPlan.js"
 import { type Chart, type Series, svgOf } from "./chart.js"
-import { FULL, K, observe, type Observed, type Scenario, scenarios } from "./scenarios.js"
+import { FULL, K, observe, type Observed, type Scenario, scenarios, windowOf } from "./scenarios.js"
 
 const perSecond = 1000 / BUCKET_MILLIS
 
 /** The scenario's picture: the service's answers a second, and the clients' limits against K. */
 export const chartOf = (scenario: Scenario, { stats, summaries }: Observed): Chart => {
   const startedAt = stats.startedAt ?? 0
+  const window = windowOf(scenario, stats)
   const rate = (count: (bucket: Observed["stats"]["buckets"][number]) => number) =>
     stats.buckets.map((bucket, i): readonly [number, number] => [
       ((i + 0.5) * BUCKET_MILLIS) / 1000,
@@ -71,9 +72,9 @@ export const chartOf = (scenario: Scenario, { stats, summaries }: Observed): Cha
     leftLabel: "requests a second at the service (100 ms buckets)",
     rightLabel: "requests at once",
     series,
-    windows: scenario.window === undefined
+    windows: window === undefined
       ? []
-      : [{ from: scenario.window.from / 1000, to: scenario.window.to / 1000, label: "the scenario's window" }]
+      : [{ from: window.from / 1000, to: window.to / 1000, label: "the scenario's window" }]
   }
 }
 

@@ -23,7 +23,7 @@ export interface Scenario {
   readonly plan: Plan
   readonly persons: number
   readonly processes: number
-  /** The outage or slowdown, in ms from the start: the window its figures are read in. */
+  /** The outage or slowdown, in ms of the plan's phases: the window its figures are read in. */
   readonly window?: { readonly from: number; readonly to: number }
 }
 
@@ -116,14 +116,14 @@ export const scenarios = (
     { name: "2 four processes", plan: { capacity: K, retryAfterSeconds: 1, phases: [] }, persons, processes: 4 },
     {
       name: `3 all 503 for ${seconds(outageMillis)}`,
-      plan: { capacity: K, phases: [{ at: outage.from, status: 503 }, { at: outage.to }] },
+      plan: { capacity: K, phasesAfterAnswers: 1, phases: [{ at: outage.from, status: 503 }, { at: outage.to }] },
       persons,
       processes: 1,
       window: outage
     },
     {
       name: `3b port closed for ${seconds(outageMillis)}`,
-      plan: { capacity: K, phases: [{ at: outage.from, closed: true }, { at: outage.to }] },
+      plan: { capacity: K, phasesAfterAnswers: 1, phases: [{ at: outage.from, closed: true }, { at: outage.to }] },
       persons,
       processes: 1,
       window: outage
@@ -213,6 +213,13 @@ const start = (script: string, argument: unknown) => {
   return { child, line: nth(1), second: nth(2) }
 }
 
+/** The scenario's window in the service's time (its buckets'): the phases' time may start later. */
+export const windowOf = (scenario: Scenario, stats: Stats): Scenario["window"] => {
+  if (scenario.window === undefined) return undefined
+  const shift = (stats.phasesStartedAt ?? stats.startedAt ?? 0) - (stats.startedAt ?? 0)
+  return { from: scenario.window.from + shift, to: scenario.window.to + shift }
+}
+
 const figuresOf = (
   scenario: Scenario,
   stats: Stats,
@@ -224,7 +231,7 @@ const figuresOf = (
     for (const [tag, count] of Object.entries(summary.failedByTag)) failedByTag[tag] = (failedByTag[tag] ?? 0) + count
   }
   const requests = stats.answered + stats.throttled + stats.failed
-  const window = scenario.window
+  const window = windowOf(scenario, stats)
   const bucketsIn = (from: number, to: number) =>
     stats.buckets.slice(Math.floor(from / BUCKET_MILLIS), Math.ceil(to / BUCKET_MILLIS))
   let deadRate: number | undefined
