@@ -28,7 +28,13 @@ export interface Effects<F> {
   readonly tapError: (self: F, f: (error: any) => F) => F
   readonly logWarning: (message: string) => F
   readonly logInfo: (message: string) => F
+  readonly logDebug: (message: string) => F
   readonly annotateLogs: (self: F, values: Record<string, unknown>) => F
+  readonly annotateCurrentSpan: (values: Record<string, unknown>) => F
+  /** `self`, then `cleanup` with its exit (`_tag` "Success" with `value`, or "Failure" with `cause`, in both lines). */
+  readonly onExit: (self: F, cleanup: (exit: any) => F) => F
+  readonly uninterruptible: (self: F) => F
+  readonly interruptible: (self: F) => F
 }
 
 /**
@@ -37,3 +43,35 @@ export interface Effects<F> {
  * the module is taken as it is, and only the data-first forms above are ever called.
  */
 export const of = <F>(effectModule: object): Effects<F> => effectModule as Effects<F>
+
+/**
+ * Every name of {@link Effects}, for each line's test that its `Effect` module has them all (the
+ * cast in {@link of} checks nothing).
+ */
+export const NAMES = [
+  "succeed",
+  "fail",
+  "suspend",
+  "flatMap",
+  "matchEffect",
+  "andThen",
+  "as",
+  "sleep",
+  "map",
+  "void",
+  "ignore",
+  "onError",
+  "tapError",
+  "logWarning",
+  "logInfo",
+  "logDebug",
+  "annotateLogs",
+  "annotateCurrentSpan",
+  "onExit",
+  "uninterruptible",
+  "interruptible"
+] as const satisfies ReadonlyArray<keyof Effects<unknown>>
+
+// A name added to `Effects` and not to NAMES fails to compile here.
+const everyName: [Exclude<keyof Effects<unknown>, (typeof NAMES)[number]>] extends [never] ? true : never = true
+void everyName
