@@ -57,6 +57,7 @@ export default {
     "src/promise.ts",
     "src/internal/callerValues.ts",
     "src/cli/batchJob.ts",
+    "src/cli/batchFiles.ts",
     "core/queue/jobDecision.ts",
     "core/queue/jobSeal.ts",
     "core/queue/runRecord.ts",
