@@ -44,6 +44,54 @@ export interface Effects<F> {
  */
 export const of = <F>(effectModule: object): Effects<F> => effectModule as Effects<F>
 
+/** The `Deferred` operations of a line, over its effect type `F` and its deferred `D`. */
+export interface Deferreds<F, D> {
+  /** Succeeds with a new `D`. */
+  readonly make: () => F
+  readonly await: (deferred: D) => F
+  readonly succeed: (deferred: D, value: unknown) => F
+  readonly failCause: (deferred: D, cause: unknown) => F
+}
+
+/**
+ * The modules of a line that core's runners take as they are: Effect 3 and Effect 4 give what is
+ * used of them under the same names and argument order ({@link MODULE_NAMES}).
+ */
+export interface Modules {
+  readonly Effect: object
+  readonly Clock: object
+  readonly Random: object
+  readonly Deferred: object
+  readonly Redacted: object
+}
+
+/** What every runner of core has of its line alike, read from the line's {@link Modules}. */
+export interface Common<F, S> {
+  readonly effects: Effects<F>
+  /** Succeeds with the wall clock's ms. */
+  readonly now: F
+  /** Succeeds with a random number in [0, 1). */
+  readonly random: F
+  readonly deferreds: Deferreds<F, any>
+  /** A secret's text. */
+  readonly reveal: (secret: S) => string
+  /** A text as a secret. */
+  readonly secret: (text: string) => S
+}
+
+/** {@link Common} from a line's modules (each a cast, as in {@link of}; spec/effects.ts checks the names). */
+export const common = <F, S>(modules: Modules): Common<F, S> => {
+  const { Clock, Deferred, Random, Redacted } = modules as Record<keyof Modules, any>
+  return {
+    effects: of<F>(modules.Effect),
+    now: Clock.currentTimeMillis,
+    random: Random.next,
+    deferreds: Deferred as Deferreds<F, any>,
+    reveal: Redacted.value,
+    secret: Redacted.make
+  }
+}
+
 /**
  * Every name of {@link Effects}, for each line's test that its `Effect` module has them all (the
  * cast in {@link of} checks nothing).
@@ -75,3 +123,11 @@ export const NAMES = [
 // A name added to `Effects` and not to NAMES fails to compile here.
 const everyName: [Exclude<keyof Effects<unknown>, (typeof NAMES)[number]>] extends [never] ? true : never = true
 void everyName
+
+/** The names {@link common} reads of each module but `Effect` (whose are {@link NAMES}). */
+export const MODULE_NAMES = {
+  Clock: ["currentTimeMillis"],
+  Random: ["next"],
+  Deferred: ["make", "await", "succeed", "failCause"],
+  Redacted: ["make", "value"]
+} as const

@@ -16,7 +16,6 @@
  * - All time is read from Effect's `Clock`, so `TestClock` drives all of it.
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -24,11 +23,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
-import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Crypto from "node:crypto"
-import * as Effects from "../core/effects.js"
 import * as Core from "../core/token/accessToken.js"
 import * as FreshToken from "../core/token/freshToken.js"
 import type * as TokenCache from "../core/token/tokenCache.js"
@@ -40,6 +37,7 @@ import { HttpTransport } from "./HttpTransport.js"
 import * as RetrySettings from "./internal/call/retrySettings.js"
 import { fromCore } from "./internal/fromCore.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
+import { type AnyEffect, tokenLine } from "./internal/token/tokenLine.js"
 import { requestToken, tokenUrl } from "./internal/token/tokenRequest.js"
 import * as TokenSharing from "./internal/token/tokenSharing.js"
 import * as TokenStore from "./TokenStore.js"
@@ -82,35 +80,19 @@ const maxWaitMillis = (maxWait: Duration.DurationInput): number | InvalidRequest
 const durationMillis = (value: unknown): number | undefined =>
   Option.getOrUndefined(Option.map(Duration.decodeUnknown(value), Duration.toMillis))
 
-/** Any of this line's effects, as core sees them. */
-type AnyEffect = Effect.Effect<any, any>
-
 /** A refresh in flight: every waiter awaits its outcome. */
 type Refresh = Deferred.Deferred<AccessToken, HttpError>
 
-/** What the core's keeper (core/token/tokenKeeper.ts) needs of Effect 3 besides its `Effect` module. */
+/** What the core's keeper (core/token/tokenKeeper.ts) needs of Effect 3 besides the token line. */
 const keeperLine: Keeper.KeeperLine<AnyEffect, Redacted.Redacted<string>, Refresh, HttpError> = {
-  effects: Effects.of(Effect),
+  ...tokenLine,
   clockWith: (f) => Effect.clockWith((clock) => f(clock.unsafeCurrentTimeMillis())),
-  now: Clock.currentTimeMillis,
-  random: Random.next,
-  deferred: {
-    make: Deferred.make<AccessToken, HttpError>(),
-    await: Deferred.await,
-    succeed: (deferred, token) => Deferred.succeed(deferred, token as AccessToken),
-    failCause: (deferred, cause) => Deferred.failCause(deferred, cause as Cause.Cause<HttpError>)
-  },
   errorOf: (cause) => Option.getOrUndefined(Cause.failureOption(cause as Cause.Cause<HttpError>)),
   interruptedOnly: (cause) => Cause.isInterruptedOnly(cause as Cause.Cause<unknown>),
-  timeout: (operation, millis, onTimeout) => Effect.timeoutFail(operation, { duration: millis, onTimeout }),
   withSpan: (effect, name, attributes) => Effect.withSpan(effect, name, { attributes }),
   countRefresh: (reason) => Metric.increment(Metric.tagged(Telemetry.tokenRefreshes, "reason", reason)),
-  countThrottled: Metric.increment(Telemetry.throttledFastFails),
   setLifetime: (seconds) => Metric.set(Telemetry.tokenLifetime, seconds),
-  setSkew: (millis) => Metric.set(Telemetry.serverClockSkew, millis),
-  wrap: fromCore,
-  reveal: Redacted.value,
-  bearer: (token) => Redacted.make(`Bearer ${Redacted.value(token)}`)
+  setSkew: (millis) => Metric.set(Telemetry.serverClockSkew, millis)
 }
 
 /**

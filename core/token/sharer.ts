@@ -14,10 +14,11 @@
  * owes the store (a lease to give back, a token to publish) is still attempted, in the background.
  */
 import type { Effects } from "../effects.js"
-import type { HttpError, RateLimited, ServerError, TokenStoreError } from "../errors.js"
+import type { HttpError, TokenStoreError } from "../errors.js"
 import { scrub } from "../redaction/redaction.js"
 import { obtain, type Port } from "./sharingRunner.js"
 import type { Entry } from "./storedEntry.js"
+import type { TokenLine } from "./tokenLine.js"
 import {
   FIRST_CONNECTION_MILLIS,
   leaseMillis,
@@ -52,23 +53,11 @@ export interface Store<F, S> {
 }
 
 /** What differs between the lines: their Effect, clock, timeout, metrics, errors and secrets. */
-export interface Line<F, S, E> {
-  readonly effects: Effects<F>
-  /** Succeeds with the wall clock's ms. */
-  readonly now: F
-  /** Succeeds with a random number in [0, 1). */
-  readonly random: F
-  /** `operation`, failing with `onTimeout()` once `millis` have passed without its answer. */
-  readonly timeout: (operation: F, millis: number, onTimeout: () => E) => F
+export interface Line<F, S, E> extends TokenLine<F, S, E> {
   /** Counts a failure of the store by its reason. */
   readonly countFailure: (reason: TokenStoreError["reason"]) => F
   readonly countRepair: F
   readonly countAdopted: F
-  readonly countThrottled: F
-  /** A failure decided in core, as the line's error class. */
-  readonly wrap: (error: TokenStoreError | RateLimited | ServerError) => E
-  /** A secret's text, to scrub a store's error with. */
-  readonly reveal: (secret: S) => string
 }
 
 /** What the sharing needs of its client. */

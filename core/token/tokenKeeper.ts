@@ -11,11 +11,12 @@
  * - A failed background refresh is retried as `backgroundStep` says while callers keep the token.
  */
 import type * as RetryPolicy from "../call/retryPolicy.js"
-import type { Effects } from "../effects.js"
-import type { HttpError, TransportError } from "../errors.js"
+import type { Deferreds, Effects } from "../effects.js"
+import type { HttpError } from "../errors.js"
 import * as Core from "./accessToken.js"
 import { fingerprintOf } from "./storedEntry.js"
 import * as TokenCache from "./tokenCache.js"
+import type { TokenLine } from "./tokenLine.js"
 import type { IssuedToken } from "./tokenSharing.js"
 
 /** A token as the cache hands it out: the core's, with where it came from. */
@@ -27,40 +28,22 @@ export interface KeptToken<S> extends Core.AccessToken<S> {
 }
 
 /**
- * What a line gives the keeper besides its `Effect` module. `F` is its effect type, `S` its
- * `Redacted`, `D` its `Deferred` of a token, `E` its `HttpError`.
+ * What a line gives the keeper besides what every token runner takes (`TokenLine`). `F` is its
+ * effect type, `S` its `Redacted`, `D` its `Deferred` of a token, `E` its `HttpError`.
  */
-export interface KeeperLine<F, S, D, E> {
-  readonly effects: Effects<F>
+export interface KeeperLine<F, S, D, E> extends TokenLine<F, S, E> {
   /** `f` with the clock's wall time in ms, read synchronously. */
   readonly clockWith: (f: (now: number) => F) => F
-  /** Succeeds with the wall clock's ms. */
-  readonly now: F
-  /** Succeeds with a random number in [0, 1). */
-  readonly random: F
-  readonly deferred: {
-    /** Succeeds with a new `D`. */
-    readonly make: F
-    readonly await: (deferred: D) => F
-    readonly succeed: (deferred: D, token: KeptToken<S>) => F
-    readonly failCause: (deferred: D, cause: unknown) => F
-  }
   /** The error a failure's cause fails with, if it fails with one. */
   readonly errorOf: (cause: unknown) => E | undefined
   /** Whether a cause is interruptions alone. */
   readonly interruptedOnly: (cause: unknown) => boolean
-  /** `operation`, failing with `onTimeout()` once `millis` have passed without its outcome. */
-  readonly timeout: (operation: F, millis: number, onTimeout: () => E) => F
   readonly withSpan: (effect: F, name: string, attributes: Record<string, unknown>) => F
   readonly countRefresh: (reason: TokenCache.Reason) => F
-  readonly countThrottled: F
   readonly setLifetime: (seconds: number) => F
   readonly setSkew: (millis: number) => F
-  /** A failure decided in core, as the line's error class. */
-  readonly wrap: (error: TokenCache.ThrottleError | TransportError) => E
-  readonly reveal: (secret: S) => string
-  /** `Bearer <token>`, as a secret. */
-  readonly bearer: (token: S) => S
+  /** The line's `Deferred` of a token (its type, for the state's `refresh`). */
+  readonly deferreds: Deferreds<F, D>
 }
 
 /** What one cache is built over. */
@@ -134,6 +117,9 @@ export class TokenKeeper<F, S, D, E extends HttpError> {
     })
   }
 
+  /** The `Authorization` value of a token: `Bearer <token>`, as a secret. */
+  private readonly bearer = (token: S): S => this.line.secret(`Bearer ${this.line.reveal(token)}`)
+
   private fingerprint(token: S): string {
     return fingerprintOf(this.line.reveal(token))
   }
@@ -182,7 +168,7 @@ export class TokenKeeper<F, S, D, E extends HttpError> {
         const next = TokenCache.succeeded(
           current,
           (generation) =>
-            Core.cachedToken(this.options.windows, issued, generation, this.line.bearer, {
+            Core.cachedToken(this.options.windows, issued, generation, this.bearer, {
               source: issued.source,
               storeGeneration: issued.storeGeneration
             })
@@ -246,8 +232,8 @@ export class TokenKeeper<F, S, D, E extends HttpError> {
           (now: number) =>
             effects.flatMap(this.settle(exit, deferred, reason, now), (outcome: Outcome<S>) =>
               outcome._tag === "Success"
-                ? effects.andThen(this.reportIssued(outcome.token), line.deferred.succeed(deferred, outcome.token))
-                : effects.andThen(this.reportFailure(outcome.cause), line.deferred.failCause(deferred, outcome.cause)))
+                ? effects.andThen(this.reportIssued(outcome.token), line.deferreds.succeed(deferred, outcome.token))
+                : effects.andThen(this.reportFailure(outcome.cause), line.deferreds.failCause(deferred, outcome.cause)))
         )
     )
     return this.options.fork(
@@ -267,7 +253,7 @@ export class TokenKeeper<F, S, D, E extends HttpError> {
 
   /** Starts a refresh and records it, in one step of the lock: succeeds with its `D`. */
   private start(current: typeof this.latest, reason: TokenCache.Reason): F {
-    return this.effects.flatMap(this.line.deferred.make, (deferred: D) => {
+    return this.effects.flatMap(this.line.deferreds.make(), (deferred: D) => {
       this.latest = TokenCache.started(current, deferred, reason)
       return this.effects.as(this.refresh(deferred, reason, TokenCache.cachedOf(current)), deferred)
     })
@@ -307,7 +293,7 @@ export class TokenKeeper<F, S, D, E extends HttpError> {
 
   private follow(next: Next<F, D>, maxWaitMillis: number | undefined): F {
     if (next._tag === "Now") return next.outcome
-    const waiting = this.line.deferred.await(next.refresh)
+    const waiting = this.line.deferreds.await(next.refresh)
     return maxWaitMillis === undefined ? waiting : this.line.timeout(waiting, maxWaitMillis, () =>
       this.line.wrap({
         _tag: "TransportError",

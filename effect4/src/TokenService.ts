@@ -21,7 +21,6 @@
  * own. The local cache stays in front: a fresh token costs no round trip to the store.
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -29,13 +28,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
-import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Crypto from "node:crypto"
 import { retryPolicyOf } from "../../core/config/settings.js"
-import * as Effects from "../../core/effects.js"
 import * as Core from "../../core/token/accessToken.js"
 import * as FreshToken from "../../core/token/freshToken.js"
 import type * as TokenCache from "../../core/token/tokenCache.js"
@@ -46,6 +43,7 @@ import type { HttpError, InvalidRequest } from "./ClinicalError.js"
 import { HttpTransport } from "./HttpTransport.js"
 import { fromCore } from "./internal/fromCore.js"
 import * as Telemetry from "./internal/observability/telemetry.js"
+import { type AnyEffect, tokenLine } from "./internal/token/tokenLine.js"
 import { requestToken, tokenUrl } from "./internal/token/tokenRequest.js"
 import * as TokenSharing from "./internal/token/tokenSharing.js"
 import * as TokenStore from "./TokenStore.js"
@@ -89,36 +87,19 @@ const durationMillis = (value: unknown): number | undefined => {
   return Option.isSome(decoded) ? Duration.toMillis(decoded.value) : undefined
 }
 
-/** Any of this line's effects, as core sees them. */
-type AnyEffect = Effect.Effect<any, any>
-
 /** A refresh in flight: every waiter awaits its outcome. */
 type Refresh = Deferred.Deferred<AccessToken, HttpError>
 
-/** What the core's keeper (core/token/tokenKeeper.ts) needs of Effect 4 besides its `Effect` module. */
+/** What the core's keeper (core/token/tokenKeeper.ts) needs of Effect 4 besides the token line. */
 const keeperLine: Keeper.KeeperLine<AnyEffect, Redacted.Redacted<string>, Refresh, HttpError> = {
-  effects: Effects.of(Effect),
+  ...tokenLine,
   clockWith: (f) => Effect.clockWith((clock) => f(clock.currentTimeMillisUnsafe())),
-  now: Clock.currentTimeMillis,
-  random: Random.next,
-  deferred: {
-    make: Deferred.make<AccessToken, HttpError>(),
-    await: Deferred.await,
-    succeed: (deferred, token) => Deferred.succeed(deferred, token as AccessToken),
-    failCause: (deferred, cause) => Deferred.failCause(deferred, cause as Cause.Cause<HttpError>)
-  },
   errorOf: (cause) => Option.getOrUndefined(Cause.findErrorOption(cause as Cause.Cause<HttpError>)),
   interruptedOnly: (cause) => Cause.hasInterruptsOnly(cause as Cause.Cause<unknown>),
-  timeout: (operation, millis, onTimeout) =>
-    Effect.timeoutOrElse(operation, { duration: millis, orElse: () => Effect.fail(onTimeout()) }),
   withSpan: (effect, name, attributes) => effect.pipe(Effect.withSpan(name, { attributes }, Telemetry.NO_STACK)),
   countRefresh: (reason) => Metric.update(Metric.withAttributes(Telemetry.tokenRefreshes, { reason }), 1),
-  countThrottled: Metric.update(Telemetry.throttledFastFails, 1),
   setLifetime: (seconds) => Metric.update(Telemetry.tokenLifetime, seconds),
-  setSkew: (millis) => Metric.update(Telemetry.serverClockSkew, millis),
-  wrap: fromCore,
-  reveal: Redacted.value,
-  bearer: (token) => Redacted.make(`Bearer ${Redacted.value(token)}`)
+  setSkew: (millis) => Metric.update(Telemetry.serverClockSkew, millis)
 }
 
 /** Builds the token cache (the core's `TokenKeeper`). Owns fibers, so it needs a `Scope`: use {@link layer}. */

@@ -4,16 +4,13 @@
  * sharing machine run over them), given this line's Effect, metrics and errors. `TokenService`
  * calls it where it would otherwise request a token itself.
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
-import * as Effects from "../../../core/effects.js"
 import * as Core from "../../../core/token/sharer.js"
 import type { HttpError } from "../../ClinicalError.js"
-import { fromCore } from "../fromCore.js"
 import * as Telemetry from "../observability/telemetry.js"
+import { type AnyEffect, tokenLine } from "./tokenLine.js"
 import type { IssuedToken } from "./tokenRequest.js"
 
 /**
@@ -30,20 +27,11 @@ export interface Sharing {
   readonly invalidate: (fingerprint: string) => Effect.Effect<void>
 }
 
-/** Any of this line's effects, as core sees them. */
-type AnyEffect = Effect.Effect<any, any>
-
 const line: Core.Line<AnyEffect, Redacted.Redacted<string>, HttpError> = {
-  effects: Effects.of(Effect),
-  now: Clock.currentTimeMillis,
-  random: Random.next,
-  timeout: (operation, millis, onTimeout) => Effect.timeoutFail(operation, { duration: millis, onTimeout }),
+  ...tokenLine,
   countFailure: (reason) => Metric.increment(Metric.tagged(Telemetry.tokenStoreFailures, "reason", reason)),
   countRepair: Metric.increment(Telemetry.tokenStoreRepairs),
-  countAdopted: Metric.increment(Telemetry.tokensFromStore),
-  countThrottled: Metric.increment(Telemetry.throttledFastFails),
-  wrap: fromCore,
-  reveal: Redacted.value
+  countAdopted: Metric.increment(Telemetry.tokensFromStore)
 }
 
 /**

@@ -4,17 +4,14 @@
  * sharing machine run over them), given Effect 4, this line's metrics and errors. `TokenService`
  * calls it where it would otherwise request a token itself.
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
-import * as Effects from "../../../../core/effects.js"
 import * as Metrics from "../../../../core/observability/metrics.js"
 import * as Core from "../../../../core/token/sharer.js"
 import type { HttpError } from "../../ClinicalError.js"
-import { fromCore } from "../fromCore.js"
 import * as Telemetry from "../observability/telemetry.js"
+import { type AnyEffect, tokenLine } from "./tokenLine.js"
 import type { IssuedToken } from "./tokenRequest.js"
 
 // The store's metrics, here beside their only user (the core's names and descriptions).
@@ -42,21 +39,11 @@ export interface Sharing {
   readonly invalidate: (fingerprint: string) => Effect.Effect<void>
 }
 
-/** Any of this line's effects, as core sees them. */
-type AnyEffect = Effect.Effect<any, any>
-
 const line: Core.Line<AnyEffect, Redacted.Redacted<string>, HttpError> = {
-  effects: Effects.of(Effect),
-  now: Clock.currentTimeMillis,
-  random: Random.next,
-  timeout: (operation, millis, onTimeout) =>
-    Effect.timeoutOrElse(operation, { duration: millis, orElse: () => Effect.fail(onTimeout()) }),
+  ...tokenLine,
   countFailure: (reason) => Metric.update(Metric.withAttributes(tokenStoreFailures, { reason }), 1),
   countRepair: Metric.update(tokenStoreRepairs, 1),
-  countAdopted: Metric.update(tokensFromStore, 1),
-  countThrottled: Metric.update(Telemetry.throttledFastFails, 1),
-  wrap: fromCore,
-  reveal: Redacted.value
+  countAdopted: Metric.update(tokensFromStore, 1)
 }
 
 /**
