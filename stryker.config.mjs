@@ -97,6 +97,7 @@ export default {
     "core/token/freshToken.ts",
     "core/token/redisReady.ts",
     "core/token/tokenResponse.ts",
+    "core/token/tokenLine.ts",
     "core/queue/bull.ts",
     "core/nodeFloor.ts"
   ],
