@@ -43,15 +43,7 @@ import * as TokenSharing from "./internal/token/tokenSharing.js"
 import * as TokenStore from "./TokenStore.js"
 
 /** A token ready to use. All times are epoch milliseconds on the local clock. */
-export interface AccessToken extends Core.AccessToken<Redacted.Redacted<string>> {
-  /** Where it came from: the token endpoint, or the token store (another instance of the fleet asked for it). */
-  readonly source: "server" | "store"
-  /**
-   * Its number in the token store, the same on every instance sharing it (see `TokenStore`);
-   * `undefined` when it is not in the store (the store was unavailable when it was obtained).
-   */
-  readonly storeGeneration: number | undefined
-}
+export type AccessToken = Keeper.KeptToken<Redacted.Redacted<string>>
 
 /** The token cache. */
 export interface Service {
@@ -108,6 +100,9 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       softWindowMillis: Duration.toMillis(config.softRefreshWindow),
       hardWindowMillis: Duration.toMillis(config.hardRefreshWindow)
     }
+    const url = tokenUrl(config)
+    // Work not waited for, the sharing's and the refresh's, runs in the layer's scope.
+    const inScope = (effect: AnyEffect) => Effect.asVoid(Effect.forkIn(effect, scope))
     const store = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), TokenStore.memory)
     const sharing = TokenSharing.make({
       store,
@@ -120,8 +115,8 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       },
       tokenTimeoutMillis: Duration.toMillis(config.tokenTimeout),
       request: requestToken(config, transport),
-      url: tokenUrl(config),
-      background: (effect) => Effect.asVoid(Effect.forkIn(effect, scope)),
+      url,
+      background: inScope,
       secrets: [config.applicationId]
     })
     const lock = yield* Effect.makeSemaphore(1)
@@ -129,10 +124,10 @@ export const make: Effect.Effect<Service, never, ClinicalConfig | HttpTransport 
       .TokenKeeper({
       windows,
       policy: RetrySettings.fromConfig(config),
-      url: tokenUrl(config),
+      url,
       sharing,
       locked: lock.withPermits(1),
-      fork: (effect) => Effect.asVoid(Effect.forkIn(effect, scope))
+      fork: inScope
     }, keeperLine)
     const service = TokenService.of({
       get: keeper.acquire(undefined),

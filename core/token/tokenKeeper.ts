@@ -19,11 +19,14 @@ import * as TokenCache from "./tokenCache.js"
 import type { TokenLine } from "./tokenLine.js"
 import type { IssuedToken } from "./tokenSharing.js"
 
-/** A token as the cache hands it out: the core's, with where it came from. */
+/** A token as the cache hands it out (each line's `AccessToken`): the core's, with where it came from. */
 export interface KeptToken<S> extends Core.AccessToken<S> {
-  /** The token endpoint, or the token store (another instance of the fleet asked for it). */
+  /** Where it came from: the token endpoint, or the token store (another instance of the fleet asked for it). */
   readonly source: "server" | "store"
-  /** Its number in the token store; `undefined` when it is not in the store. */
+  /**
+   * Its number in the token store, the same on every instance sharing it (see `TokenStore`);
+   * `undefined` when it is not in the store (the store was unavailable when it was obtained).
+   */
   readonly storeGeneration: number | undefined
 }
 
