@@ -14,6 +14,7 @@ export default {
     "core/token/tokenCache.ts",
     "core/call/callPolicy.ts",
     "core/call/callMachine.ts",
+    "core/call/callRunner.ts",
     "core/call/perClient.ts",
     "core/call/dataHeaders.ts",
     "core/call/retryPolicy.ts",

@@ -35,6 +35,10 @@ export interface Effects<F> {
   readonly onExit: (self: F, cleanup: (exit: any) => F) => F
   readonly uninterruptible: (self: F) => F
   readonly interruptible: (self: F) => F
+  /** `self`, with `cleanup` run when it is interrupted (its argument, the interruptors, differs by line). */
+  readonly onInterrupt: (self: F, cleanup: (interruptors: unknown) => F) => F
+  /** Succeeds with what `evaluate` returns. */
+  readonly sync: (evaluate: () => unknown) => F
 }
 
 /**
@@ -117,7 +121,9 @@ export const NAMES = [
   "annotateCurrentSpan",
   "onExit",
   "uninterruptible",
-  "interruptible"
+  "interruptible",
+  "onInterrupt",
+  "sync"
 ] as const satisfies ReadonlyArray<keyof Effects<unknown>>
 
 // A name added to `Effects` and not to NAMES fails to compile here.

@@ -10,21 +10,19 @@
  * `common`), with no timer of its own (the transport's timeout, bounded by the deadline, does the
  * work), metrics tagged once, secrets gathered only when an error needs them.
  */
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import * as Metric from "effect/Metric"
-import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
 import { type Action, CallMachine, type Client } from "../../../core/call/callMachine.js"
 import type * as CallPolicy from "../../../core/call/callPolicy.js"
+import { type CallLine, CallRunner, type Decision } from "../../../core/call/callRunner.js"
 import { HeadersByToken } from "../../../core/call/dataHeaders.js"
 import { PerClient } from "../../../core/call/perClient.js"
 import { Answer } from "../../../core/call/response.js"
@@ -39,10 +37,11 @@ import { fromCore } from "../fromCore.js"
 import * as FiberSpan from "../observability/fiberSpan.js"
 import * as HttpSpan from "../observability/httpSpan.js"
 import * as Telemetry from "../observability/telemetry.js"
+import { type AnyEffect, tokenLine } from "../token/tokenLine.js"
 import { labelled } from "./attempt.js"
 import { type AnyCall, type Call } from "./call.js"
 import { CallMetrics, refusedByBudget, refusedByCircuit } from "./callMetrics.js"
-import { commonPath, type Decision, type Machine, type Runner } from "./commonPath.js"
+import { commonPath, type Machine, type Runner } from "./commonPath.js"
 import * as Gate from "./gate.js"
 import { LoadControl, settingsOf } from "./loadControl.js"
 import { readJson } from "./response.js"
@@ -50,6 +49,8 @@ import { fromConfig } from "./retrySettings.js"
 import { DataRequest } from "./secretText.js"
 
 export { Call, dataHeaders, type Finish, type JsonResponse } from "./call.js"
+
+type Response = HttpTransport.TransportResponse
 
 /**
  * Makes one call and returns what it makes of the answer, or the typed error it ended in. A caller
@@ -74,6 +75,14 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   private readonly metrics = new CallMetrics()
   private readonly headers: HeadersByToken<Redacted.Redacted<string>>
   private readonly dispatch: HttpTransport.Service["dispatch"]
+  private readonly runner: CallRunner<
+    AnyEffect,
+    TokenService.AccessToken,
+    ClinicalError,
+    Clock.Clock,
+    AnyCall,
+    Response
+  >
 
   constructor(
     private readonly config: ClinicalConfig.Service,
@@ -98,6 +107,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
     // Only a transport whose send is the library's own (see core/transport/dispatchPairs).
     this.dispatch = dispatchOf(transport)
+    this.runner = new CallRunner(this.lineOf())
   }
 
   /** Starts a call on the given fiber: on the common path when it can (see `commonPath`), else on the Effect path. */
@@ -137,13 +147,8 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     return new DataRequest(call.url, this.headers.of(token), call.body, this.config.maxResponseBytes, timeoutMillis)
   }
 
-  /** A response read into its JSON, or the error it stands for. */
-  readAnswer(
-    call: AnyCall,
-    used: TokenService.AccessToken,
-    response: HttpTransport.TransportResponse,
-    now: number
-  ) {
+  /** A response read into its JSON, or the core's failure it stands for. */
+  read(call: AnyCall, used: TokenService.AccessToken, response: HttpTransport.TransportResponse, now: number) {
     return readJson({
       operation: call.operation,
       method: "POST",
@@ -163,58 +168,6 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     )
   }
 
-  /** An attempt begun (`action`, its first): a probe of the breaker interrupted lets another call probe. */
-  attempt<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
-    const performed = this.perform(call, m, action)
-    return m.probing() ? Effect.onInterrupt(performed, () => Effect.sync(() => m.interrupted())) : performed
-  }
-
-  /** The next action after an event that may retry: with the time and the jitter's random draw. */
-  decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError> {
-    return Effect.flatMap(
-      Random.next,
-      (random) => Effect.clockWith((clock) => this.perform(call, m, decide(clock.unsafeCurrentTimeMillis(), random)))
-    )
-  }
-
-  /** Performs the machine's action (all but `Send`, which only a turn given answers with). */
-  private perform<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
-    switch (action) {
-      case "Token":
-        return Effect.matchEffect(this.tokens.getWithin(m.waitMillis), {
-          // Nothing of this call was sent yet: a token failure may always be retried.
-          onFailure: (error) => this.decided(call, m, (now, random) => m.tokenFailed(error, now, random)),
-          onSuccess: (token) =>
-            Effect.clockWith((clock) => this.perform(call, m, m.tokenTaken(token, clock.unsafeCurrentTimeMillis())))
-        })
-      case "Turn":
-      case "Send":
-        return this.turn(call, m)
-      case "Finish":
-        return Effect.withFiberRuntime((fiber) => this.finished(fiber, call, m))
-      case "Fail":
-        return this.fail(call, m)
-      case "Refresh":
-        return Effect.logDebug("token rejected; refreshing it and retrying once").pipe(
-          Effect.annotateLogs({ status: m.status ?? 0, generation: m.token?.generation }),
-          Effect.zipRight(m.token === undefined ? Effect.void : this.tokens.invalidate(m.token)),
-          Effect.zipRight(
-            Effect.clockWith((clock) => this.attempt(call, m, m.refreshed(clock.unsafeCurrentTimeMillis())))
-          )
-        )
-      case "Sleep":
-        return Metric.increment(this.metrics.of(call.operation).retry(m.cause)).pipe(
-          Effect.zipRight(
-            Effect.logDebug("retrying").pipe(
-              Effect.annotateLogs({ cause: m.cause, retry: m.retried, delayMillis: m.waitMillis })
-            )
-          ),
-          Effect.zipRight(Effect.sleep(Duration.millis(m.waitMillis))),
-          Effect.zipRight(Effect.clockWith((clock) => this.attempt(call, m, m.woke(clock.unsafeCurrentTimeMillis()))))
-        )
-    }
-  }
-
   /** The end of a call whose answer reads: what the call makes of it, recorded (a failure as any other). */
   finished<A>(fiber: FiberSpan.AnyFiber, call: Call<A>, m: Machine): Either.Either<A, ClinicalError> {
     const out = call.finish(
@@ -224,72 +177,48 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     return out
   }
 
-  private fail(call: AnyCall, m: Machine): Effect.Effect<never, ClinicalError> {
-    const error = m.error!
-    const recorded = Effect.withFiberRuntime<never, ClinicalError>((fiber) => {
-      this.record(fiber, call, m, "status" in error ? error.status : undefined, error)
-      return Effect.fail(error)
-    })
-    switch (m.refusedBy) {
-      case "circuit":
-        return Effect.zipRight(Metric.increment(refusedByCircuit), recorded)
-      case "budget":
-        return Metric.increment(refusedByBudget).pipe(
-          Effect.zipRight(Effect.logDebug("retry not sent: the retry budget is spent")),
-          Effect.zipRight(recorded)
-        )
-      default:
-        return recorded
+  /** The Effect path from an attempt's action (core/call/callRunner). */
+  attempt<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
+    return this.runner.attempt(call, m, action)
+  }
+
+  /** The Effect path from the next action after an event that may retry. */
+  decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError> {
+    return this.runner.decided(call, m, decide)
+  }
+
+  /** What the runner written once in core does with this line's Effect, spans and metrics. */
+  private lineOf(): CallLine<AnyEffect, TokenService.AccessToken, ClinicalError, Clock.Clock, AnyCall, Response> {
+    return {
+      effects: tokenLine.effects,
+      random: Random.next,
+      clockWith: (f) => Effect.clockWith((clock) => f(clock.unsafeCurrentTimeMillis())),
+      getToken: (millis) => this.tokens.getWithin(millis),
+      invalidate: (token) => this.tokens.invalidate(token),
+      inTurn: this.gate.run,
+      send: (call, m) =>
+        Effect.mapError(
+          HttpSpan.attempt(
+            this.request(call, m.token!, m.waitMillis),
+            m.attempts - 1,
+            this.tracePropagation,
+            this.transport.send,
+            call.traced
+          ),
+          (error) => labelled(error, call.operation, call.secrets())
+        ),
+      read: (call, used, response, now) => this.read(call, used, response, now),
+      finished: (call, m) => Effect.withFiberRuntime((fiber) => this.finished(fiber, call, m)),
+      failed: (call, m) =>
+        Effect.withFiberRuntime((fiber) => {
+          const error = m.error!
+          this.record(fiber, call, m, "status" in error ? error.status : undefined, error)
+          return Effect.fail(error)
+        }),
+      countRetry: (operation, cause) => Metric.increment(this.metrics.of(operation).retry(cause)),
+      countRefused: (by) => Metric.increment(by === "circuit" ? refusedByCircuit : refusedByBudget),
+      wrap: fromCore
     }
-  }
-
-  /**
-   * An attempt's turn and exchange on the Effect path. A turn of the gate is held only while the
-   * request is in flight. The wait for one needs no timer of its own to respect the deadline: turns
-   * are given in arrival order, so every call ahead started earlier, has an earlier deadline, and
-   * holds its turn no longer than that (its request's timeout is cut to it); a turn that comes too
-   * late fails at once.
-   */
-  private turn<A>(call: Call<A>, m: Machine): Effect.Effect<A, ClinicalError> {
-    let action: Action = "Fail"
-    const exchange = Effect.clockWith(
-      (clock): Effect.Effect<HttpTransport.TransportResponse | undefined, ClinicalError> => {
-        action = m.turnGiven(clock.unsafeCurrentTimeMillis())
-        if (action !== "Send") return Effect.succeed(undefined)
-        const sent = HttpSpan.attempt(
-          this.request(call, m.token!, m.waitMillis),
-          m.attempts - 1,
-          this.config.tracePropagation,
-          this.transport.send,
-          call.traced
-        )
-        return Effect.onExit(
-          Effect.mapError(sent, (error) => labelled(error, call.operation, call.secrets())),
-          (exit) =>
-            Effect.sync(() => {
-              // The load control learns of the end while the turn is held: it counts as in flight.
-              if (Exit.isSuccess(exit)) return m.replied(exit.value.status)
-              const failure = Cause.failureOption(exit.cause)
-              if (Option.isSome(failure)) {
-                m.sendFailed(failure.value)
-              }
-            })
-        )
-      }
-    )
-    return Effect.matchEffect(this.gate.run(exchange), {
-      onFailure: () => this.decided(call, m, (now, random) => m.afterFailure(now, random)),
-      onSuccess: (response) => response === undefined ? this.perform(call, m, action) : this.answered(call, m, response)
-    })
-  }
-
-  private answered<A>(call: Call<A>, m: Machine, response: HttpTransport.TransportResponse) {
-    return Effect.clockWith((clock) => {
-      const read = this.readAnswer(call, m.token!, response, clock.unsafeCurrentTimeMillis())
-      return Either.isRight(read)
-        ? this.perform(call, m, m.answered(response.status, read.right))
-        : this.decided(call, m, (now, random) => m.answeredWith(response.status, read.left, now, random))
-    })
   }
 }
 

@@ -8,10 +8,13 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as Tracer from "effect/Tracer"
 import type { Action, CallMachine } from "../../../core/call/callMachine.js"
+import type { Decision } from "../../../core/call/callRunner.js"
 import type * as Gate from "../../../core/call/gate.js"
+import { Failed } from "../../../core/call/response.js"
 import type { ClinicalError } from "../../ClinicalError.js"
 import type * as HttpTransport from "../../HttpTransport.js"
 import type * as TokenService from "../../TokenService.js"
+import { fromCore } from "../fromCore.js"
 import * as FiberSpan from "../observability/fiberSpan.js"
 import * as HttpSpan from "../observability/httpSpan.js"
 import { labelled } from "./attempt.js"
@@ -21,9 +24,6 @@ import { callback } from "./callback.js"
 /** One call's machine on this line. */
 export type Machine = CallMachine<TokenService.AccessToken, ClinicalError, Clock.Clock>
 
-/** What the machine answers after an event that needs the time and a random draw (for the jitter). */
-export type Decision = (now: number, random: number) => Action
-
 /** What the common path needs of the call's runner. */
 export interface Runner {
   readonly gate: Gate.Gate
@@ -31,12 +31,8 @@ export interface Runner {
   /** Where the call's attempts and attributes go. */
   spanOf(fiber: FiberSpan.AnyFiber, call: AnyCall): Tracer.AnySpan | undefined
   request(call: AnyCall, token: TokenService.AccessToken, timeoutMillis: number): HttpTransport.TransportRequest
-  readAnswer(
-    call: AnyCall,
-    used: TokenService.AccessToken,
-    response: HttpTransport.TransportResponse,
-    now: number
-  ): Either.Either<unknown, ClinicalError>
+  /** A response read into its JSON, or the core's failure it stands for. */
+  read(call: AnyCall, used: TokenService.AccessToken, response: HttpTransport.TransportResponse, now: number): unknown
   finished<A>(fiber: FiberSpan.AnyFiber, call: Call<A>, m: Machine): Either.Either<A, ClinicalError>
   /** The Effect path from the next action after an event that may retry. */
   decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError>
@@ -127,12 +123,12 @@ export const commonPath = <A>(
             started.end(outcome, fiber)
             if (Either.isLeft(outcome)) return goOn((now, random) => m.afterFailure(now, random))
             const response = outcome.right
-            const json = runner.readAnswer(call, token, response, clock.unsafeCurrentTimeMillis())
-            if (Either.isLeft(json)) {
-              return goOn((now, random) => m.answeredWith(response.status, json.left, now, random))
+            const json = runner.read(call, token, response, clock.unsafeCurrentTimeMillis())
+            if (json instanceof Failed) {
+              return goOn((now, random) => m.answeredWith(response.status, fromCore(json.error), now, random))
             }
             // The call ends here: what it makes of the answer, recorded, its span ended.
-            m.answered(response.status, json.right)
+            m.answered(response.status, json)
             const out = runner.finished(fiber, call, m)
             if (call.span !== undefined) {
               FiberSpan.end(fiber, call.span, Either.isRight(out) ? Exit.void : Exit.fail(out.left))

@@ -2,14 +2,11 @@
  * Turning an HTTP response into a JSON value or this line's typed error (the core's rules:
  * core/call/response.ts), and describing a Schema decode failure without its values.
  */
-import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import type * as Redacted from "effect/Redacted"
 import { describeLeaves, ISSUE_WORDS, type Leaf } from "../../../core/call/decodeFailure.js"
 import * as Core from "../../../core/call/response.js"
-import { type HttpError } from "../../ClinicalError.js"
 import type { TransportResponse } from "../../HttpTransport.js"
-import { fromCore } from "../fromCore.js"
 import { reveal } from "../validate.js"
 
 export { retryAfterMillis, serverText } from "../../../core/call/response.js"
@@ -24,13 +21,11 @@ const revealSecret = (secret: Redacted.Redacted<string>): string | undefined => 
 }
 
 /**
- * The JSON body of a successful response, or the typed error the response stands for (the core's
- * rules: `readJson` in core/call/response.ts).
+ * The JSON body of a successful response, or the core's failure (`Failed`) the response stands for
+ * (the core's rules: `readJson` in core/call/response.ts).
  */
-export const readJson = (exchange: Exchange, response: TransportResponse): Either.Either<unknown, HttpError> => {
-  const read = Core.readJson(exchange, response, revealSecret)
-  return read instanceof Core.Failed ? Either.left(fromCore(read.error)) : Either.right(read)
-}
+export const readJson = (exchange: Exchange, response: TransportResponse): Core.Read =>
+  Core.readJson(exchange, response, revealSecret)
 
 /** The failures of a decode, where they are and what kind; never the value found there. */
 const leaves = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, out: Array<Leaf>): void => {

@@ -15,13 +15,13 @@ import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
 import { type Action, CallMachine, type Client } from "../../../../core/call/callMachine.js"
 import type * as CallPolicy from "../../../../core/call/callPolicy.js"
+import { type CallLine, CallRunner, type Decision } from "../../../../core/call/callRunner.js"
 import { HeadersByToken } from "../../../../core/call/dataHeaders.js"
 import { LoadControl, settingsOf } from "../../../../core/call/loadControl.js"
 import { PerClient } from "../../../../core/call/perClient.js"
@@ -37,14 +37,17 @@ import type * as TokenService from "../../TokenService.js"
 import { fromCore } from "../fromCore.js"
 import * as HttpSpan from "../observability/httpSpan.js"
 import * as Telemetry from "../observability/telemetry.js"
+import { type AnyEffect, tokenLine } from "../token/tokenLine.js"
 import type { Dispatch } from "../transport/undici.js"
 import { labelled } from "../transport/wire.js"
 import { type AnyCall, type Call, DataRequest } from "./call.js"
 import { CallMetrics, refusedByBudget, refusedByCircuit } from "./callMetrics.js"
-import { type AnyFiber, asEffect, commonPath, type Decision, type Machine, type Runner } from "./commonPath.js"
+import { type AnyFiber, asEffect, commonPath, type Machine, type Runner } from "./commonPath.js"
 import * as Gate from "./gate.js"
 
 export { type Call, dataHeaders, type Finish, type JsonResponse } from "./call.js"
+
+type Response = HttpTransport.TransportResponse
 
 /** Makes one call: what it makes of the answer, or the typed error it ended in. */
 export type AuthorizedPost = <A>(call: Call<A>) => Effect.Effect<A, ClinicalError>
@@ -64,6 +67,14 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
   private readonly metrics: CallMetrics
   private readonly headers: HeadersByToken<Redacted.Redacted<string>>
   private readonly dispatch: Dispatch | undefined
+  private readonly runner: CallRunner<
+    AnyEffect,
+    TokenService.AccessToken,
+    ClinicalError,
+    Clock.Clock,
+    AnyCall,
+    Response
+  >
 
   constructor(
     private readonly config: ClinicalConfig.Service,
@@ -91,6 +102,7 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
     // Only a transport whose send is the library's own (see core/transport/dispatchPairs).
     this.dispatch = dispatchOf(transport)
+    this.runner = new CallRunner(this.lineOf())
   }
 
   /** Starts a call: on the common path when it can (see `commonPath`), else on the Effect path. */
@@ -135,58 +147,6 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     }, response)
   }
 
-  /** An attempt begun (`action`, its first): a probe of the breaker interrupted lets another call probe. */
-  attempt<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
-    const performed = this.perform(call, m, action)
-    return m.probing() ? Effect.onInterrupt(performed, () => Effect.sync(() => m.interrupted())) : performed
-  }
-
-  /** The next action after an event that may retry: with the time and the jitter's random draw. */
-  decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError> {
-    return Effect.flatMap(
-      Random.next,
-      (random) => Effect.clockWith((clock) => this.perform(call, m, decide(clock.currentTimeMillisUnsafe(), random)))
-    )
-  }
-
-  /** Performs the machine's action (all but `Send`, which only a turn given answers with). */
-  private perform<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
-    switch (action) {
-      case "Token":
-        return Effect.matchEffect(this.tokens.getWithin(m.waitMillis), {
-          // Nothing of this call was sent yet: a token failure may always be retried.
-          onFailure: (error) => this.decided(call, m, (now, random) => m.tokenFailed(error, now, random)),
-          onSuccess: (token) =>
-            Effect.clockWith((clock) => this.perform(call, m, m.tokenTaken(token, clock.currentTimeMillisUnsafe())))
-        })
-      case "Turn":
-      case "Send":
-        return this.turn(call, m)
-      case "Finish":
-        return Effect.withFiber((fiber) => asEffect(this.finished(fiber, call, m)))
-      case "Fail":
-        return this.fail(call, m)
-      case "Refresh":
-        return Effect.logDebug("token rejected; refreshing it and retrying once").pipe(
-          Effect.annotateLogs({ status: m.status ?? 0, generation: m.token?.generation }),
-          Effect.andThen(m.token === undefined ? Effect.void : this.tokens.invalidate(m.token)),
-          Effect.andThen(
-            Effect.clockWith((clock) => this.attempt(call, m, m.refreshed(clock.currentTimeMillisUnsafe())))
-          )
-        )
-      case "Sleep":
-        return Metric.update(this.metrics.of(call.operation).retry(m.cause), 1).pipe(
-          Effect.andThen(
-            Effect.logDebug("retrying").pipe(
-              Effect.annotateLogs({ cause: m.cause, retry: m.retried, delayMillis: m.waitMillis })
-            )
-          ),
-          Effect.andThen(Effect.sleep(Duration.millis(m.waitMillis))),
-          Effect.andThen(Effect.clockWith((clock) => this.attempt(call, m, m.woke(clock.currentTimeMillisUnsafe()))))
-        )
-    }
-  }
-
   /** The end of a call whose answer reads: what the call makes of it (a failure recorded as any other). */
   finished<A>(fiber: AnyFiber, call: Call<A>, m: Machine): Result.Result<A, ClinicalError> {
     const out = call.finish(
@@ -198,68 +158,50 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     return error === undefined ? Result.succeed(out as A) : Result.fail(error)
   }
 
-  private fail(call: AnyCall, m: Machine): Effect.Effect<never, ClinicalError> {
-    const error = m.error!
-    const recorded = Effect.withFiber<never, ClinicalError>((fiber) => {
-      this.metrics.record(fiber, call.operation, m.attempts, "status" in error ? error.status : undefined, error)
-      return Effect.fail(error)
-    })
-    switch (m.refusedBy) {
-      case "circuit":
-        return Effect.andThen(Metric.update(refusedByCircuit, 1), recorded)
-      case "budget":
-        return Metric.update(refusedByBudget, 1).pipe(
-          Effect.andThen(Effect.logDebug("retry not sent: the retry budget is spent")),
-          Effect.andThen(recorded)
-        )
-      default:
-        return recorded
+  /** The Effect path from an attempt's action (core/call/callRunner). */
+  attempt<A>(call: Call<A>, m: Machine, action: Action): Effect.Effect<A, ClinicalError> {
+    return this.runner.attempt(call, m, action)
+  }
+
+  /** The Effect path from the next action after an event that may retry. */
+  decided<A>(call: Call<A>, m: Machine, decide: Decision): Effect.Effect<A, ClinicalError> {
+    return this.runner.decided(call, m, decide)
+  }
+
+  /** What the runner written once in core does with this line's Effect, spans and metrics. */
+  private lineOf(): CallLine<AnyEffect, TokenService.AccessToken, ClinicalError, Clock.Clock, AnyCall, Response> {
+    return {
+      effects: tokenLine.effects,
+      random: Random.next,
+      clockWith: (f) => Effect.clockWith((clock) => f(clock.currentTimeMillisUnsafe())),
+      getToken: (millis) => this.tokens.getWithin(millis),
+      invalidate: (token) => this.tokens.invalidate(token),
+      inTurn: this.gate.run,
+      send: (call, m) =>
+        Effect.withFiber((fiber) =>
+          Effect.mapError(
+            HttpSpan.attempt(
+              this.request(call, m.token!, m.waitMillis),
+              m.attempts - 1,
+              this.config.tracePropagation,
+              this.transport.send,
+              HttpSpan.observed(fiber, this.config.tracePropagation)
+            ),
+            (error) => labelled(error, call.operation, call.secrets())
+          )
+        ),
+      read: (call, used, response, now) => this.read(call, used, response, now),
+      finished: (call, m) => Effect.withFiber((fiber) => asEffect(this.finished(fiber, call, m))),
+      failed: (call, m) =>
+        Effect.withFiber((fiber) => {
+          const error = m.error!
+          this.metrics.record(fiber, call.operation, m.attempts, "status" in error ? error.status : undefined, error)
+          return Effect.fail(error)
+        }),
+      countRetry: (operation, cause) => Metric.update(this.metrics.of(operation).retry(cause), 1),
+      countRefused: (by) => Metric.update(by === "circuit" ? refusedByCircuit : refusedByBudget, 1),
+      wrap: fromCore
     }
-  }
-
-  /**
-   * An attempt's turn and exchange on the Effect path. A turn of the gate is held only while the
-   * request is in flight; the wait for one needs no timer of its own to respect the deadline (turns
-   * go in arrival order, and every call ahead holds its turn no longer than its own, earlier, deadline).
-   */
-  private turn<A>(call: Call<A>, m: Machine): Effect.Effect<A, ClinicalError> {
-    let action: Action = "Fail"
-    const exchange = Effect.withFiber(
-      (fiber): Effect.Effect<HttpTransport.TransportResponse | undefined, ClinicalError> => {
-        action = m.turnGiven(fiber.getRef(Clock.Clock).currentTimeMillisUnsafe())
-        if (action !== "Send") return Effect.succeed(undefined)
-        const sent = HttpSpan.attempt(
-          this.request(call, m.token!, m.waitMillis),
-          m.attempts - 1,
-          this.config.tracePropagation,
-          this.transport.send,
-          HttpSpan.observed(fiber, this.config.tracePropagation)
-        )
-        return Effect.onExit(
-          Effect.mapError(sent, (error) => labelled(error, call.operation, call.secrets())),
-          (exit) =>
-            Effect.sync(() => {
-              // The load control learns of the end while the turn is held: it counts as in flight.
-              if (Exit.isSuccess(exit)) return m.replied(exit.value.status)
-              const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-              if (failure !== undefined) m.sendFailed(failure.error)
-            })
-        )
-      }
-    )
-    return Effect.matchEffect(this.gate.run(exchange), {
-      onFailure: () => this.decided(call, m, (now, random) => m.afterFailure(now, random)),
-      onSuccess: (response) => response === undefined ? this.perform(call, m, action) : this.answered(call, m, response)
-    })
-  }
-
-  private answered<A>(call: Call<A>, m: Machine, response: HttpTransport.TransportResponse) {
-    return Effect.clockWith((clock) => {
-      const read = this.read(call, m.token!, response, clock.currentTimeMillisUnsafe())
-      return read instanceof Failed
-        ? this.decided(call, m, (now, random) => m.answeredWith(response.status, fromCore(read.error), now, random))
-        : this.perform(call, m, m.answered(response.status, read))
-    })
   }
 }
 

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Result from "effect/Result"
 import type { Action, CallMachine } from "../../../../core/call/callMachine.js"
+import type { Decision } from "../../../../core/call/callRunner.js"
 import type * as Gate from "../../../../core/call/gate.js"
 import { Failed } from "../../../../core/call/response.js"
 import type { ClinicalError } from "../../ClinicalError.js"
@@ -20,9 +21,6 @@ import type { AnyCall, Call } from "./call.js"
 
 /** One call's machine on this line. */
 export type Machine = CallMachine<TokenService.AccessToken, ClinicalError, Clock.Clock>
-
-/** What the machine answers after an event that needs the time and a random draw (for the jitter). */
-export type Decision = (now: number, random: number) => Action
 
 /** A fiber, whatever it computes. */
 export type AnyFiber = Fiber.Fiber<unknown, unknown>
