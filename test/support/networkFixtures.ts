@@ -1,13 +1,15 @@
 /**
  * What the Network*.test.ts files share: the private PKI and the tinyproxy each file starts
  * (`startPkiAndProxy`, whose `pki` and `proxy` are set for that file's tests), and one call of an
- * effect on a fresh client of a mock through the default transport, with its typed failure.
+ * effect on a fresh client of a mock through the default transport, with its typed failure; and a
+ * proxy URL read as the transport reads it.
  */
-import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Effect, Either, Exit, Layer, Option } from "effect"
 import { ClinicalClient, HttpTransport, MedicationService } from "effect-clinical"
 import type { MockClinicalServer } from "effect-clinical/testing"
 import { afterAll, beforeAll, expect } from "vitest"
 import * as Network from "../../src/internal/transport/network.js"
+import * as Proxy from "../../src/internal/transport/proxy.js"
 import { fromNetwork } from "../../src/internal/transport/undici.js"
 import * as Pki from "./Pki.js"
 import * as Tinyproxy from "./Tinyproxy.js"
@@ -59,3 +61,6 @@ export const failureOf = (exit: Exit.Exit<unknown, unknown>): unknown =>
 export const expectFailure = (exit: Exit.Exit<unknown, unknown>, expected: object) => {
   expect(failureOf(exit)).toMatchObject(expected)
 }
+
+/** The proxy URL `text` read, or a throw. */
+export const endpoint = (text: string) => Either.getOrThrow(Proxy.proxyEndpoint(text))
