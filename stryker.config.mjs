@@ -99,6 +99,8 @@ export default {
     "core/token/redisReady.ts",
     "core/token/tokenResponse.ts",
     "core/token/tokenLine.ts",
+    "core/token/tokenStorePort.ts",
+    "core/kind.ts",
     "core/queue/bull.ts",
     "core/nodeFloor.ts"
   ],
