@@ -5,7 +5,7 @@
  */
 import type { EffectKind, Kind } from "../kind.js"
 import type { Entry } from "./storedEntry.js"
-import type { OnUnavailable, PauseStatus, Snapshot } from "./tokenStore.js"
+import { MemorySlots, type OnUnavailable, type PauseStatus, type Snapshot } from "./tokenStore.js"
 
 /**
  * A token store. `key` names one token (the client derives it from a hash of the ApplicationId and
@@ -50,4 +50,28 @@ export interface StoreService<L extends EffectKind, S, X> {
    * ready.
    */
   readonly ready?: Kind<L, void> | undefined
+}
+
+/**
+ * A store in this process's memory over {@link MemorySlots}, each operation one step at the time
+ * `at` reads from the line's clock. Nothing in memory can hang or fail: no timer is set around an
+ * operation, and a failing store's fallback never comes into play.
+ */
+export const memoryStore = <L extends EffectKind, S>(
+  at: <A>(f: (now: number) => A) => Kind<L, A>,
+  reveal: (token: S) => string
+): StoreService<L, S, never> => {
+  const slots = new MemorySlots<S>(reveal)
+  return {
+    read: (key) => at((now) => slots.read(key, now)),
+    acquireLease: (key, owner, ttlMillis) => at((now) => slots.acquireLease(key, owner, ttlMillis, now)),
+    releaseLease: (key, owner) => at((now) => slots.releaseLease(key, owner, now)),
+    publish: (key, expected, entry, ttlMillis, owner) =>
+      at((now) => slots.publish(key, expected, entry, ttlMillis, owner, now)),
+    pause: (key, status, ttlMillis) => at((now) => slots.pause(key, status, ttlMillis, now)),
+    invalidate: (key, fingerprint) => at((now) => slots.invalidate(key, fingerprint, now)),
+    timeoutMillis: Number.POSITIVE_INFINITY,
+    retryAfterMillis: 0,
+    onUnavailable: "local"
+  }
 }

@@ -26,9 +26,10 @@ import * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
 import * as RedisCore from "../../core/token/redisStore.js"
 import { fingerprintOf } from "../../core/token/storedEntry.js"
-import { MemorySlots } from "../../core/token/tokenStore.js"
+import { memoryStore } from "../../core/token/tokenStorePort.js"
 import type { InvalidConfig } from "./ClinicalError.js"
 import { fromCore } from "./internal/fromCore.js"
+import type { Line } from "./internal/kind.js"
 import { line } from "./internal/line.js"
 import * as RedisStore from "./internal/token/redisTokenStore.js"
 import type { Service } from "./internal/token/tokenStorePort.js"
@@ -55,23 +56,8 @@ export class TokenStore extends Context.Service<TokenStore, Service>()("effect-c
  * time from Effect's `Clock`). Every `TokenService` without a store in context makes its own;
  * provide one to share it among the clients of one process.
  */
-export const memory = (): Service => {
-  const slots = new MemorySlots<Redacted.Redacted<string>>(Redacted.value)
-  const at = <A>(f: (now: number) => A) => Effect.map(Clock.currentTimeMillis, f)
-  return {
-    read: (key) => at((now) => slots.read(key, now)),
-    acquireLease: (key, owner, ttlMillis) => at((now) => slots.acquireLease(key, owner, ttlMillis, now)),
-    releaseLease: (key, owner) => at((now) => slots.releaseLease(key, owner, now)),
-    publish: (key, expected, entry, ttlMillis, owner) =>
-      at((now) => slots.publish(key, expected, entry, ttlMillis, owner, now)),
-    pause: (key, status, ttlMillis) => at((now) => slots.pause(key, status, ttlMillis, now)),
-    invalidate: (key, fingerprint) => at((now) => slots.invalidate(key, fingerprint, now)),
-    // In memory, nothing can hang or fail: no timer is set around an operation.
-    timeoutMillis: Number.POSITIVE_INFINITY,
-    retryAfterMillis: 0,
-    onUnavailable: "local"
-  }
-}
+export const memory = (): Service =>
+  memoryStore<Line, Redacted.Redacted<string>>((f) => Effect.map(Clock.currentTimeMillis, f), Redacted.value)
 
 /** A store in this process's memory (see {@link memory}), shared by the clients it is provided to. */
 export const layerMemory: Layer.Layer<TokenStore> = Layer.sync(TokenStore, memory)
