@@ -100,6 +100,7 @@ export default {
     "core/token/tokenResponse.ts",
     "core/token/tokenLine.ts",
     "core/token/tokenStorePort.ts",
+    "core/testing/mockService.ts",
     "core/kind.ts",
     "core/queue/bull.ts",
     "core/nodeFloor.ts"

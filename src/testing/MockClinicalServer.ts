@@ -26,7 +26,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
-import type { SettingRefusal } from "../../core/errors.js"
+import * as Effects from "../../core/effects.js"
 import * as Faults from "../../core/testing/faults.js"
 import {
   DEMO_APPLICATION_ID,
@@ -38,10 +38,12 @@ import {
 } from "../../core/testing/fixture.js"
 import * as Generated from "../../core/testing/generatedPersons.js"
 import * as MockHttp from "../../core/testing/mockHttp.js"
+import * as MockService from "../../core/testing/mockService.js"
 import * as MockState from "../../core/testing/mockState.js"
 import { type Operation, paths } from "../../core/testing/operations.js"
 import { InvalidConfig, type TransportError } from "../ClinicalError.js"
 import * as HttpTransport from "../HttpTransport.js"
+import type { Line } from "../internal/kind.js"
 
 export type { MockDevice, MockEthnicity, MockMedication, MockPerson }
 export { paths }
@@ -83,46 +85,20 @@ export type Counters = MockState.Counters
 /** Settings of a mock. */
 export type Options = MockState.Options<Duration.DurationInput>
 
-/** A running mock: its answers and its controls. */
-export interface Service {
-  /** The accepted ApplicationIds. */
-  readonly applicationIds: ReadonlyArray<string>
-  /** The persons it knows. */
-  readonly persons: ReadonlyArray<MockPerson>
-  /** Answers one request (for adapters: the in-memory transport and the HTTP server use this). */
-  readonly respond: (request: HttpTransport.TransportRequest) => Effect.Effect<Outcome>
-  /** Answers one request as an in-memory transport would: a dropped connection is a `TransportError`. */
-  readonly handle: (
-    request: HttpTransport.TransportRequest
-  ) => Effect.Effect<HttpTransport.TransportResponse, TransportError>
-  /** Forgets every issued token, as a server that revoked them would. */
-  readonly revokeAllTokens: Effect.Effect<void>
-  /** Sets the lifetime of tokens issued from now on. */
-  readonly setTokenLifetime: (lifetime: Duration.DurationInput) => Effect.Effect<void, InvalidConfig>
-  /** Sets the server clock offset (server minus local, ms; may be negative). */
-  readonly setClockOffset: (millis: number) => Effect.Effect<void, InvalidConfig>
-  /** Queues faults for the next requests to `target`, one fault per request, in order. Anything else fails with `InvalidConfig`. */
-  readonly injectFaults: (target: Target, faults: ReadonlyArray<Fault>) => Effect.Effect<void, InvalidConfig>
-  /** Draws faults by chance for requests to `target` (after any queued ones); `undefined` stops it. */
-  readonly setRandomFaults: (target: Target, faults: RandomFaults | undefined) => Effect.Effect<void>
-  /** Removes queued and random faults. */
-  readonly clearFaults: Effect.Effect<void>
-  /** Running totals since start (or the last `resetCounters`). */
-  readonly counters: Effect.Effect<Counters>
-  /** The most recent requests, oldest first. */
-  readonly requestLog: Effect.Effect<ReadonlyArray<LoggedRequest>>
-  /** Zeroes the counters and empties the request log. */
-  readonly resetCounters: Effect.Effect<void>
-}
+/** A running mock: its answers and its controls (core/testing/mockService.ts says what each does). */
+export type Service = MockService.MockService<
+  Line,
+  Duration.DurationInput,
+  HttpTransport.TransportRequest,
+  HttpTransport.TransportResponse,
+  TransportError,
+  InvalidConfig
+>
 
 /** The tag of a mock in context. */
 export class MockClinicalServer
   extends Context.Tag("effect-clinical/MockClinicalServer")<MockClinicalServer, Service>()
 {}
-
-/** The core's refusal as this line's error. */
-const refused = (refusal: SettingRefusal | undefined): Effect.Effect<void, InvalidConfig> =>
-  refusal === undefined ? Effect.void : Effect.fail(new InvalidConfig(refusal))
 
 /** Builds a mock. Its state lives as long as the returned service. Bad options fail with `InvalidConfig`. */
 export const make = (options: Options = {}): Effect.Effect<Service, InvalidConfig> =>
@@ -131,43 +107,19 @@ export const make = (options: Options = {}): Effect.Effect<Service, InvalidConfi
     return state instanceof MockState.MockState ? Effect.succeed(build(state)) : Effect.fail(new InvalidConfig(state))
   })
 
-const build = (state: MockState.MockState<Duration.DurationInput>): Service => {
-  const respond = (request: HttpTransport.TransportRequest): Effect.Effect<Outcome> =>
-    Effect.suspend(() => {
-      const arrival = state.receive({
-        method: request.method,
-        url: request.url,
-        headers: HttpTransport.wireHeaders(request),
-        body: HttpTransport.wireBody(request)
-      })
-      const answer = Effect.map(Clock.currentTimeMillis, (now) => state.answer(arrival, now))
-      return arrival.delayMillis === undefined
-        ? answer
-        : Effect.zipRight(Effect.sleep(Duration.millis(arrival.delayMillis)), answer)
-    })
-
-  const handle = (request: HttpTransport.TransportRequest) =>
-    Effect.flatMap(respond(request), (outcome) =>
-      outcome._tag === "Drop"
-        ? Effect.fail(HttpTransport.transportError(request, "Network", "the mock dropped the connection"))
-        : Effect.succeed(outcome.response))
-
-  return MockClinicalServer.of({
-    applicationIds: state.applicationIds,
-    persons: state.persons,
-    respond,
-    handle,
-    revokeAllTokens: Effect.sync(() => state.revokeAllTokens()),
-    setTokenLifetime: (lifetime) => Effect.suspend(() => refused(state.setTokenLifetime(lifetime))),
-    setClockOffset: (millis) => Effect.suspend(() => refused(state.setClockOffset(millis))),
-    injectFaults: (target, injected) => Effect.suspend(() => refused(state.injectFaults(target, injected))),
-    setRandomFaults: (target, config) => Effect.sync(() => state.setRandomFaults(target, config)),
-    clearFaults: Effect.sync(() => state.clearFaults()),
-    counters: Effect.sync(() => state.counters()),
-    requestLog: Effect.sync(() => state.requestLog()),
-    resetCounters: Effect.sync(() => state.resetCounters())
+const build = (state: MockState.MockState<Duration.DurationInput>): Service =>
+  MockService.mockServiceOf(state, {
+    effects: Effects.of(Effect),
+    now: Clock.currentTimeMillis,
+    received: (request: HttpTransport.TransportRequest) => ({
+      method: request.method,
+      url: request.url,
+      headers: HttpTransport.wireHeaders(request),
+      body: HttpTransport.wireBody(request)
+    }),
+    dropped: (request) => HttpTransport.transportError(request, "Network", "the mock dropped the connection"),
+    refused: (refusal) => new InvalidConfig(refusal)
   })
-}
 
 /** A mock in context. */
 export const layer = (options?: Options): Layer.Layer<MockClinicalServer, InvalidConfig> =>
@@ -255,22 +207,7 @@ export const start = async (options?: Options & ServeOptions): Promise<Started> 
   try {
     const mock = await promise(make(options))
     const url = await promise(Scope.extend(serve(mock, options), scope))
-    return {
-      url,
-      applicationId: mock.applicationIds[0] ?? DEMO_APPLICATION_ID,
-      persons: mock.persons,
-      counters: () => promise(mock.counters),
-      requestLog: () => promise(mock.requestLog),
-      injectFaults: (target, faults) => promise(mock.injectFaults(target, faults)),
-      setRandomFaults: (target, faults) => promise(mock.setRandomFaults(target, faults)),
-      clearFaults: () => promise(mock.clearFaults),
-      revokeAllTokens: () => promise(mock.revokeAllTokens),
-      setTokenLifetime: (lifetime) => promise(mock.setTokenLifetime(lifetime)),
-      setClockOffset: (millis) => promise(mock.setClockOffset(millis)),
-      resetCounters: () => promise(mock.resetCounters),
-      close,
-      [Symbol.asyncDispose]: close
-    }
+    return MockService.startedOf<Line, Duration.DurationInput>(mock, url, promise, close)
   } catch (error) {
     await close()
     throw error
