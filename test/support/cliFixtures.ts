@@ -1,8 +1,8 @@
 /**
- * What the Cli*.test.ts files share: the mock and the folder each file sets up (`setUpCli`, whose
- * `mock` and `dir` are set for that file's tests), the fixture persons, the settings for a mock, a
- * file written in the folder, and the check that no secret the mock saw or handed out is in a run's
- * output.
+ * What the Cli*.test.ts and CliHostile*.test.ts files share: the mock and the folder each file sets
+ * up (`setUpCli`, whose `mock` and `dir` are set for that file's tests), the fixture persons, the
+ * settings for a mock, a file or a workspace made in the folder, and the check that no secret the
+ * mock saw or handed out is in a run's output.
  */
 import { afterAll, beforeAll } from "@effect/vitest"
 import { MockClinicalServer } from "effect-clinical/testing"
@@ -18,9 +18,9 @@ export const UIDS = [ELEANOR!.personUid, MARCUS!.personUid, PRIYA!.personUid]
 export let mock: MockClinicalServer.Started
 export let dir = ""
 
-/** Starts the mock and makes the folder before the file's tests; closes and removes them after. */
-export const setUpCli = (): void => {
-  beforeAll(async () => ({ dir, mock } = await Cli.setUp("effect-clinical-cli-")))
+/** Starts the mock and makes the folder (named from `prefix`) before the file's tests; closes and removes them after. */
+export const setUpCli = (prefix = "effect-clinical-cli-"): void => {
+  beforeAll(async () => ({ dir, mock } = await Cli.setUp(prefix)))
   afterAll(() => Cli.tearDown({ dir, mock }))
 }
 
@@ -53,3 +53,14 @@ export const file = (name: string, text: string) => {
   Fs.writeFileSync(path, text)
   return path
 }
+
+/** A directory of the test's own (owner-only), holding `files`. */
+export const workspace = (name: string, files: Readonly<Record<string, string>> = {}) => {
+  const path = Path.join(dir, name)
+  Fs.mkdirSync(path, { mode: 0o700 })
+  for (const [file, text] of Object.entries(files)) Fs.writeFileSync(Path.join(path, file), text)
+  return path
+}
+
+/** A persons file's text: the fixture persons, one a line. */
+export const PERSONS = UIDS.join("\n") + "\n"
