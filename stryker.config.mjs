@@ -15,6 +15,7 @@ export default {
     "core/call/callPolicy.ts",
     "core/call/callMachine.ts",
     "core/call/callRunner.ts",
+    "core/call/callRules.ts",
     "core/call/perClient.ts",
     "core/call/dataHeaders.ts",
     "core/call/retryPolicy.ts",

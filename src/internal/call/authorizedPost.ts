@@ -20,14 +20,12 @@ import * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
-import { type Action, CallMachine, type Client } from "../../../core/call/callMachine.js"
-import type * as CallPolicy from "../../../core/call/callPolicy.js"
+import { type Action, CallMachine } from "../../../core/call/callMachine.js"
+import { CallRules, type Durations } from "../../../core/call/callRules.js"
 import { type CallLine, CallRunner, type Decision } from "../../../core/call/callRunner.js"
-import { HeadersByToken } from "../../../core/call/dataHeaders.js"
 import { PerClient } from "../../../core/call/perClient.js"
 import { Answer } from "../../../core/call/response.js"
 import type * as Core from "../../../core/errors.js"
-import * as FreshToken from "../../../core/token/freshToken.js"
 import { dispatchOf } from "../../../core/transport/dispatchPairs.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import type { ClinicalError } from "../../ClinicalError.js"
@@ -43,9 +41,7 @@ import { type AnyCall, type Call } from "./call.js"
 import { CallMetrics, refusedByBudget, refusedByCircuit } from "./callMetrics.js"
 import { commonPath, type Machine, type Runner } from "./commonPath.js"
 import * as Gate from "./gate.js"
-import { LoadControl, settingsOf } from "./loadControl.js"
 import { readJson } from "./response.js"
-import { fromConfig } from "./retrySettings.js"
 import { DataRequest } from "./secretText.js"
 
 export { Call, dataHeaders, type Finish, type JsonResponse } from "./call.js"
@@ -59,21 +55,25 @@ type Response = HttpTransport.TransportResponse
  */
 export type AuthorizedPost = <A>(call: Call<A>, fiber?: FiberSpan.AnyFiber) => Effect.Effect<A, ClinicalError>
 
+/** How this line reads durations and its clock, for the client's rules. */
+const DURATIONS: Durations<Duration.Duration, Clock.Clock> = {
+  toMillis: Duration.toMillis,
+  format: Duration.format,
+  nanos: (clock) => clock.unsafeCurrentTimeNanos()
+}
+
 /** The calls of one client: the machine's client, and the runner of its actions. */
-class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Clock>, Runner {
-  readonly resendable: CallPolicy.Policy
-  readonly singleUse: CallPolicy.Policy
-  readonly deadlineMillis: number
-  readonly requestTimeoutMillis: number
-  readonly deadlineText: string
-  readonly load: LoadControl
-  readonly fresh: FreshToken.Reader<TokenService.AccessToken> | undefined
+class Caller extends CallRules<
+  TokenService.AccessToken,
+  ClinicalError,
+  Clock.Clock,
+  Redacted.Redacted<string>,
+  Duration.Duration,
+  Gate.Gate
+> implements Runner {
   readonly wrap: (error: Core.ClinicalError) => ClinicalError = fromCore
-  private readonly maxRetryAfterMillis: number
-  readonly gate: Gate.Gate
   readonly tracePropagation: boolean
   private readonly metrics = new CallMetrics()
-  private readonly headers: HeadersByToken<Redacted.Redacted<string>>
   private readonly dispatch: HttpTransport.Service["dispatch"]
   private readonly runner: CallRunner<
     AnyEffect,
@@ -89,22 +89,14 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     private readonly transport: HttpTransport.Service,
     private readonly tokens: TokenService.Service
   ) {
-    const retry = fromConfig(config)
-    this.resendable = { ...retry, resendable: true }
-    this.singleUse = { ...retry, resendable: false }
-    this.deadlineMillis = Duration.toMillis(config.deadline)
-    this.requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
-    this.deadlineText = Duration.format(config.deadline)
-    this.maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
-    this.headers = new HeadersByToken(config.applicationId)
-    this.tracePropagation = config.tracePropagation
-    this.gate = Gate.make(config.maxConcurrentRequests)
-    this.load = new LoadControl(
-      settingsOf(config),
-      this.gate,
+    super(
+      config,
+      DURATIONS,
+      Gate.make(config.maxConcurrentRequests),
+      tokens,
       (permits) => Telemetry.concurrencyLimit.unsafeUpdate(permits, [])
     )
-    this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
+    this.tracePropagation = config.tracePropagation
     // Only a transport whose send is the library's own (see core/transport/dispatchPairs).
     this.dispatch = dispatchOf(transport)
     this.runner = new CallRunner(this.lineOf())

@@ -19,16 +19,12 @@ import * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
-import { type Action, CallMachine, type Client } from "../../../../core/call/callMachine.js"
-import type * as CallPolicy from "../../../../core/call/callPolicy.js"
+import { type Action, CallMachine } from "../../../../core/call/callMachine.js"
+import { CallRules, type Durations } from "../../../../core/call/callRules.js"
 import { type CallLine, CallRunner, type Decision } from "../../../../core/call/callRunner.js"
-import { HeadersByToken } from "../../../../core/call/dataHeaders.js"
-import { LoadControl, settingsOf } from "../../../../core/call/loadControl.js"
 import { PerClient } from "../../../../core/call/perClient.js"
 import { Answer, Failed, readJson } from "../../../../core/call/response.js"
-import { retryPolicyOf } from "../../../../core/config/settings.js"
 import type * as Core from "../../../../core/errors.js"
-import * as FreshToken from "../../../../core/token/freshToken.js"
 import { dispatchOf } from "../../../../core/transport/dispatchPairs.js"
 import type * as ClinicalConfig from "../../ClinicalConfig.js"
 import type { ClinicalError } from "../../ClinicalError.js"
@@ -52,20 +48,24 @@ type Response = HttpTransport.TransportResponse
 /** Makes one call: what it makes of the answer, or the typed error it ended in. */
 export type AuthorizedPost = <A>(call: Call<A>) => Effect.Effect<A, ClinicalError>
 
+/** How this line reads durations and its clock, for the client's rules. */
+const DURATIONS: Durations<Duration.Duration, Clock.Clock> = {
+  toMillis: Duration.toMillis,
+  format: Duration.format,
+  nanos: (clock) => clock.currentTimeNanosUnsafe()
+}
+
 /** The calls of one client: the machine's client, and the runner of its actions. */
-class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Clock>, Runner {
-  readonly resendable: CallPolicy.Policy
-  readonly singleUse: CallPolicy.Policy
-  readonly deadlineMillis: number
-  readonly requestTimeoutMillis: number
-  readonly deadlineText: string
-  readonly load: LoadControl<Clock.Clock>
-  readonly fresh: FreshToken.Reader<TokenService.AccessToken> | undefined
+class Caller extends CallRules<
+  TokenService.AccessToken,
+  ClinicalError,
+  Clock.Clock,
+  Redacted.Redacted<string>,
+  Duration.Duration,
+  Gate.Gate
+> implements Runner {
   readonly wrap: (error: Core.ClinicalError) => ClinicalError = fromCore
-  private readonly maxRetryAfterMillis: number
-  readonly gate: Gate.Gate
   private readonly metrics: CallMetrics
-  private readonly headers: HeadersByToken<Redacted.Redacted<string>>
   private readonly dispatch: Dispatch | undefined
   private readonly runner: CallRunner<
     AnyEffect,
@@ -82,24 +82,15 @@ class Caller implements Client<TokenService.AccessToken, ClinicalError, Clock.Cl
     private readonly tokens: TokenService.Service,
     context: Context.Context<never>
   ) {
-    const retry = retryPolicyOf(config, Duration.toMillis)
-    this.resendable = { ...retry, resendable: true }
-    this.singleUse = { ...retry, resendable: false }
-    this.deadlineMillis = Duration.toMillis(config.deadline)
-    this.requestTimeoutMillis = Duration.toMillis(config.requestTimeout)
-    this.deadlineText = Duration.format(config.deadline)
-    this.maxRetryAfterMillis = Duration.toMillis(config.maxRetryAfter)
-    this.headers = new HeadersByToken(config.applicationId)
-    this.metrics = new CallMetrics(config.tracePropagation)
-    this.gate = Gate.make(config.maxConcurrentRequests)
-    this.load = new LoadControl(
-      settingsOf(config, Duration.toMillis),
-      this.gate,
-      // The limit's gauge, set as the limit moves, in the services the client was built with.
-      (permits) => Telemetry.concurrencyLimit.updateUnsafe(permits, context),
-      (clock: Clock.Clock) => clock.currentTimeNanosUnsafe()
+    // The limit's gauge, set as the limit moves, in the services the client was built with.
+    super(
+      config,
+      DURATIONS,
+      Gate.make(config.maxConcurrentRequests),
+      tokens,
+      (permits) => Telemetry.concurrencyLimit.updateUnsafe(permits, context)
     )
-    this.fresh = FreshToken.readerOf<TokenService.AccessToken>(tokens)
+    this.metrics = new CallMetrics(config.tracePropagation)
     // Only a transport whose send is the library's own (see core/transport/dispatchPairs).
     this.dispatch = dispatchOf(transport)
     this.runner = new CallRunner(this.lineOf())
