@@ -6,14 +6,12 @@ export default {
   test: {
     ...mutate.test,
     include: [
-      "test/QueueDecisions.test.ts",
-      "test/Queue.test.ts",
-      "test/QueueJobs.test.ts",
-      "test/QueueLibrary.test.ts",
-      "test/QueueRuns.test.ts",
+      // Every Queue file (Queue.test.ts, QueueJobs and QueueRuns split by concern) but the fleet's and the CLI's processes.
+      "test/Queue*.test.ts",
       "test/RunRecord.test.ts",
       "test/ResultShards.test.ts",
       "test/WholeLines.test.ts"
-    ]
+    ],
+    exclude: ["test/QueueFleet.test.ts", "test/QueueCli*.test.ts"]
   }
 }

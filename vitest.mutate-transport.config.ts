@@ -6,11 +6,11 @@ export default {
   test: {
     ...mutate.test,
     include: [
-      "test/NetworkRules.test.ts",
-      "test/Network.test.ts",
+      "test/NetworkRules*.test.ts",
+      "test/Network[A-Z]*.test.ts",
       "test/HttpTransport.test.ts",
       "test/Arguments.test.ts",
-      "test/Promise.test.ts",
+      "test/Promise*.test.ts",
       // The undici exchange and the platform response on the common and Effect paths, over loopback.
       "test/CommonPath.test.ts"
     ]

@@ -15,10 +15,11 @@ const SECONDS: Readonly<Record<string, number>> = {
   "QueueFleet.test.ts": 154,
   "LoadScenarios.test.ts": 130,
   "Fleet.test.ts": 88,
-  "Cli.test.ts": 75,
+  "CliProbeMockServer.test.ts": 22,
+  "CliData.test.ts": 22,
+  "CliBatch.test.ts": 21,
   "FreshProject.test.ts": 61,
   "Examples.test.ts": 57,
-  "CliHostile.test.ts": 57,
   "LoadControlFromStart.test.ts": 40,
   "Fuzz.test.ts": 39,
   "Queue.test.ts": 29
