@@ -22,7 +22,7 @@ const SECONDS: Readonly<Record<string, number>> = {
   "Examples.test.ts": 57,
   "LoadControlFromStart.test.ts": 40,
   "Fuzz.test.ts": 39,
-  "Queue.test.ts": 29
+  "QueueEnqueueInput.test.ts": 13
 }
 
 export default class LongestFirst extends BaseSequencer {
