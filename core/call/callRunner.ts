@@ -39,10 +39,8 @@ export interface CallLine<F, T extends Token, E extends Core.ClinicalError, C, K
   readonly random: F
   /** `f` with the clock's time in ms. */
   readonly clockWith: (f: (now: number) => F) => F
-  /** A token within `millis`, failing with `E`. */
-  readonly getToken: (millis: number) => F
-  /** Drops `token` from the cache. */
-  readonly invalidate: (token: T) => F
+  /** The line's token service: a token within `millis` (failing with `E`), and dropping a refused one from the cache. */
+  readonly tokens: { readonly getWithin: (millis: number) => F; readonly invalidate: (token: T) => F }
   /** Runs `effect` holding a turn of the client's gate, waiting for one in arrival order. */
   readonly inTurn: (effect: F) => F
   /** Sends the attempt's request (token, timeout: the machine's), observed as an HTTP attempt: an `R`, or the labelled `E`. */
@@ -88,7 +86,7 @@ export class CallRunner<F, T extends Token, E extends Core.ClinicalError, C, K e
     const { effects, line } = this
     switch (action) {
       case "Token":
-        return effects.matchEffect(line.getToken(m.waitMillis), {
+        return effects.matchEffect(line.tokens.getWithin(m.waitMillis), {
           // Nothing of this call was sent yet: a token failure may always be retried.
           onFailure: (error: E) => this.decided(call, m, (now, random) => m.tokenFailed(error, now, random)),
           onSuccess: (token: T) => line.clockWith((now) => this.perform(call, m, m.tokenTaken(token, now)))
@@ -107,7 +105,7 @@ export class CallRunner<F, T extends Token, E extends Core.ClinicalError, C, K e
             generation: m.token?.generation
           }),
           effects.andThen(
-            m.token === undefined ? effects.void : line.invalidate(m.token),
+            m.token === undefined ? effects.void : line.tokens.invalidate(m.token),
             line.clockWith((now) => this.attempt(call, m, m.refreshed(now)))
           )
         )

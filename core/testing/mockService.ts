@@ -44,13 +44,17 @@ export interface MockService<L extends EffectKind, D, Req, Res, TErr, Cfg> {
   readonly resetCounters: Kind<L, void>
 }
 
+/** A transport's request, as far as the mock reads it itself (the rest through {@link MockLine}). */
+type WireRequest = Pick<MockRequest, "method" | "url">
+
 /** What the mock needs of its line. */
-export interface MockLine<F, Req> {
+export interface MockLine<F, Req extends WireRequest> {
   readonly effects: Effects<F>
   /** Succeeds with the clock's time in ms (`TestClock`'s under test). */
   readonly now: F
-  /** A request as the mock reads it. */
-  readonly received: (request: Req) => MockRequest
+  /** A request's headers and body revealed, as they went over the wire. */
+  readonly wireHeaders: (request: Req) => Readonly<Record<string, string>>
+  readonly wireBody: (request: Req) => string | undefined
   /** The `TransportError` of a connection the mock dropped. */
   readonly dropped: (request: Req) => unknown
   /** A refused setting as the line's `InvalidConfig`. */
@@ -58,7 +62,7 @@ export interface MockLine<F, Req> {
 }
 
 /** The service over `state`: every control one synchronous step of it, each answer at the line's time. */
-export const mockServiceOf = <L extends EffectKind, D, Req, Res, TErr, Cfg>(
+export const mockServiceOf = <L extends EffectKind, D, Req extends WireRequest, Res, TErr, Cfg>(
   state: MockState<D>,
   line: MockLine<Kind<L, unknown, unknown>, Req>
 ): MockService<L, D, Req, Res, TErr, Cfg> => {
@@ -71,7 +75,12 @@ export const mockServiceOf = <L extends EffectKind, D, Req, Res, TErr, Cfg>(
     })
   const respond = (request: Req) =>
     effects.suspend(() => {
-      const arrival = state.receive(line.received(request))
+      const arrival = state.receive({
+        method: request.method,
+        url: request.url,
+        headers: line.wireHeaders(request),
+        body: line.wireBody(request)
+      })
       const answer = effects.map(line.now, (now: number) => state.answer(arrival, now))
       return arrival.delayMillis === undefined ? answer : effects.andThen(effects.sleep(arrival.delayMillis), answer)
     })

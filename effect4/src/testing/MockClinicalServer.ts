@@ -99,12 +99,8 @@ const build = (state: MockState.MockState<Duration.Input>): Service =>
   MockService.mockServiceOf(state, {
     effects: Effects.of(Effect),
     now: Clock.currentTimeMillis,
-    received: (request: HttpTransport.TransportRequest) => ({
-      method: request.method,
-      url: request.url,
-      headers: HttpTransport.wireHeaders(request),
-      body: HttpTransport.wireBody(request)
-    }),
+    wireHeaders: HttpTransport.wireHeaders,
+    wireBody: HttpTransport.wireBody,
     dropped: (request) => HttpTransport.transportError(request, "Network", "the mock dropped the connection"),
     refused: (refusal) => new InvalidConfig(refusal)
   })

@@ -17,7 +17,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { identity } from "effect/Function"
 import * as Metric from "effect/Metric"
-import * as Random from "effect/Random"
 import type * as Redacted from "effect/Redacted"
 import type * as Tracer from "effect/Tracer"
 import { type Action, CallMachine } from "../../../core/call/callMachine.js"
@@ -41,6 +40,7 @@ import { type AnyCall, type Call } from "./call.js"
 import { CallMetrics, refusedByBudget, refusedByCircuit } from "./callMetrics.js"
 import { commonPath, type Machine, type Runner } from "./commonPath.js"
 import * as Gate from "./gate.js"
+import { nanos } from "./loadControl.js"
 import { readJson } from "./response.js"
 import { DataRequest } from "./secretText.js"
 
@@ -59,7 +59,7 @@ export type AuthorizedPost = <A>(call: Call<A>, fiber?: FiberSpan.AnyFiber) => E
 const DURATIONS: Durations<Duration.Duration, Clock.Clock> = {
   toMillis: Duration.toMillis,
   format: Duration.format,
-  nanos: (clock) => clock.unsafeCurrentTimeNanos()
+  nanos
 }
 
 /** The calls of one client: the machine's client, and the runner of its actions. */
@@ -183,10 +183,9 @@ class Caller extends CallRules<
   private lineOf(): CallLine<AnyEffect, TokenService.AccessToken, ClinicalError, Clock.Clock, AnyCall, Response> {
     return {
       effects: tokenLine.effects,
-      random: Random.next,
+      random: tokenLine.random,
       clockWith: (f) => Effect.clockWith((clock) => f(clock.unsafeCurrentTimeMillis())),
-      getToken: (millis) => this.tokens.getWithin(millis),
-      invalidate: (token) => this.tokens.invalidate(token),
+      tokens: this.tokens,
       inTurn: this.gate.run,
       send: (call, m) =>
         Effect.mapError(
@@ -209,7 +208,7 @@ class Caller extends CallRules<
         }),
       countRetry: (operation, cause) => Metric.increment(this.metrics.of(operation).retry(cause)),
       countRefused: (by) => Metric.increment(by === "circuit" ? refusedByCircuit : refusedByBudget),
-      wrap: fromCore
+      wrap: this.wrap
     }
   }
 }

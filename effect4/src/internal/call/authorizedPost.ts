@@ -16,7 +16,6 @@ import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
 import { type Action, CallMachine } from "../../../../core/call/callMachine.js"
@@ -163,10 +162,9 @@ class Caller extends CallRules<
   private lineOf(): CallLine<AnyEffect, TokenService.AccessToken, ClinicalError, Clock.Clock, AnyCall, Response> {
     return {
       effects: tokenLine.effects,
-      random: Random.next,
+      random: tokenLine.random,
       clockWith: (f) => Effect.clockWith((clock) => f(clock.currentTimeMillisUnsafe())),
-      getToken: (millis) => this.tokens.getWithin(millis),
-      invalidate: (token) => this.tokens.invalidate(token),
+      tokens: this.tokens,
       inTurn: this.gate.run,
       send: (call, m) =>
         Effect.withFiber((fiber) =>
@@ -191,7 +189,7 @@ class Caller extends CallRules<
         }),
       countRetry: (operation, cause) => Metric.update(this.metrics.of(operation).retry(cause), 1),
       countRefused: (by) => Metric.update(by === "circuit" ? refusedByCircuit : refusedByBudget, 1),
-      wrap: fromCore
+      wrap: this.wrap
     }
   }
 }
